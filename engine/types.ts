@@ -1,0 +1,78 @@
+// Shared types between the parts of the engine. Kept free of any GPU or host import so that
+// the loader, tokenizer, scheduler and nodes can all depend on it.
+
+export type DType = 'f32' | 'f16' | 'bf16';
+
+/** One tensor as found in a checkpoint: raw little-endian bytes, row-major. */
+export interface RawTensor {
+  name: string;
+  dtype: DType;
+  shape: number[];
+  /** Exactly product(shape) * bytesPerElement bytes. */
+  bytes: Uint8Array;
+}
+
+/** A checkpoint read from disk (or made in memory), before any model interpretation. */
+export interface Checkpoint {
+  format: 'pth' | 'safetensors' | 'memory';
+  tensors: Map<string, RawTensor>;
+  /** safetensors __metadata__ (string → string), empty for .pth. */
+  metadata: Record<string, string>;
+}
+
+export type RwkvVersion = 'v4' | 'v5' | 'v6' | 'v7';
+
+/** Model hyper-parameters derived from the tensor names and shapes. */
+export interface ModelInfo {
+  version: RwkvVersion;
+  nLayer: number;
+  nEmbd: number;
+  nHead: number;
+  headSize: number;
+  vocabSize: number;
+  ffnDim: number;
+  /** LoRA ranks of RWKV-7 (decay, a, value-residual, gate). */
+  loraDims: { w: number; a: number; v: number; g: number };
+  /**
+   * Optional map from the model's row index to a World token id, for models trained on a reduced
+   * vocabulary (tensor `vocab_map`, i32). Absent: row i is World token i.
+   */
+  vocabMap?: Int32Array;
+}
+
+/** Which logits a slot wants back from one `run`. */
+export type OutputMode = 'last' | 'all' | 'none';
+
+export interface SlotJob {
+  slot: number;
+  /** Tokens (model row indices) to feed, in order. May be empty only with output 'none'. */
+  tokens: ArrayLike<number>;
+  output: OutputMode;
+}
+
+/**
+ * The state of one slot copied to the CPU: all layers, f32, in the layout of `stateLayout`.
+ * For RWKV-7, per layer: att_x [C], att_kv [H, N(value), N(key)], ffn_x [C].
+ */
+export type StateSnapshot = Float32Array;
+
+/**
+ * The batched forward pass over a fixed number of slots, each with its own recurrent state.
+ * Implemented by the WebGPU runtime; the scheduler depends only on this.
+ */
+export interface InferenceBackend {
+  readonly info: ModelInfo;
+  readonly slots: number;
+  /** Floats in one slot's state. */
+  readonly stateSize: number;
+  /**
+   * Advance any subset of slots by any number of tokens in one batched pass (one GPU round trip).
+   * Result i belongs to jobs[i]: logits [vocab] for 'last', [n*vocab] for 'all', null for 'none'.
+   */
+  run(jobs: SlotJob[]): Promise<(Float32Array | null)[]>;
+  readState(slot: number): Promise<StateSnapshot>;
+  writeState(slot: number, state: StateSnapshot): void;
+  resetState(slot: number): void;
+  copyState(fromSlot: number, toSlot: number): void;
+  dispose(): void;
+}
