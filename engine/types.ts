@@ -1,7 +1,8 @@
 // Shared types between the parts of the engine. Kept free of any GPU or host import so that
 // the loader, tokenizer, scheduler and nodes can all depend on it.
 
-export type DType = 'f32' | 'f16' | 'bf16';
+/** Weights are f32/f16/bf16; 'i32' appears only for index tensors such as the optional `vocab_map`. */
+export type DType = 'f32' | 'f16' | 'bf16' | 'i32';
 
 /** One tensor as found in a checkpoint: raw little-endian bytes, row-major. */
 export interface RawTensor {
