@@ -44,7 +44,7 @@ const OCTAL_DIGIT = /[0-7]/;
  */
 export function parsePythonLiteral(src: string, start = 0): ParsedLiteral {
   let i = start;
-  while (i < src.length && /[A-Za-z]/.test(src[i])) i++;
+  while (i < src.length && isAsciiLetter(src.charCodeAt(i))) i++;
   const prefix = src.slice(start, i).toLowerCase();
   if (!['', 'b', 'r', 'u', 'br', 'rb'].includes(prefix)) {
     throw new PythonLiteralError(`unsupported string prefix '${src.slice(start, i)}'`, start);
@@ -144,18 +144,23 @@ function fixedHexEscape(src: string, at: number, digits: number, isBytes: boolea
   return at + 2 + digits;
 }
 
+function isAsciiLetter(c: number): boolean {
+  return (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+}
+
 /** Growable byte buffer that writes code points as UTF-8 (str) or raw byte values (bytes). */
 class ByteSink {
-  private buf = new Uint8Array(16);
+  private buf = new Uint8Array(32);
   private len = 0;
 
   codePoint(cp: number, column: number, asByte: boolean): void {
-    if (asByte) {
-      this.push(cp);
-    } else if (cp < 0x80) {
-      this.push(cp);
+    this.reserve(4);
+    const buf = this.buf;
+    if (asByte || cp < 0x80) {
+      buf[this.len++] = cp;
     } else if (cp < 0x800) {
-      this.push(0xc0 | (cp >> 6), 0x80 | (cp & 0x3f));
+      buf[this.len++] = 0xc0 | (cp >> 6);
+      buf[this.len++] = 0x80 | (cp & 0x3f);
     } else if (cp < 0x10000) {
       if (cp >= 0xd800 && cp <= 0xdfff) {
         throw new PythonLiteralError(
@@ -163,19 +168,22 @@ class ByteSink {
           column,
         );
       }
-      this.push(0xe0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+      buf[this.len++] = 0xe0 | (cp >> 12);
+      buf[this.len++] = 0x80 | ((cp >> 6) & 0x3f);
+      buf[this.len++] = 0x80 | (cp & 0x3f);
     } else {
-      this.push(0xf0 | (cp >> 18), 0x80 | ((cp >> 12) & 0x3f), 0x80 | ((cp >> 6) & 0x3f), 0x80 | (cp & 0x3f));
+      buf[this.len++] = 0xf0 | (cp >> 18);
+      buf[this.len++] = 0x80 | ((cp >> 12) & 0x3f);
+      buf[this.len++] = 0x80 | ((cp >> 6) & 0x3f);
+      buf[this.len++] = 0x80 | (cp & 0x3f);
     }
   }
 
-  private push(...bytes: number[]): void {
-    if (this.len + bytes.length > this.buf.length) {
-      const grown = new Uint8Array(this.buf.length * 2 + bytes.length);
-      grown.set(this.buf.subarray(0, this.len));
-      this.buf = grown;
-    }
-    for (const b of bytes) this.buf[this.len++] = b;
+  private reserve(extra: number): void {
+    if (this.len + extra <= this.buf.length) return;
+    const grown = new Uint8Array(this.buf.length * 2 + extra);
+    grown.set(this.buf.subarray(0, this.len));
+    this.buf = grown;
   }
 
   toBytes(): Uint8Array {
