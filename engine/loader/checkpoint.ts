@@ -1,0 +1,36 @@
+// Open a model file of either supported format. The format is chosen from the first bytes, not the
+// extension: users rename files freely, and a wrong guess would otherwise surface as a confusing
+// parse error deep inside the other format's reader.
+
+import * as fs from 'fs';
+import type { Checkpoint } from '../types';
+import { withFile } from './file-reader';
+import { readPth } from './pth';
+import { readSafetensors } from './safetensors';
+
+export type CheckpointFormat = 'pth' | 'safetensors';
+
+/** Sniff the format from the first 9 bytes; throws for missing, empty, or unrecognized files. */
+export function detectCheckpointFormat(path: string): CheckpointFormat {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`model file not found: ${path}`);
+    throw new Error(`cannot open model file ${path}: ${(e as Error).message}`);
+  }
+  if (stat.isDirectory()) throw new Error(`model path is a directory, not a file: ${path}`);
+  if (stat.size === 0) throw new Error(`model file is empty: ${path}`);
+  const head = withFile(path, (f) => f.read(0, Math.min(9, f.size), 'file signature'));
+  // Local file header "PK\x03\x04" (or an empty archive's "PK\x05\x06").
+  if (head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b && (head[2] === 3 || head[2] === 5)) return 'pth';
+  // safetensors: u64 header length, then the JSON object's "{".
+  if (head.length >= 9 && head[8] === 0x7b) return 'safetensors';
+  if (stat.size < 9) throw new Error(`model file is too short (${stat.size} bytes; truncated?): ${path}`);
+  throw new Error(`unrecognized model file format (expected a PyTorch .pth or a safetensors file): ${path}`);
+}
+
+/** Load every tensor of a .pth or safetensors checkpoint. */
+export function loadCheckpoint(path: string): Checkpoint {
+  return detectCheckpointFormat(path) === 'pth' ? readPth(path) : readSafetensors(path);
+}

@@ -1,0 +1,201 @@
+// PyTorch checkpoints as torch.save writes them: a ZIP with `<prefix>/data.pkl` (the pickled state
+// dict) and one `<prefix>/data/<key>` entry of raw little-endian bytes per storage. The pickle is
+// read with a small allow-list of globals; tensors reference storages through persistent ids, and
+// each storage is read from the file only once, in a buffer of its own.
+
+import type { Checkpoint, DType, RawTensor } from '../types';
+import { bytesPerElement, numElements } from './dtype';
+import { withFile } from './file-reader';
+import { PyCallable, PyDict, PyTuple, unpickle } from './pickle';
+import { ZipReader } from './zip';
+
+/** Legacy storage classes torch still pickles as the storage type. */
+const STORAGE_DTYPES: Record<string, DType | undefined> = {
+  FloatStorage: 'f32',
+  HalfStorage: 'f16',
+  BFloat16Storage: 'bf16',
+  IntStorage: 'i32',
+};
+
+/** The storage class object itself (GLOBAL pushes the class; the persistent id carries it uncalled). */
+class StorageType implements PyCallable {
+  constructor(readonly className: string) {}
+  get qualifiedName(): string {
+    return `torch.${this.className}`;
+  }
+  call(): unknown {
+    throw new Error(`pickle: ${this.qualifiedName} cannot be called`);
+  }
+}
+
+class StorageRef {
+  constructor(
+    readonly type: StorageType,
+    readonly key: string,
+    readonly numel: number,
+  ) {}
+}
+
+class TensorRef {
+  constructor(
+    readonly storage: StorageRef,
+    readonly offset: number,
+    readonly shape: number[],
+    readonly stride: number[],
+  ) {}
+}
+
+function callable(qualifiedName: string, fn: (args: PyTuple) => unknown): PyCallable {
+  return { qualifiedName, call: fn };
+}
+
+function intList(v: unknown, what: string): number[] {
+  if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x) && x >= 0)) {
+    throw new Error(`pickle: ${what} is not a tuple of non-negative integers: ${JSON.stringify(v)}`);
+  }
+  return v as number[];
+}
+
+function rebuildTensor(args: PyTuple): TensorRef {
+  const [storage, offset, size, stride] = args;
+  if (!(storage instanceof StorageRef)) throw new Error('pickle: _rebuild_tensor_v2 called without a storage');
+  if (!Number.isSafeInteger(offset) || (offset as number) < 0) throw new Error(`pickle: bad storage offset ${String(offset)}`);
+  return new TensorRef(storage, offset as number, intList(size, 'tensor size'), intList(stride, 'tensor stride'));
+}
+
+function findTorchClass(module: string, name: string): PyCallable | undefined {
+  const q = `${module}.${name}`;
+  if (module === 'collections' && name === 'OrderedDict') {
+    return callable(q, (args) => {
+      const d = new PyDict();
+      if (Array.isArray(args[0])) for (const kv of args[0] as unknown[][]) d.set(kv[0], kv[1]);
+      return d;
+    });
+  }
+  if (module === 'torch._utils' && (name === '_rebuild_tensor_v2' || name === '_rebuild_tensor')) {
+    return callable(q, rebuildTensor);
+  }
+  if (module === 'torch._utils' && name === '_rebuild_parameter') {
+    return callable(q, (args) => args[0]); // nn.Parameter wraps a tensor; the tensor is all we need
+  }
+  // Any storage class is accepted here so an unsupported dtype is reported with the tensor's name.
+  if (module === 'torch' && name.endsWith('Storage')) {
+    return new StorageType(name);
+  }
+  return undefined;
+}
+
+function persistentLoad(pid: unknown): StorageRef {
+  // ('storage', storage_type, key, location, numel)
+  if (!Array.isArray(pid) || pid[0] !== 'storage' || pid.length < 5) {
+    throw new Error(`pickle: unsupported persistent id ${JSON.stringify(pid)}`);
+  }
+  const [, type, key, , numel] = pid;
+  if (!(type instanceof StorageType)) throw new Error('pickle: persistent id without a storage type');
+  if (typeof key !== 'string' || !Number.isSafeInteger(numel)) throw new Error(`pickle: bad storage reference ${String(key)}`);
+  return new StorageRef(type, key, numel as number);
+}
+
+/** Row-major strides of a contiguous tensor. */
+function contiguousStrides(shape: number[]): number[] {
+  const strides = new Array<number>(shape.length);
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+function isContiguous(shape: number[], stride: number[]): boolean {
+  const expected = contiguousStrides(shape);
+  // Strides of size-1 dimensions do not affect the layout.
+  return shape.every((d, i) => d === 1 || stride[i] === expected[i]);
+}
+
+/** Copy a strided view into a new row-major buffer. */
+function gather(storage: Uint8Array, offset: number, shape: number[], stride: number[], elemSize: number): Uint8Array {
+  const n = numElements(shape);
+  const out = new Uint8Array(n * elemSize);
+  const idx = new Array<number>(shape.length).fill(0);
+  let src = offset;
+  for (let i = 0; i < n; i++) {
+    out.set(storage.subarray(src * elemSize, (src + 1) * elemSize), i * elemSize);
+    for (let d = shape.length - 1; d >= 0; d--) {
+      idx[d]++;
+      src += stride[d];
+      if (idx[d] < shape[d]) break;
+      src -= stride[d] * shape[d];
+      idx[d] = 0;
+    }
+  }
+  return out;
+}
+
+/** Find `<prefix>/data.pkl`; torch names the prefix after the file (official RWKV files use e.g. "RWKV-x070-.../"). */
+function findPickle(zip: ZipReader, filePath: string): { prefix: string } {
+  const candidates = [...zip.entries.keys()].filter((n) => n === 'data.pkl' || n.endsWith('/data.pkl'));
+  const top = candidates.filter((n) => n.split('/').length <= 2);
+  if (top.length !== 1) {
+    throw new Error(`${filePath}: ZIP archive is not a PyTorch checkpoint (no <name>/data.pkl entry)`);
+  }
+  return { prefix: top[0].slice(0, top[0].length - 'data.pkl'.length) };
+}
+
+/** Read a torch.save() checkpoint holding a state dict of tensors. */
+export function readPth(filePath: string): Checkpoint {
+  return withFile(filePath, (file) => {
+    const zip = new ZipReader(file);
+    const { prefix } = findPickle(zip, filePath);
+    const byteorder = zip.entries.get(`${prefix}byteorder`);
+    if (byteorder) {
+      const order = Buffer.from(zip.read(byteorder)).toString('latin1').trim();
+      if (order !== 'little') throw new Error(`${filePath}: checkpoint byte order is "${order}"; only little-endian is supported`);
+    }
+    const pkl = zip.read(zip.entries.get(`${prefix}data.pkl`)!, { verifyCrc: true });
+    let root: unknown;
+    try {
+      root = unpickle(pkl, { findClass: findTorchClass, persistentLoad });
+    } catch (e) {
+      throw new Error(`${filePath}: cannot read the checkpoint's pickle: ${(e as Error).message}`);
+    }
+    if (!(root instanceof Map)) throw new Error(`${filePath}: checkpoint does not hold a dict of tensors`);
+
+    const storages = new Map<string, Uint8Array>();
+    const tensors = new Map<string, RawTensor>();
+    for (const [name, value] of root) {
+      if (typeof name !== 'string' || !(value instanceof TensorRef)) continue; // non-tensor entries carry no weights
+      const { storage, offset, shape, stride } = value;
+      const dtype = STORAGE_DTYPES[storage.type.className];
+      if (!dtype) {
+        throw new Error(
+          `${filePath}: tensor ${name} uses torch.${storage.type.className}, which is not supported ` +
+            `(supported: ${Object.keys(STORAGE_DTYPES).map((s) => `torch.${s}`).join(', ')})`,
+        );
+      }
+      if (stride.length !== shape.length) throw new Error(`${filePath}: tensor ${name} has ${shape.length} dims but ${stride.length} strides`);
+      const elem = bytesPerElement(dtype);
+      const n = numElements(shape);
+      // Highest element index the view touches must lie inside the storage.
+      const last = n === 0 ? offset : offset + shape.reduce((acc, d, i) => acc + (d - 1) * stride[i], 0);
+      if (n > 0 && last >= storage.numel) {
+        throw new Error(`${filePath}: tensor ${name} reaches element ${last} of a storage of ${storage.numel} elements`);
+      }
+      let bytes = storages.get(storage.key);
+      if (!bytes) {
+        const entry = zip.entries.get(`${prefix}data/${storage.key}`);
+        if (!entry) throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} is missing from the archive`);
+        if (entry.size !== storage.numel * elem) {
+          throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} has ${entry.size} bytes, expected ${storage.numel * elem}`);
+        }
+        bytes = zip.read(entry);
+        storages.set(storage.key, bytes);
+      }
+      const data = isContiguous(shape, stride)
+        ? bytes.subarray(offset * elem, (offset + n) * elem)
+        : gather(bytes, offset, shape, stride, elem);
+      tensors.set(name, { name, dtype, shape: [...shape], bytes: data });
+    }
+    return { format: 'pth', tensors, metadata: {} };
+  });
+}
