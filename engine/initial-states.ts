@@ -1,0 +1,71 @@
+// Named initial states (state-tuned or saved conversations) that requests can start from. Each
+// has its own prefix cache, since the same tokens give different states from different starts.
+// Requests hold the InitialState object itself, so unloading or replacing a name never changes
+// the state under a running request.
+
+import type { StateInfo } from './api';
+import { RequestError } from './errors';
+import { PrefixCache } from './prefix-cache';
+
+export interface InitialState {
+  /** '' for the zero state. */
+  readonly name: string;
+  readonly source: string;
+  /** null = the model's zero state. */
+  readonly state: Float32Array | null;
+  /** Logits after the state's last token, when known (saved conversations); lets a prompt be empty. */
+  readonly logits: Float32Array | null;
+  readonly cache: PrefixCache;
+}
+
+const NAME_PATTERN = /^[\w.\- ]{1,128}$/;
+
+export class InitialStateRegistry {
+  readonly zero: InitialState;
+  private readonly states = new Map<string, InitialState>();
+
+  constructor(
+    private readonly stateSize: number,
+    private readonly cacheBytes: number,
+  ) {
+    this.zero = { name: '', source: 'zero', state: null, logits: null, cache: new PrefixCache(cacheBytes) };
+  }
+
+  /** The named state, or the zero state for undefined/''. */
+  resolve(name: string | undefined): InitialState {
+    if (name === undefined || name === '') return this.zero;
+    const found = this.states.get(name);
+    if (!found) {
+      const known = [...this.states.keys()];
+      throw new RequestError(`unknown initial state "${name}" (loaded: ${known.length ? known.join(', ') : 'none'})`);
+    }
+    return found;
+  }
+
+  add(name: string, state: Float32Array, source: string, logits: Float32Array | null = null): StateInfo {
+    InitialStateRegistry.checkName(name);
+    if (state.length !== this.stateSize) {
+      throw new RequestError(`state "${name}" has ${state.length} floats, the model's state has ${this.stateSize}`);
+    }
+    this.states.set(name, { name, source, state, logits, cache: new PrefixCache(this.cacheBytes) });
+    return InitialStateRegistry.info(this.states.get(name)!);
+  }
+
+  remove(name: string): boolean {
+    return this.states.delete(name);
+  }
+
+  list(): StateInfo[] {
+    return [...this.states.values()].map(InitialStateRegistry.info);
+  }
+
+  static checkName(name: string): void {
+    if (typeof name !== 'string' || !NAME_PATTERN.test(name)) {
+      throw new RequestError(`state name must be 1-128 letters, digits, spaces, '_', '-' or '.', got ${JSON.stringify(name)}`);
+    }
+  }
+
+  private static info(s: InitialState): StateInfo {
+    return { name: s.name, source: s.source, bytes: (s.state?.byteLength ?? 0) + (s.logits?.byteLength ?? 0) };
+  }
+}

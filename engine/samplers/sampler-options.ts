@@ -1,0 +1,107 @@
+// Defaults and validation of sampler parameters. Defaults follow ai00-core's NucleusParams,
+// TypicalParams and MirostatParams so flows ported from ai00 behave the same.
+
+import type { SamplerOptions } from '../api';
+import { RequestError } from '../errors';
+
+export const AI00_DEFAULTS = {
+  temperature: 1.0,
+  topP: 0.5,
+  topK: 128,
+  presencePenalty: 0.3,
+  frequencyPenalty: 0.3,
+  penaltyDecay: 0.99654026,
+  tau: 0.5,
+  mirostatTau: 3.0,
+  mirostatEta: 0.1,
+} as const;
+
+export interface ResolvedSamplerOptions {
+  kind: 'nucleus' | 'typical' | 'mirostat';
+  temperature: number;
+  topP: number;
+  /** 0 = no limit. */
+  topK: number;
+  presencePenalty: number;
+  frequencyPenalty: number;
+  penaltyDecay: number;
+  tau: number;
+  mirostatTau: number;
+  mirostatEta: number;
+  /** World token id → additive bias. */
+  logitBias: Map<number, number>;
+  seed: number | undefined;
+}
+
+const KNOWN_KEYS = new Set([
+  'kind', 'temperature', 'topP', 'topK', 'presencePenalty', 'frequencyPenalty', 'penaltyDecay',
+  'tau', 'mirostatTau', 'mirostatEta', 'logitBias', 'seed',
+]);
+
+function num(
+  opts: SamplerOptions,
+  key: keyof SamplerOptions,
+  fallback: number,
+  ok: (v: number) => boolean,
+  rule: string,
+): number {
+  const v = opts[key];
+  if (v === undefined || v === null) return fallback;
+  if (typeof v !== 'number' || !Number.isFinite(v) || !ok(v)) {
+    throw new RequestError(`sampler.${key} must be ${rule}, got ${JSON.stringify(v)}`);
+  }
+  return v;
+}
+
+/** Fill in defaults and check every parameter; throws RequestError naming the bad one. */
+export function resolveSamplerOptions(opts: SamplerOptions | undefined, vocabWorldIds?: (id: number) => boolean): ResolvedSamplerOptions {
+  const o: SamplerOptions = opts ?? {};
+  if (typeof o !== 'object' || Array.isArray(o)) throw new RequestError('sampler must be an object');
+  for (const key of Object.keys(o)) {
+    if (!KNOWN_KEYS.has(key)) throw new RequestError(`unknown sampler option "${key}" (known: ${[...KNOWN_KEYS].join(', ')})`);
+  }
+  const kind = o.kind ?? 'nucleus';
+  if (kind !== 'nucleus' && kind !== 'typical' && kind !== 'mirostat') {
+    throw new RequestError(`sampler.kind must be "nucleus", "typical" or "mirostat", got ${JSON.stringify(kind)}`);
+  }
+  const d = AI00_DEFAULTS;
+  const resolved: ResolvedSamplerOptions = {
+    kind,
+    temperature: num(o, 'temperature', d.temperature, (v) => v >= 0 && v <= 100, 'a number in [0, 100] (0 = greedy)'),
+    topP: num(o, 'topP', d.topP, (v) => v > 0 && v <= 1, 'a number in (0, 1]'),
+    topK: num(o, 'topK', d.topK, (v) => Number.isInteger(v) && v >= 0, 'an integer >= 0 (0 = no limit)'),
+    presencePenalty: num(o, 'presencePenalty', d.presencePenalty, (v) => Math.abs(v) <= 100, 'a number in [-100, 100]'),
+    frequencyPenalty: num(o, 'frequencyPenalty', d.frequencyPenalty, (v) => Math.abs(v) <= 100, 'a number in [-100, 100]'),
+    penaltyDecay: num(o, 'penaltyDecay', d.penaltyDecay, (v) => v >= 0 && v <= 1, 'a number in [0, 1]'),
+    tau: num(o, 'tau', d.tau, (v) => v > 0 && v <= 1, 'a number in (0, 1] (typical probability mass)'),
+    mirostatTau: num(o, 'mirostatTau', d.mirostatTau, (v) => v > 0 && v <= 100, 'a number in (0, 100] (target surprise, bits)'),
+    mirostatEta: num(o, 'mirostatEta', d.mirostatEta, (v) => v > 0 && v <= 1, 'a number in (0, 1] (learning rate)'),
+    logitBias: new Map(),
+    seed: undefined,
+  };
+  if (o.seed !== undefined && o.seed !== null) {
+    if (typeof o.seed !== 'number' || !Number.isSafeInteger(o.seed) || o.seed < 0) {
+      throw new RequestError(`sampler.seed must be a non-negative integer, got ${JSON.stringify(o.seed)}`);
+    }
+    resolved.seed = o.seed;
+  }
+  if (o.logitBias !== undefined && o.logitBias !== null) {
+    if (typeof o.logitBias !== 'object' || Array.isArray(o.logitBias)) {
+      throw new RequestError('sampler.logitBias must be an object mapping token ids to numbers');
+    }
+    for (const [key, value] of Object.entries(o.logitBias)) {
+      const id = Number(key);
+      if (!Number.isInteger(id) || id < 0 || String(id) !== key.trim()) {
+        throw new RequestError(`sampler.logitBias key ${JSON.stringify(key)} is not a token id`);
+      }
+      if (vocabWorldIds && !vocabWorldIds(id)) {
+        throw new RequestError(`sampler.logitBias token id ${id} is not in the model's vocabulary`);
+      }
+      if (typeof value !== 'number' || Number.isNaN(value) || value === Infinity) {
+        throw new RequestError(`sampler.logitBias[${id}] must be a finite number or -Infinity, got ${JSON.stringify(value)}`);
+      }
+      resolved.logitBias.set(id, value);
+    }
+  }
+  return resolved;
+}

@@ -1,0 +1,68 @@
+// One request's sampler: logit bias, repetition penalty and an optional allowed-token mask are
+// applied to a copy of the logits, then the chosen method draws a row. Works in model rows;
+// the bias (given in World ids) is mapped to rows once at construction.
+
+import { RequestError } from '../errors';
+import { MirostatState } from './mirostat';
+import { pickNucleus } from './nucleus';
+import { RepetitionPenalty } from './penalties';
+import { argmax, softmaxInPlace } from './probability';
+import type { ResolvedSamplerOptions } from './sampler-options';
+import { SeededRandom } from './seeded-random';
+import { pickTypical } from './typical';
+
+export class TokenSampler {
+  private readonly scratch: Float32Array;
+  private readonly biasRows: [number, number][] = [];
+  private readonly penalty: RepetitionPenalty;
+  private readonly mirostat: MirostatState | null;
+  private readonly random: SeededRandom;
+
+  /**
+   * @param rows number of logits (model rows)
+   * @param worldToRow maps a World id to a model row, -1 when the model lacks it
+   */
+  constructor(
+    readonly options: ResolvedSamplerOptions,
+    rows: number,
+    worldToRow: (id: number) => number,
+  ) {
+    this.scratch = new Float32Array(rows);
+    for (const [id, bias] of options.logitBias) {
+      const row = worldToRow(id);
+      if (row < 0 || row >= rows) throw new RequestError(`sampler.logitBias token id ${id} is not in the model's vocabulary`);
+      this.biasRows.push([row, bias]);
+    }
+    this.penalty = new RepetitionPenalty(options.presencePenalty, options.frequencyPenalty, options.penaltyDecay);
+    this.mirostat = options.kind === 'mirostat' ? new MirostatState(options.mirostatTau, options.mirostatEta) : null;
+    this.random = options.seed === undefined ? SeededRandom.unseeded() : new SeededRandom(options.seed);
+  }
+
+  /**
+   * Draw the next row. `logits` is read-only (it may be shared with the prefix cache).
+   * `allowed[row]` = 0 forbids a row (grammar constraints).
+   */
+  sample(logits: Float32Array, allowed?: Uint8Array): number {
+    const x = this.scratch;
+    if (logits.length !== x.length) throw new Error(`sampler: expected ${x.length} logits, got ${logits.length}`);
+    x.set(logits);
+    for (const [row, bias] of this.biasRows) x[row] += bias;
+    if (this.options.kind !== 'mirostat') this.penalty.apply(x);
+    if (allowed) for (let i = 0; i < x.length; i++) if (!allowed[i]) x[i] = -Infinity;
+    // A draw is consumed every step, even for greedy picks, so the stream stays aligned.
+    const u = this.random.next();
+    let row: number;
+    if (this.options.temperature === 0 && this.options.kind !== 'mirostat') {
+      row = argmax(x);
+      if (row < 0) throw new Error('no token is allowed at this point (all logits masked)');
+    } else {
+      if (!softmaxInPlace(x)) throw new Error('no token is allowed at this point (all logits masked)');
+      const o = this.options;
+      if (this.mirostat) row = this.mirostat.pick(x, u);
+      else if (o.kind === 'typical') row = pickTypical(x, o.topK, o.tau, o.temperature, u);
+      else row = pickNucleus(x, o.topK, o.topP, o.temperature, u);
+    }
+    if (this.options.kind !== 'mirostat') this.penalty.record(row);
+    return row;
+  }
+}

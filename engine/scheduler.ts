@@ -1,0 +1,347 @@
+// Continuous batching over the backend's slots. Each step is ONE backend.run(): one token for
+// every slot that is decoding plus at most one prefill chunk (all pending chunks when nothing
+// decodes), so a long prompt never stalls the slots that are generating. Slots free the moment a
+// task ends; further tasks wait in a bounded queue. Every failure ends only the task concerned.
+
+import { AbortError, EngineClosedError, QueueFullError } from './errors';
+import type { InitialState } from './initial-states';
+import type { Feed, SlotTask } from './slot-task';
+import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
+import type { InferenceBackend, OutputMode, SlotJob } from './types';
+
+export interface SchedulerOptions {
+  /** Tokens per prefill chunk. */
+  chunkSize: number;
+  /** Tasks allowed to wait for a slot. */
+  maxQueue: number;
+  /** Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'). */
+  cacheMinTokens: number;
+}
+
+export interface SchedulerStats {
+  steps: number;
+  /** Tokens fed one at a time (decoding). */
+  decodeTokens: number;
+  /** Tokens fed in chunks (prompts, scored continuations). */
+  chunkTokens: number;
+  cachedPromptTokens: number;
+  backendMs: number;
+}
+
+interface Running {
+  task: SlotTask;
+  slot: SlotRecord;
+  seq: number;
+  phase: 'prefill' | 'run';
+  feed: readonly number[];
+  fed: number;
+  output: OutputMode;
+  /** Logits of earlier chunks of an 'all' feed. */
+  collected: Float32Array[];
+}
+
+interface PlannedJob {
+  run: Running;
+  tokens: number[];
+  output: OutputMode;
+}
+
+export class Scheduler {
+  readonly pool: SlotPool;
+  readonly stats: SchedulerStats = { steps: 0, decodeTokens: 0, chunkTokens: 0, cachedPromptTokens: 0, backendMs: 0 };
+  private readonly queue: SlotTask[] = [];
+  private readonly abortListeners = new Map<SlotTask, () => void>();
+  private readonly running = new Map<number, Running>();
+  private seq = 0;
+  private looping = false;
+  private loopDone: Promise<void> = Promise.resolve();
+  /** 'drain': finish what is queued and running; 'now': stop after the current step. */
+  private closing: 'drain' | 'now' | null = null;
+
+  constructor(
+    private readonly backend: InferenceBackend,
+    readonly options: SchedulerOptions,
+  ) {
+    if (!Number.isInteger(options.chunkSize) || options.chunkSize < 1) throw new RangeError(`chunkSize must be an integer >= 1, got ${options.chunkSize}`);
+    if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new RangeError(`maxQueue must be an integer >= 0, got ${options.maxQueue}`);
+    this.pool = new SlotPool(backend.slots);
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  get active(): number {
+    return this.running.size;
+  }
+
+  /** Queue a task. Throws QueueFullError / EngineClosedError synchronously; everything later goes to the task's callbacks. */
+  submit(task: SlotTask): void {
+    if (this.closing) throw new EngineClosedError();
+    if (task.signal?.aborted) throw new AbortError();
+    const free = this.pool.idleCount;
+    if (this.queue.length >= this.options.maxQueue + free) throw new QueueFullError(this.options.maxQueue);
+    this.queue.push(task);
+    if (task.signal) {
+      const listener = () => {
+        const at = this.queue.indexOf(task);
+        if (at < 0) return;
+        this.queue.splice(at, 1);
+        this.abortListeners.delete(task);
+        Scheduler.safely(() => task.onAbort());
+      };
+      task.signal.addEventListener('abort', listener, { once: true });
+      this.abortListeners.set(task, listener);
+    }
+    const waiting = this.queue.length - free;
+    if (waiting > 0) Scheduler.safely(() => task.onQueued?.(waiting));
+    this.kick();
+  }
+
+  /** Forget slots retaining an initial state that was unloaded. */
+  forgetInitial(initial: InitialState): void {
+    this.pool.forget(initial);
+  }
+
+  /**
+   * Stop. With drain, queued and running tasks finish first; without, they end with
+   * EngineClosedError after the current step.
+   */
+  async close(opts: { drain?: boolean } = {}): Promise<void> {
+    this.closing = opts.drain ? 'drain' : 'now';
+    while (this.looping) await this.loopDone;
+    if (opts.drain) return;
+    const err = new EngineClosedError('engine closed before the request finished');
+    for (const task of this.queue.splice(0)) this.detach(task), Scheduler.safely(() => task.onError(err));
+    for (const run of [...this.running.values()]) this.end(run, () => run.task.onError(err));
+  }
+
+  private kick(): void {
+    if (this.looping) return;
+    this.looping = true;
+    this.loopDone = this.loop();
+  }
+
+  private async loop(): Promise<void> {
+    for (;;) {
+      if (this.closing === 'now') {
+        this.looping = false;
+        return;
+      }
+      await this.admit();
+      this.reapAborted();
+      const plan = this.plan();
+      if (plan.length === 0) {
+        if (this.queue.length === 0 && this.running.size === 0) {
+          this.looping = false;
+          return;
+        }
+        // Only possible when admission is blocked by an error path; yield and retry.
+        await new Promise((r) => setImmediate(r));
+        continue;
+      }
+      await this.step(plan);
+      // Let request consumers and new submissions in between steps.
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+
+  private async admit(): Promise<void> {
+    while (this.queue.length > 0) {
+      const task = this.queue[0];
+      const choice = this.pool.choose(task.initial, task.prompt);
+      if (!choice) return;
+      this.queue.shift();
+      this.detach(task);
+      this.pool.take(choice.slot);
+      try {
+        await this.place(task, choice);
+      } catch (error) {
+        this.pool.clear(choice.slot);
+        this.pool.release(choice.slot);
+        this.running.delete(choice.slot.index);
+        Scheduler.safely(() => task.onError(Scheduler.asError(error)));
+      }
+    }
+  }
+
+  /** Put the task's starting state into the slot: retained tokens, a cached prefix, or its initial state. */
+  private async place(task: SlotTask, { slot, continueLength }: SlotChoice): Promise<void> {
+    const prompt = task.prompt;
+    let start = continueLength;
+    let logits: Float32Array | null = continueLength > 0 && continueLength === prompt.length ? slot.lastLogits : null;
+    const hit = task.initial.cache.lookup(prompt);
+    if (hit && hit.length > start) {
+      if (start === 0) await this.saveRetained(slot);
+      this.backend.writeState(slot.index, hit.state);
+      start = hit.length;
+      logits = hit.logits;
+      slot.retained = prompt.slice(0, start);
+      slot.lastLogits = hit.logits;
+    } else if (start === 0) {
+      await this.saveRetained(slot);
+      if (task.initial.state) this.backend.writeState(slot.index, task.initial.state);
+      else this.backend.resetState(slot.index);
+      slot.retained = [];
+      slot.lastLogits = task.initial.logits;
+      logits = task.initial.logits;
+    } else {
+      slot.retained.length = start;
+    }
+    slot.initial = task.initial;
+    this.stats.cachedPromptTokens += start;
+    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', feed: prompt.slice(start), fed: 0, output: 'last', collected: [] };
+    this.running.set(slot.index, run);
+    task.onStart?.({ slot: slot.index, promptTokens: prompt.length, cachedTokens: start });
+    if (run.feed.length === 0) {
+      if (!logits) throw new Error('prompt is empty and the initial state has no logits to continue from');
+      await this.finishPrefill(run, logits);
+    }
+  }
+
+  /** Before a slot's retained state is overwritten, keep it in the prefix cache if worthwhile. */
+  private async saveRetained(slot: SlotRecord): Promise<void> {
+    const initial = slot.initial;
+    if (!initial || !slot.lastLogits || slot.retained.length < this.options.cacheMinTokens) return;
+    if (initial.cache.has(slot.retained)) return;
+    const state = await this.backend.readState(slot.index);
+    initial.cache.insert(slot.retained.slice(), state, slot.lastLogits);
+  }
+
+  private reapAborted(): void {
+    for (const run of [...this.running.values()]) {
+      if (run.task.signal?.aborted) this.end(run, () => run.task.onAbort());
+    }
+  }
+
+  private plan(): PlannedJob[] {
+    const single: PlannedJob[] = [];
+    const chunked: Running[] = [];
+    for (const run of this.running.values()) {
+      const left = run.feed.length - run.fed;
+      if (left === 1) single.push({ run, tokens: [run.feed[run.fed]], output: run.output });
+      else if (left > 1) chunked.push(run);
+    }
+    chunked.sort((a, b) => a.seq - b.seq);
+    const take = single.length > 0 ? chunked.slice(0, 1) : chunked;
+    const jobs = single;
+    for (const run of take) {
+      const n = Math.min(this.options.chunkSize, run.feed.length - run.fed);
+      const last = run.fed + n === run.feed.length;
+      const output: OutputMode = run.output === 'all' ? 'all' : last ? run.output : 'none';
+      jobs.push({ run, tokens: run.feed.slice(run.fed, run.fed + n) as number[], output });
+    }
+    return jobs;
+  }
+
+  private async step(plan: PlannedJob[]): Promise<void> {
+    const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output }));
+    const t0 = performance.now();
+    let results: (Float32Array | null)[];
+    try {
+      results = await this.backend.run(jobs);
+      if (results.length !== jobs.length) throw new Error(`backend returned ${results.length} results for ${jobs.length} jobs`);
+    } catch (error) {
+      // The batch cannot be attributed to one request and the slots' states are unknown now.
+      const err = Scheduler.asError(error);
+      for (const p of plan) {
+        this.pool.clear(p.run.slot);
+        Scheduler.safely(() => this.backend.resetState(p.run.slot.index));
+        this.end(p.run, () => p.run.task.onError(err));
+      }
+      return;
+    } finally {
+      this.stats.backendMs += performance.now() - t0;
+      this.stats.steps++;
+    }
+    const vocab = this.backend.info.vocabSize;
+    for (let i = 0; i < plan.length; i++) {
+      const { run, tokens, output } = plan[i];
+      const result = results[i];
+      const slot = run.slot;
+      for (const t of tokens) slot.retained.push(t);
+      run.fed += tokens.length;
+      if (run.phase === 'run' && run.feed.length === 1) this.stats.decodeTokens++;
+      else this.stats.chunkTokens += tokens.length;
+      if (output === 'none') slot.lastLogits = null;
+      else if (result) slot.lastLogits = output === 'all' ? result.slice(result.length - vocab) : result;
+      if (output === 'all' && result) run.collected.push(result);
+      if (run.phase === 'prefill') Scheduler.safely(() => run.task.onPrefillProgress?.(run.fed, run.feed.length));
+      if (run.fed < run.feed.length) continue;
+      try {
+        const logits = run.output === 'all' ? Scheduler.concat(run.collected) : result;
+        run.collected = [];
+        if (run.phase === 'prefill') {
+          if (!logits) throw new Error('backend returned no logits for the end of the prompt');
+          await this.finishPrefill(run, logits);
+        } else {
+          this.apply(run, run.task.onFed(logits));
+        }
+      } catch (error) {
+        this.end(run, () => run.task.onError(Scheduler.asError(error)));
+      }
+    }
+  }
+
+  private async finishPrefill(run: Running, logits: Float32Array): Promise<void> {
+    const { task, slot } = run;
+    const policy = task.cachePrompt ?? 'auto';
+    const wantCache =
+      policy !== 'never' &&
+      task.prompt.length > 0 &&
+      (policy === 'always' || task.prompt.length >= this.options.cacheMinTokens) &&
+      !task.initial.cache.has(task.prompt);
+    let state: Float32Array | null = null;
+    if (task.wantsState || wantCache) state = await this.backend.readState(slot.index);
+    if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);
+    run.phase = 'run';
+    this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
+  }
+
+  private apply(run: Running, next: Feed | null): void {
+    if (next === null) {
+      this.end(run, () => {});
+      return;
+    }
+    if (!next.tokens || next.tokens.length === 0) throw new Error('a task fed no tokens');
+    run.feed = next.tokens;
+    run.fed = 0;
+    run.output = next.output;
+    run.collected = [];
+  }
+
+  /** Free the task's slot and tell it why it ended. */
+  private end(run: Running, notify: () => void): void {
+    if (this.running.get(run.slot.index) === run) this.running.delete(run.slot.index);
+    this.pool.release(run.slot);
+    Scheduler.safely(notify);
+  }
+
+  private detach(task: SlotTask): void {
+    const listener = this.abortListeners.get(task);
+    if (listener) task.signal?.removeEventListener('abort', listener);
+    this.abortListeners.delete(task);
+  }
+
+  private static concat(parts: Float32Array[]): Float32Array | null {
+    if (parts.length === 0) return null;
+    if (parts.length === 1) return parts[0];
+    const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) out.set(p, at), (at += p.length);
+    return out;
+  }
+
+  private static asError(e: unknown): Error {
+    return e instanceof Error ? e : new Error(String(e));
+  }
+
+  /** Task callbacks must never break the loop. */
+  private static safely(fn: () => void): void {
+    try {
+      fn();
+    } catch {
+      // A task's own notification failed; it has already ended.
+    }
+  }
+}

@@ -1,0 +1,45 @@
+// What the scheduler runs in a slot. A task is a prompt to prefill (from an initial state) and
+// then a dialogue: after each batch the task sees its logits and says what to feed next.
+// generate, choose, embed and saveConversation are all tasks.
+
+import type { OutputMode, StateSnapshot } from './types';
+import type { InitialState } from './initial-states';
+
+export interface Feed {
+  /** Model rows to feed, at least one. */
+  tokens: number[];
+  output: OutputMode;
+}
+
+export interface TaskStart {
+  slot: number;
+  promptTokens: number;
+  /** Tokens taken from the prefix cache or from the slot's retained state. */
+  cachedTokens: number;
+}
+
+export interface SlotTask {
+  readonly initial: InitialState;
+  /** Model rows; may be empty only when the initial state carries logits. */
+  readonly prompt: readonly number[];
+  readonly signal?: AbortSignal;
+  /** Read the slot's state when the prompt is in (embed, saveConversation). */
+  readonly wantsState?: boolean;
+  /** 'auto': cache prompts of at least the engine's minimum length. */
+  readonly cachePrompt?: 'auto' | 'always' | 'never';
+
+  onQueued?(position: number): void;
+  onStart?(info: TaskStart): void;
+  onPrefillProgress?(done: number, total: number): void;
+  /**
+   * The whole prompt is in the slot. `logits` (read-only) follow its last token. Return what to
+   * feed next, or null when the task is done (the slot frees at once).
+   */
+  onPrefilled(logits: Float32Array, state: StateSnapshot | null): Feed | null;
+  /** The previous Feed ran: logits per its output mode ('all': n*vocab, 'none': null). */
+  onFed(logits: Float32Array | null): Feed | null;
+  /** Ended by its AbortSignal (queued or running). */
+  onAbort(): void;
+  /** Ended by an error (its own callback threw, the backend failed, or the engine closed). */
+  onError(error: Error): void;
+}
