@@ -1,0 +1,169 @@
+// What model a checkpoint holds: the RWKV version (from tensor names) and its hyper-parameters (from
+// tensor shapes). For RWKV-7, the one version the engine runs, every tensor of the official x070
+// layout is checked for presence, exact shape and a float dtype, so a bad file is rejected here with
+// the offending tensor named instead of producing wrong logits later.
+
+import type { Checkpoint, ModelInfo, RawTensor, RwkvVersion } from './types';
+import { toI32 } from './loader/dtype';
+
+export type ModelDims = Omit<ModelInfo, 'version' | 'vocabMap'>;
+
+/** Tensor names and shapes of an RWKV-7 (x070) checkpoint, in the order official files store them. */
+export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
+  const { nLayer: L, nEmbd: C, nHead: H, headSize: N, vocabSize: V, ffnDim: F } = d;
+  const { w: Dw, a: Da, v: Dv, g: Dg } = d.loraDims;
+  const vec = [1, 1, C];
+  const out: [string, number[]][] = [['emb.weight', [V, C]], ['blocks.0.ln0.weight', [C]], ['blocks.0.ln0.bias', [C]]];
+  for (let i = 0; i < L; i++) {
+    const b = `blocks.${i}.`;
+    const a = `${b}att.`;
+    out.push([`${b}ln1.weight`, [C]], [`${b}ln1.bias`, [C]], [`${b}ln2.weight`, [C]], [`${b}ln2.bias`, [C]]);
+    for (const x of ['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g']) out.push([a + x, vec]);
+    out.push([`${a}w0`, vec], [`${a}w1`, [C, Dw]], [`${a}w2`, [Dw, C]]);
+    out.push([`${a}a0`, vec], [`${a}a1`, [C, Da]], [`${a}a2`, [Da, C]]);
+    // Layer 0's value is the one the value residual mixes toward, so it has no v0/v1/v2.
+    if (i > 0) out.push([`${a}v0`, vec], [`${a}v1`, [C, Dv]], [`${a}v2`, [Dv, C]]);
+    out.push([`${a}g1`, [C, Dg]], [`${a}g2`, [Dg, C]]);
+    out.push([`${a}k_k`, vec], [`${a}k_a`, vec], [`${a}r_k`, [H, N]]);
+    for (const m of ['receptance', 'key', 'value', 'output']) out.push([`${a}${m}.weight`, [C, C]]);
+    out.push([`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]);
+    out.push([`${b}ffn.x_k`, vec], [`${b}ffn.key.weight`, [F, C]], [`${b}ffn.value.weight`, [C, F]]);
+  }
+  out.push(['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]);
+  return out;
+}
+
+const NOT_RWKV = 'not an RWKV checkpoint (no emb.weight / blocks.N.* tensors)';
+const BLOCK_NAME = /^blocks\.(\d+)\./;
+
+function fmtShape(s: readonly number[]): string {
+  return `[${s.map((d) => (Number.isFinite(d) ? String(d) : '?')).join(', ')}]`;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+function countLayers(ck: Checkpoint): number {
+  let max = -1;
+  for (const name of ck.tensors.keys()) {
+    const m = BLOCK_NAME.exec(name);
+    if (m) max = Math.max(max, Number(m[1]));
+  }
+  return max + 1;
+}
+
+/** Which RWKV generation the tensor names belong to. Throws for a checkpoint that is not RWKV. */
+export function detectVersion(ck: Checkpoint): RwkvVersion {
+  if (!ck.tensors.has('emb.weight') || countLayers(ck) === 0) throw new Error(NOT_RWKV);
+  const has = (suffix: string) => {
+    for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name) && name.endsWith(suffix)) return true;
+    return false;
+  };
+  if (has('.att.w0') || has('.att.a0') || has('.att.k_k')) return 'v7';
+  if (has('.att.time_maa_x')) return 'v6';
+  if (has('.att.ln_x.weight') && has('.att.time_faaaa')) return 'v5';
+  if (has('.att.time_first')) return 'v4';
+  throw new Error('unrecognized RWKV checkpoint: tensor names match none of RWKV v4, v5, v6, v7');
+}
+
+/** A shape axis of a tensor, or NaN when the tensor is absent or too small (reported later by name). */
+function dim(ck: Checkpoint, name: string, axis: number): number {
+  const t = ck.tensors.get(name);
+  return t && axis < t.shape.length ? t.shape[axis] : NaN;
+}
+
+function need(ck: Checkpoint, name: string, rank: number): RawTensor {
+  const t = ck.tensors.get(name);
+  if (!t) throw new Error(`missing tensor ${name}`);
+  if (t.shape.length !== rank) throw new Error(`tensor ${name}: wrong shape: expected ${rank} dimensions, got ${fmtShape(t.shape)}`);
+  return t;
+}
+
+function checkFloat(t: RawTensor): void {
+  if (t.dtype === 'i32') throw new Error(`tensor ${t.name}: wrong dtype: expected f32, f16 or bf16, got ${t.dtype}`);
+}
+
+function describeV7(ck: Checkpoint, nLayer: number): ModelDims {
+  const [V, C] = need(ck, 'emb.weight', 2).shape;
+  const H = dim(ck, 'blocks.0.att.r_k', 0);
+  const N = dim(ck, 'blocks.0.att.r_k', 1);
+  if (Number.isFinite(H) && H * N !== C) {
+    throw new Error(`tensor blocks.0.att.r_k: shape ${fmtShape([H, N])} does not split n_embd ${C} into heads`);
+  }
+  const dims: ModelDims = {
+    nLayer,
+    nEmbd: C,
+    nHead: H,
+    headSize: N,
+    vocabSize: V,
+    ffnDim: dim(ck, 'blocks.0.ffn.key.weight', 0),
+    loraDims: {
+      w: dim(ck, 'blocks.0.att.w1', 1),
+      a: dim(ck, 'blocks.0.att.a1', 1),
+      v: nLayer > 1 ? dim(ck, 'blocks.1.att.v1', 1) : 0,
+      g: dim(ck, 'blocks.0.att.g1', 1),
+    },
+  };
+  const expected = rwkv7TensorShapes(dims);
+  for (const [name, shape] of expected) {
+    const t = ck.tensors.get(name);
+    if (!t) throw new Error(`missing tensor ${name} (RWKV-7, ${nLayer} layers)`);
+    if (!sameShape(t.shape, shape)) throw new Error(`tensor ${name}: wrong shape: expected ${fmtShape(shape)}, got ${fmtShape(t.shape)}`);
+    checkFloat(t);
+  }
+  // Anything else would be weights the engine silently ignores (a variant it does not implement).
+  const known = new Set(expected.map(([n]) => n));
+  for (const [name, t] of ck.tensors) {
+    if (known.has(name) || name === 'vocab_map') continue;
+    // Some trainers keep unused v0/v1/v2 in layer 0; harmless when shaped right.
+    const v = /^blocks\.0\.att\.(v0|v1|v2)$/.exec(name);
+    const vShape = v && { v0: [1, 1, C], v1: [C, dims.loraDims.v], v2: [dims.loraDims.v, C] }[v[1] as 'v0' | 'v1' | 'v2'];
+    if (vShape && (nLayer === 1 || sameShape(t.shape, vShape))) continue;
+    throw new Error(`unexpected tensor ${name} ${fmtShape(t.shape)}: not part of the RWKV-7 (x070) layout`);
+  }
+  return dims;
+}
+
+/** v4-v6 are recognized and described (for clear "not supported" errors), not fully validated. */
+function describeOlder(ck: Checkpoint, version: RwkvVersion, nLayer: number): ModelDims {
+  const [V, C] = need(ck, 'emb.weight', 2).shape;
+  need(ck, 'head.weight', 2);
+  const ffnDim = need(ck, 'blocks.0.ffn.key.weight', 2).shape[0];
+  let nHead = C;
+  let headSize = 1; // v4 has a scalar recurrent state per channel
+  let w = 0;
+  if (version !== 'v4') {
+    const faaaa = ck.tensors.get('blocks.0.att.time_faaaa');
+    if (!faaaa) throw new Error('missing tensor blocks.0.att.time_faaaa');
+    nHead = faaaa.shape[0];
+    headSize = faaaa.shape.length === 2 ? faaaa.shape[1] : C / nHead;
+  }
+  if (version === 'v6') w = need(ck, 'blocks.0.att.time_decay_w1', 2).shape[1];
+  return { nLayer, nEmbd: C, nHead, headSize, vocabSize: V, ffnDim, loraDims: { w, a: 0, v: 0, g: 0 } };
+}
+
+function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
+  if (t.dtype !== 'i32') throw new Error(`tensor vocab_map: wrong dtype: expected i32, got ${t.dtype}`);
+  if (!sameShape(t.shape, [vocabSize])) throw new Error(`tensor vocab_map: wrong shape: expected [${vocabSize}], got ${fmtShape(t.shape)}`);
+  const map = Int32Array.from(toI32(t)); // own copy: ModelInfo outlives the checkpoint buffers
+  const seen = new Uint8Array(65536);
+  for (let i = 0; i < map.length; i++) {
+    const id = map[i];
+    if (id < 0 || id > 65535) throw new Error(`tensor vocab_map: entry ${i} is ${id}, outside the World vocabulary 0..65535`);
+    if (seen[id]) throw new Error(`tensor vocab_map: token id ${id} appears more than once (again at row ${i})`);
+    seen[id] = 1;
+  }
+  return map;
+}
+
+/** Version and hyper-parameters of a checkpoint; throws naming the first bad tensor. */
+export function describeModel(ck: Checkpoint): ModelInfo {
+  const version = detectVersion(ck);
+  const nLayer = countLayers(ck);
+  const dims = version === 'v7' ? describeV7(ck, nLayer) : describeOlder(ck, version, nLayer);
+  const info: ModelInfo = { version, ...dims };
+  const vm = ck.tensors.get('vocab_map');
+  if (vm) info.vocabMap = readVocabMap(vm, dims.vocabSize);
+  return info;
+}
