@@ -1,0 +1,41 @@
+// Creates the batched inference backend for a model file or an in-memory checkpoint.
+
+import type { Checkpoint, InferenceBackend, ModelInfo } from './types';
+import { loadCheckpoint } from './loader/checkpoint';
+import { describeModel } from './model-spec';
+import { acquireGpu, GpuContext } from './gpu/device';
+import { uploadRwkv7, WeightPrecision } from './rwkv7/weights';
+import { Rwkv7Runtime } from './rwkv7/runtime';
+
+export interface BackendOptions {
+  model: string | Checkpoint;
+  slots: number;
+  precision?: WeightPrecision;
+  /** Most tokens one GPU pass processes; larger calls are split into several passes (still one round trip). */
+  maxTokens?: number;
+  /** Most logits rows one pass returns. */
+  maxRows?: number;
+  /** Reuse an existing device (tests, several models in one process). */
+  gpu?: GpuContext;
+}
+
+export type Backend = InferenceBackend & { adapterName: string; weightBytes: number };
+
+export async function createBackend(opts: BackendOptions): Promise<Backend> {
+  if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
+  const precision = opts.precision ?? 'f16';
+  if (precision !== 'f16' && precision !== 'f32') throw new RangeError(`precision must be 'f16' or 'f32', got ${precision}`);
+  const ck = typeof opts.model === 'string' ? loadCheckpoint(opts.model) : opts.model;
+  const info: ModelInfo = describeModel(ck);
+  if (info.version !== 'v7') {
+    throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; only RWKV-7 (x070) is`);
+  }
+  const gpu = opts.gpu ?? (await acquireGpu());
+  const weights = uploadRwkv7(gpu.device, ck, info, precision);
+  const runtime = new Rwkv7Runtime(gpu, info, weights, {
+    slots: opts.slots,
+    maxTokens: opts.maxTokens ?? 256,
+    maxRows: opts.maxRows ?? 64,
+  });
+  return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
+}

@@ -1,0 +1,62 @@
+import { shaderSource } from './shader-source';
+
+/** How a kernel sees each binding of its group 0, in binding order. */
+export type BindingKind = 'uniform' | 'read' | 'rw';
+
+export interface Kernel {
+  name: string;
+  pipeline: GPUComputePipeline;
+  layout: GPUBindGroupLayout;
+}
+
+/** A compute pipeline with an explicit layout, so one bind group serves every variant of a kernel. */
+export function makeKernel(
+  device: GPUDevice,
+  parts: string[],
+  constants: Record<string, number | boolean>,
+  bindings: BindingKind[],
+): Kernel {
+  const name = `${parts[parts.length - 1]}(${Object.entries(constants)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')})`;
+  const layout = device.createBindGroupLayout({
+    label: name,
+    entries: bindings.map((kind, binding) => ({
+      binding,
+      visibility: GPUShaderStage.COMPUTE,
+      buffer: { type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage' },
+    })),
+  });
+  const module = device.createShaderModule({ label: name, code: shaderSource(parts, constants) });
+  const pipeline = device.createComputePipeline({
+    label: name,
+    layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
+    compute: { module, entryPoint: 'main' },
+  });
+  return { name, pipeline, layout };
+}
+
+/** A buffer range to bind; a bare buffer binds whole. */
+export type BufferRange = GPUBuffer | { buffer: GPUBuffer; offset: number; size: number };
+
+export function bindGroup(device: GPUDevice, kernel: Kernel, resources: BufferRange[]): GPUBindGroup {
+  return device.createBindGroup({
+    label: kernel.name,
+    layout: kernel.layout,
+    entries: resources.map((r, binding) => ({
+      binding,
+      resource: 'buffer' in r ? { buffer: r.buffer, offset: r.offset, size: r.size } : { buffer: r },
+    })),
+  });
+}
+
+export function createBuffer(device: GPUDevice, label: string, bytes: number, usage: number): GPUBuffer {
+  // Storage bindings must be a multiple of 4 bytes and non-zero.
+  return device.createBuffer({ label, size: Math.max(16, Math.ceil(bytes / 16) * 16), usage });
+}
+
+export function uploadBuffer(device: GPUDevice, label: string, data: ArrayBufferView, usage: number): GPUBuffer {
+  const buf = createBuffer(device, label, data.byteLength, usage | GPUBufferUsage.COPY_DST);
+  device.queue.writeBuffer(buf, 0, data.buffer, data.byteOffset, data.byteLength);
+  return buf;
+}

@@ -1,0 +1,26 @@
+import * as fs from 'fs';
+import * as path from 'path';
+import { packageRoot } from '../package-root';
+
+const cache = new Map<string, string>();
+
+function readShader(name: string): string {
+  let src = cache.get(name);
+  if (src === undefined) {
+    src = fs.readFileSync(path.join(packageRoot(), 'shaders', `${name}.wgsl`), 'utf8');
+    cache.set(name, src);
+  }
+  return src;
+}
+
+/**
+ * Concatenates WGSL files and fills `{{NAME}}` placeholders. Constants are baked in as text (not override
+ * constants) because WGSL sizes private and workgroup arrays only with const expressions.
+ */
+export function shaderSource(parts: string[], constants: Record<string, number | boolean>): string {
+  const src = parts.map(readShader).join('\n');
+  return src.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
+    if (!(key in constants)) throw new Error(`shader ${parts.join('+')}: no value for {{${key}}}`);
+    return String(constants[key]);
+  });
+}

@@ -1,0 +1,56 @@
+// Tiled matrix product for many tokens: 64 tokens x 64 output rows per workgroup, K in steps of 32.
+// Each weight tile is read once per 64 tokens, so prefill cost is dominated by arithmetic, not bandwidth.
+var<workgroup> xs: array<array<vec4<f32>, 16>, 32>;
+var<workgroup> ws: array<array<vec4<f32>, 16>, 32>;
+
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+  let lid = lid3.x;
+  let rows = row_count();
+  let o0 = wid.x * 64u;
+  let t0 = wid.y * 64u;
+  let tr = lid / 16u;
+  let tc = lid % 16u;
+  var acc: array<vec4<f32>, 4>;
+  for (var k0 = 0u; k0 < mat.K; k0 += 32u) {
+    for (var r = 0u; r < 2u; r++) {
+      let e = lid + r * 256u;
+      let t = e / 8u;
+      let kq = e % 8u;
+      var v = vec4<f32>(0.0);
+      if (t0 + t < rows) { v = x[((t0 + t) * mat.K + k0) / 4u + kq]; }
+      xs[kq * 4u][t / 4u][t % 4u] = v.x;
+      xs[kq * 4u + 1u][t / 4u][t % 4u] = v.y;
+      xs[kq * 4u + 2u][t / 4u][t % 4u] = v.z;
+      xs[kq * 4u + 3u][t / 4u][t % 4u] = v.w;
+    }
+    {
+      let o = lid / 4u;
+      let kc = (lid % 4u) * 8u;
+      var m = mat2x4<f32>();
+      if (o0 + o < mat.N) { m = load_w8(((o0 + o) * mat.K + k0 + kc) / 8u); }
+      for (var q = 0u; q < 4u; q++) {
+        ws[kc + q][o / 4u][o % 4u] = m[0][q];
+        ws[kc + 4u + q][o / 4u][o % 4u] = m[1][q];
+      }
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < 32u; k++) {
+      let a = xs[k][tr];
+      let b = ws[k][tc];
+      acc[0] += a.x * b;
+      acc[1] += a.y * b;
+      acc[2] += a.z * b;
+      acc[3] += a.w * b;
+    }
+    workgroupBarrier();
+  }
+  for (var i = 0u; i < 4u; i++) {
+    let t = t0 + tr * 4u + i;
+    if (t >= rows) { continue; }
+    for (var jj = 0u; jj < 4u; jj++) {
+      let o = o0 + tc * 4u + jj;
+      if (o < mat.N) { store(t, o, acc[i][jj]); }
+    }
+  }
+}
