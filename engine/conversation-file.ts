@@ -1,0 +1,75 @@
+// A conversation state saved to disk: the tokens run through the model, the recurrent state after
+// them and the logits that followed, as CBOR (cbor-x keeps typed arrays as typed arrays). The
+// model's dimensions are stored too, so loading it into another model fails with a clear error.
+
+// cbor-x ships CommonJS for require(), but its typings resolve as ESM under Node16 resolution.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { decode, encode } = require('cbor-x') as { decode(b: Uint8Array): unknown; encode(v: unknown): Uint8Array };
+import type { ModelInfo } from './types';
+import { StateFileError } from './errors';
+
+export const CONVERSATION_FORMAT = 'rwkv-flow.conversation';
+export const CONVERSATION_VERSION = 1;
+
+export interface ModelSignature {
+  version: string;
+  nLayer: number;
+  nEmbd: number;
+  nHead: number;
+  headSize: number;
+  vocabSize: number;
+}
+
+export interface ConversationFile {
+  format: typeof CONVERSATION_FORMAT;
+  version: number;
+  model: ModelSignature;
+  /** Initial state the tokens were fed from ('' = zero state). */
+  initialState: string;
+  /** Model rows fed. */
+  tokens: Int32Array;
+  state: Float32Array;
+  /** Logits after the last token. */
+  logits: Float32Array;
+  savedAt: string;
+}
+
+export function modelSignature(info: ModelInfo): ModelSignature {
+  const { version, nLayer, nEmbd, nHead, headSize, vocabSize } = info;
+  return { version, nLayer, nEmbd, nHead, headSize, vocabSize };
+}
+
+export function encodeConversation(c: Omit<ConversationFile, 'format' | 'version' | 'savedAt'>): Uint8Array {
+  return encode({ format: CONVERSATION_FORMAT, version: CONVERSATION_VERSION, savedAt: new Date().toISOString(), ...c });
+}
+
+/** Parse and check a conversation file against the loaded model. */
+export function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, stateSize: number): ConversationFile {
+  let value: unknown;
+  try {
+    value = decode(bytes);
+  } catch (e) {
+    throw new StateFileError(source, `not a readable CBOR file (${(e as Error).message})`);
+  }
+  const c = value as Partial<ConversationFile>;
+  if (!c || typeof c !== 'object' || c.format !== CONVERSATION_FORMAT) {
+    throw new StateFileError(source, `not an rwkv-flow conversation file (format field is ${JSON.stringify(c?.format)})`);
+  }
+  if (c.version !== CONVERSATION_VERSION) throw new StateFileError(source, `unsupported conversation file version ${c.version}`);
+  const want = modelSignature(info);
+  const got = c.model ?? ({} as ModelSignature);
+  for (const key of Object.keys(want) as (keyof ModelSignature)[]) {
+    if (got[key] !== want[key]) {
+      throw new StateFileError(source, `saved for another model: ${key} ${JSON.stringify(got[key])}, loaded model has ${JSON.stringify(want[key])}`);
+    }
+  }
+  if (!(c.state instanceof Float32Array) || c.state.length !== stateSize) {
+    throw new StateFileError(source, `state must be ${stateSize} f32 values`);
+  }
+  if (!(c.logits instanceof Float32Array) || c.logits.length !== info.vocabSize) {
+    throw new StateFileError(source, `logits must be ${info.vocabSize} f32 values`);
+  }
+  if (!(c.tokens instanceof Int32Array)) throw new StateFileError(source, 'tokens must be an Int32Array');
+  for (const v of c.state) if (!Number.isFinite(v)) throw new StateFileError(source, 'state holds non-finite values');
+  return c as ConversationFile;
+}

@@ -1,0 +1,51 @@
+// Building an RwkvEngine from an EngineConfig: model file (or the bundled default), GPU backend,
+// World tokenizer (restricted to the model's rows for reduced-vocabulary models).
+
+import * as fs from 'fs';
+import * as path from 'path';
+import type { EngineConfig } from './api';
+import { ENGINE_DEFAULTS, RwkvEngine } from './engine';
+import { packageRoot } from './package-root';
+import { WorldTokenizer } from './tokenizer';
+
+export const DEFAULT_MODEL_FILE = path.join('models', 'default.st');
+
+/** The model file a config names, absolute; the bundled default when modelPath is unset. */
+export function resolveModelPath(config: EngineConfig): string {
+  if (config.modelPath !== undefined && config.modelPath !== null) {
+    if (typeof config.modelPath !== 'string' || config.modelPath.trim() === '') throw new Error('modelPath must be a file path');
+    return path.resolve(config.modelPath);
+  }
+  return path.join(packageRoot(), DEFAULT_MODEL_FILE);
+}
+
+export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
+  const model = resolveModelPath(config);
+  if (!fs.existsSync(model)) {
+    throw new Error(
+      config.modelPath === undefined
+        ? `the bundled default model ${DEFAULT_MODEL_FILE} is not installed (looked at ${model}); set modelPath to a .pth or .st RWKV model`
+        : `model file not found: ${model}`,
+    );
+  }
+  const maxBatch = config.maxBatch ?? ENGINE_DEFAULTS.maxBatch;
+  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > 1024) throw new RangeError(`maxBatch must be an integer in [1, 1024], got ${maxBatch}`);
+  // Loaded lazily so that importing the engine API does not start WebGPU.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { createBackend } = require('./backend') as typeof import('./backend');
+  const backend = await createBackend({
+    model,
+    slots: maxBatch,
+    precision: config.precision,
+    maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, 1) + maxBatch,
+  });
+  try {
+    let tokenizer = WorldTokenizer.bundled();
+    const map: Int32Array | undefined = backend.info.vocabMap;
+    if (map) tokenizer = tokenizer.restrict(Array.from(map).filter((id) => id !== 0));
+    return new RwkvEngine({ backend, tokenizer, config });
+  } catch (e) {
+    backend.dispose();
+    throw e;
+  }
+}

@@ -1,0 +1,312 @@
+// The Engine of api.ts over one model: tokenizes, validates, builds slot tasks and hands them to
+// the continuous-batching scheduler. Host adapters use it through shared-engine.ts.
+
+import * as fs from 'fs';
+import * as path from 'path';
+import type {
+  ChooseResult,
+  Engine,
+  EngineConfig,
+  GenerateEvent,
+  GenerateRequest,
+  StateInfo,
+} from './api';
+import { loadConstraintCompiler, type CompiledConstraintLike, type ConstraintCompiler } from './constraint';
+import { encodeConversation, modelSignature } from './conversation-file';
+import { AbortError, EngineClosedError, RequestError } from './errors';
+import { EventChannel } from './event-channel';
+import { END_OF_TEXT, GenerateTask } from './generate-task';
+import { InitialStateRegistry, type InitialState } from './initial-states';
+import { ScoreTask, StateTask, WarmTask } from './promise-task';
+import { checkGenerateRequest, checkText } from './request-validation';
+import { resolveSamplerOptions, TokenSampler } from './samplers';
+import { Scheduler, type SchedulerStats } from './scheduler';
+import { readStateSource } from './state-file';
+import { stateLayout } from './state-layout';
+import type { InferenceBackend } from './types';
+import { VocabMapping } from './vocab-mapping';
+
+/** What the engine needs from a tokenizer (WorldTokenizer fits). Ids are World ids. */
+export interface EngineTokenizer {
+  encode(text: string): number[];
+  decodeBytes(ids: ArrayLike<number>): Uint8Array;
+}
+
+export const ENGINE_DEFAULTS = {
+  maxBatch: 8,
+  chunkSize: 128,
+  cacheBytes: 512 * 1024 * 1024,
+  maxQueue: 1024,
+  cacheMinTokens: 64,
+} as const;
+
+export interface EngineParts {
+  backend: InferenceBackend & { adapterName?: string };
+  tokenizer: EngineTokenizer;
+  config?: EngineConfig;
+  /** Prompts at least this long are cached after prefill. */
+  cacheMinTokens?: number;
+  /** Grammar compiler; default: the grammar module when present. */
+  compileConstraint?: ConstraintCompiler | null;
+}
+
+export class RwkvEngine implements Engine {
+  readonly modelInfo: Engine['modelInfo'];
+  readonly scheduler: Scheduler;
+  private readonly backend: EngineParts['backend'];
+  private readonly tokenizer: EngineTokenizer;
+  private readonly mapping: VocabMapping;
+  private readonly states: InitialStateRegistry;
+  private readonly stateDir: string | undefined;
+  private readonly compileConstraint: ConstraintCompiler | null;
+  private closed = false;
+
+  constructor(parts: EngineParts) {
+    const config = parts.config ?? {};
+    this.backend = parts.backend;
+    this.tokenizer = parts.tokenizer;
+    const info = parts.backend.info;
+    this.mapping = new VocabMapping(info);
+    this.modelInfo = {
+      version: info.version,
+      nLayer: info.nLayer,
+      nEmbd: info.nEmbd,
+      vocabSize: info.vocabSize,
+      adapter: parts.backend.adapterName ?? 'unknown',
+    };
+    const cacheBytes = config.cacheBytes ?? ENGINE_DEFAULTS.cacheBytes;
+    if (!(cacheBytes >= 0)) throw new RangeError(`cacheBytes must be >= 0, got ${cacheBytes}`);
+    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes);
+    this.scheduler = new Scheduler(parts.backend, {
+      chunkSize: config.chunkSize ?? ENGINE_DEFAULTS.chunkSize,
+      maxQueue: config.maxQueue ?? ENGINE_DEFAULTS.maxQueue,
+      cacheMinTokens: parts.cacheMinTokens ?? ENGINE_DEFAULTS.cacheMinTokens,
+    });
+    this.stateDir = config.stateDir;
+    this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;
+  }
+
+  get stats(): SchedulerStats {
+    return this.scheduler.stats;
+  }
+
+  // ---- generate ------------------------------------------------------------------------------------
+
+  generate(req: GenerateRequest, opts: { signal?: AbortSignal } = {}): AsyncIterable<GenerateEvent> {
+    this.checkOpen();
+    const checked = checkGenerateRequest(req);
+    const initial = this.states.resolve(req.state ?? undefined);
+    const prompt = this.promptRows(checked.prompt, initial);
+    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0);
+    const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
+    let constraint: CompiledConstraintLike | null = null;
+    if (req.grammar || req.jsonSchema) {
+      if (!this.compileConstraint) throw new RequestError('grammar and jsonSchema need the grammar module, which is not available in this build');
+      constraint = this.compileConstraint({ grammar: req.grammar || undefined, jsonSchema: req.jsonSchema || undefined }, this.tokenizer);
+    }
+    const build = (signal: AbortSignal, channel: EventChannel<GenerateEvent>) =>
+      new GenerateTask({
+        initial,
+        prompt,
+        signal,
+        sampler,
+        stop: checked.stop,
+        maxTokens: checked.maxTokens,
+        mapping: this.mapping,
+        decodeBytes: (ids) => this.tokenizer.decodeBytes(ids),
+        constraint,
+        parseJson: !!req.jsonSchema,
+        channel,
+      });
+    return this.stream(build, opts.signal);
+  }
+
+  /** Submits on first iteration; leaving the loop early cancels the request and frees its slot. */
+  private async *stream(
+    build: (signal: AbortSignal, channel: EventChannel<GenerateEvent>) => GenerateTask,
+    outer: AbortSignal | undefined,
+  ): AsyncGenerator<GenerateEvent> {
+    const controller = new AbortController();
+    const forward = () => controller.abort();
+    if (outer?.aborted) controller.abort();
+    outer?.addEventListener('abort', forward, { once: true });
+    const channel = new EventChannel<GenerateEvent>();
+    const task = build(controller.signal, channel);
+    try {
+      if (controller.signal.aborted) task.onAbort();
+      else this.scheduler.submit(task);
+      yield* channel;
+    } finally {
+      outer?.removeEventListener('abort', forward);
+      controller.abort();
+    }
+  }
+
+  // ---- choose --------------------------------------------------------------------------------------
+
+  async choose(
+    prompt: string,
+    choices: string[],
+    opts: { calibrate?: boolean; state?: string; signal?: AbortSignal } = {},
+  ): Promise<ChooseResult> {
+    this.checkOpen();
+    checkText(prompt, 'prompt');
+    if (!Array.isArray(choices) || choices.length === 0) throw new RequestError('choices must be a non-empty array of strings');
+    if (choices.length > 1024) throw new RequestError(`at most 1024 choices, got ${choices.length}`);
+    const rows = choices.map((c, i) => {
+      if (typeof c !== 'string' || c.length === 0) throw new RequestError(`choices[${i}] must be a non-empty string`);
+      return this.rows(c, `choices[${i}]`);
+    });
+    const initial = this.states.resolve(opts.state);
+    // With nothing to condition on, end-of-text is the document start the model was trained with.
+    const context = this.promptRows(prompt, initial, true);
+    const scores = await this.scoreAll(initial, context, rows, opts.signal);
+    let baseline: number[] | null = null;
+    if (opts.calibrate) baseline = await this.scoreAll(this.states.zero, [this.endOfTextRow()], rows, opts.signal);
+    const ranking = choices.map((choice, index) => {
+      const n = rows[index].length;
+      const logProb = scores[index] - (baseline ? baseline[index] : 0);
+      return { choice, index, perplexity: Math.exp(-logProb / n), logProb, tokens: n };
+    });
+    ranking.sort((a, b) => a.perplexity - b.perplexity || a.index - b.index);
+    return { ranking };
+  }
+
+  private async scoreAll(initial: InitialState, context: number[], rows: number[][], signal?: AbortSignal): Promise<number[]> {
+    // Prefill the shared context once (cached), then score every choice in parallel from the cache.
+    if (context.length > 0) {
+      const warm = new WarmTask(initial, context, signal);
+      this.scheduler.submit(warm);
+      await warm.promise;
+    }
+    const tasks = rows.map((r) => new ScoreTask(initial, context, r, this.mapping.rows, signal));
+    for (const t of tasks) this.scheduler.submit(t);
+    return Promise.all(tasks.map((t) => t.promise));
+  }
+
+  // ---- embed / conversation state -------------------------------------------------------------------
+
+  async embed(text: string, opts: { layer?: number; state?: string; signal?: AbortSignal } = {}): Promise<Float32Array> {
+    this.checkOpen();
+    checkText(text, 'text');
+    const info = this.backend.info;
+    let layer = opts.layer ?? info.nLayer - 1;
+    if (!Number.isInteger(layer) || layer < -info.nLayer || layer >= info.nLayer) {
+      throw new RequestError(`layer must be an integer in [${-info.nLayer}, ${info.nLayer - 1}], got ${JSON.stringify(opts.layer)}`);
+    }
+    if (layer < 0) layer += info.nLayer;
+    const initial = this.states.resolve(opts.state);
+    const prompt = this.promptRows(text, initial);
+    const { state } = await this.runStateTask(initial, prompt, opts.signal);
+    // The channel-mix input of the last token at that layer: the model's summary of the text there.
+    const part = stateLayout(info)[layer].ffn_x;
+    return state.slice(part.offset, part.offset + part.length);
+  }
+
+  async saveConversation(prompt: string, file: string, opts: { state?: string } = {}): Promise<{ bytes: number; tokens: number }> {
+    this.checkOpen();
+    checkText(prompt, 'prompt');
+    if (typeof file !== 'string' || file.length === 0) throw new RequestError('file must be a path');
+    const initial = this.states.resolve(opts.state);
+    const tokens = this.promptRows(prompt, initial);
+    const { state, logits } = await this.runStateTask(initial, tokens);
+    const bytes = encodeConversation({
+      model: modelSignature(this.backend.info),
+      initialState: initial.name,
+      tokens: Int32Array.from(tokens),
+      state,
+      logits,
+    });
+    const target = this.resolvePath(file);
+    await fs.promises.mkdir(path.dirname(target), { recursive: true });
+    const tmp = `${target}.${process.pid}.tmp`;
+    await fs.promises.writeFile(tmp, bytes);
+    await fs.promises.rename(tmp, target);
+    return { bytes: bytes.length, tokens: tokens.length };
+  }
+
+  async loadConversation(file: string, name: string): Promise<StateInfo> {
+    return this.loadState(name, file);
+  }
+
+  async loadState(name: string, source: string | Uint8Array): Promise<StateInfo> {
+    this.checkOpen();
+    InitialStateRegistry.checkName(name);
+    const resolved = typeof source === 'string' ? this.resolvePath(source) : source;
+    const loaded = await readStateSource(resolved, this.backend.info, this.backend.stateSize);
+    this.unloadState(name);
+    return this.states.add(name, loaded.state, loaded.source, loaded.logits);
+  }
+
+  unloadState(name: string): void {
+    let existing: InitialState;
+    try {
+      existing = this.states.resolve(name);
+    } catch {
+      return;
+    }
+    if (existing === this.states.zero) return;
+    this.states.remove(name);
+    this.scheduler.forgetInitial(existing);
+  }
+
+  listStates(): StateInfo[] {
+    return this.states.list();
+  }
+
+  /** Stop the engine. drain: let queued and running requests finish first. */
+  async close(opts: { drain?: boolean } = {}): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.scheduler.close(opts);
+    this.backend.dispose();
+  }
+
+  // ---- helpers -------------------------------------------------------------------------------------
+
+  private runStateTask(initial: InitialState, prompt: number[], signal?: AbortSignal) {
+    const task = new StateTask(initial, prompt, signal);
+    this.scheduler.submit(task);
+    return task.promise;
+  }
+
+  /** Prompt rows; an empty prompt needs an initial state with logits (or `endOfTextIfEmpty`). */
+  private promptRows(text: string, initial: InitialState, endOfTextIfEmpty = false): number[] {
+    const rows = this.rows(text, 'prompt');
+    if (rows.length === 0 && !initial.logits) {
+      if (endOfTextIfEmpty) return [this.endOfTextRow()];
+      throw new RequestError('prompt is empty; give some text (or start from a saved conversation state)');
+    }
+    return rows;
+  }
+
+  private rows(text: string, what: string): number[] {
+    let ids: number[];
+    try {
+      ids = this.tokenizer.encode(text);
+    } catch (e) {
+      throw new RequestError(`${what} cannot be tokenized: ${(e as Error).message}`);
+    }
+    return ids.map((id) => {
+      const row = this.mapping.worldToRow(id);
+      if (row < 0) throw new RequestError(`${what} contains token ${id}, which the model's vocabulary lacks`);
+      return row;
+    });
+  }
+
+  private endOfTextRow(): number {
+    const row = this.mapping.worldToRow(END_OF_TEXT);
+    if (row < 0) throw new RequestError("the model's vocabulary has no end-of-text token");
+    return row;
+  }
+
+  private resolvePath(file: string): string {
+    return this.stateDir && !path.isAbsolute(file) ? path.join(this.stateDir, file) : file;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new EngineClosedError();
+  }
+}
+
+export { AbortError };

@@ -1,0 +1,172 @@
+// One generate() request inside the scheduler: samples a token from each step's logits, streams
+// the decoded text through the stop matcher (partial UTF-8 and partial stop strings are held
+// back), applies the grammar constraint, and ends on a stop string, end of text, max tokens,
+// grammar completion or abort.
+
+import type { GenerateEvent } from './api';
+import type { CompiledConstraintLike, ConstraintMatcherLike } from './constraint';
+import type { EventChannel } from './event-channel';
+import type { InitialState } from './initial-states';
+import type { TokenSampler } from './samplers';
+import type { Feed, SlotTask, TaskStart } from './slot-task';
+import { StopMatcher } from './stop-matcher';
+import type { VocabMapping } from './vocab-mapping';
+
+export const END_OF_TEXT = 0;
+
+type StopReason = Extract<GenerateEvent, { type: 'stop' }>['reason'];
+
+export interface GenerateTaskParams {
+  initial: InitialState;
+  prompt: number[];
+  signal: AbortSignal;
+  sampler: TokenSampler;
+  stop: string[];
+  maxTokens: number;
+  mapping: VocabMapping;
+  decodeBytes: (worldIds: number[]) => Uint8Array;
+  constraint: CompiledConstraintLike | null;
+  /** Parse the final text as JSON (jsonSchema requests). */
+  parseJson: boolean;
+  channel: EventChannel<GenerateEvent>;
+}
+
+export class GenerateTask implements SlotTask {
+  readonly initial: InitialState;
+  readonly prompt: number[];
+  readonly signal: AbortSignal;
+  private readonly p: GenerateTaskParams;
+  private readonly stop: StopMatcher;
+  private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
+  private readonly matcher: ConstraintMatcherLike | null;
+  private readonly mask: Uint32Array | null;
+  private readonly allowedRows: Uint8Array | null;
+  private readonly submitted = performance.now();
+  private admitted = 0;
+  private firstToken = 0;
+  private completion = 0;
+  private text = '';
+  private unreportedTokens: number[] = [];
+  private finished = false;
+
+  constructor(params: GenerateTaskParams) {
+    this.p = params;
+    this.initial = params.initial;
+    this.prompt = params.prompt;
+    this.signal = params.signal;
+    this.stop = new StopMatcher(params.stop);
+    this.matcher = params.constraint ? params.constraint.newMatcher() : null;
+    this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
+    this.allowedRows = this.matcher ? new Uint8Array(params.mapping.rows) : null;
+  }
+
+  onQueued(position: number): void {
+    this.p.channel.push({ type: 'queued', position });
+  }
+
+  onStart(info: TaskStart): void {
+    this.admitted = performance.now();
+    this.p.channel.push({ type: 'start', promptTokens: this.prompt.length, cachedTokens: info.cachedTokens });
+  }
+
+  onPrefillProgress(done: number, total: number): void {
+    this.p.channel.push({ type: 'prefill', done, total });
+  }
+
+  onPrefilled(logits: Float32Array): Feed | null {
+    return this.next(logits);
+  }
+
+  onFed(logits: Float32Array | null): Feed | null {
+    if (!logits) throw new Error('decode step returned no logits');
+    return this.next(logits);
+  }
+
+  onAbort(): void {
+    this.finish('abort');
+  }
+
+  onError(error: Error): void {
+    if (this.finished) return;
+    this.finished = true;
+    this.p.channel.fail(error);
+  }
+
+  private next(logits: Float32Array): Feed | null {
+    if (this.finished) return null;
+    if (this.firstToken === 0) this.firstToken = performance.now();
+    if (this.completion >= this.p.maxTokens) return this.finish('length');
+    const row = this.pick(logits);
+    const id = this.p.mapping.rowToWorld(row);
+    if (id === END_OF_TEXT) return this.finish('eos');
+    this.matcher?.accept(id);
+    this.completion++;
+    this.unreportedTokens.push(id);
+    const piece = this.decoder.decode(this.p.decodeBytes([id]), { stream: true });
+    this.emit(this.stop.push(piece));
+    if (this.stop.stopped) return this.finish('stop');
+    if (this.matcher?.isDone()) return this.finish('grammar');
+    if (this.completion >= this.p.maxTokens) return this.finish('length');
+    return { tokens: [row], output: 'last' };
+  }
+
+  /** Sample a row, honouring the grammar: forced tokens skip sampling; end of text only when accepting. */
+  private pick(logits: Float32Array): number {
+    const m = this.matcher;
+    if (!m) return this.p.sampler.sample(logits);
+    const forced = m.forcedToken();
+    if (forced !== null) {
+      const row = this.p.mapping.worldToRow(forced);
+      if (row < 0) throw new Error(`grammar forces token ${forced}, which the model's vocabulary lacks`);
+      return row;
+    }
+    const mask = this.mask!;
+    mask.fill(0);
+    m.fillMask(mask);
+    if (m.isAccepting()) mask[0] |= 1;
+    else mask[0] &= ~1;
+    return this.p.sampler.sample(logits, this.p.mapping.rowsFromWorldBitset(mask, this.allowedRows!));
+  }
+
+  private emit(text: string): void {
+    if (text.length === 0) return;
+    this.text += text;
+    this.p.channel.push({ type: 'delta', text, tokens: this.unreportedTokens });
+    this.unreportedTokens = [];
+  }
+
+  private finish(reason: StopReason): null {
+    if (this.finished) return null;
+    this.finished = true;
+    if (!this.stop.stopped) this.emit(this.stop.push(this.decoder.decode()) + this.stop.flush());
+    const end = performance.now();
+    const admitted = this.admitted || end;
+    const first = this.firstToken || end;
+    let json: unknown;
+    try {
+      if (this.p.constraint && reason !== 'abort') {
+        if (this.p.constraint.validateOutput(this.text) === false) throw new Error('output does not conform to the grammar');
+      }
+      if (this.p.parseJson && reason !== 'abort') json = JSON.parse(this.text);
+    } catch (e) {
+      this.p.channel.fail(new Error(`constrained output rejected (stop reason ${reason}): ${(e as Error).message}`));
+      return null;
+    }
+    this.p.channel.push({
+      type: 'stop',
+      reason,
+      text: this.text,
+      ...(json !== undefined ? { json } : {}),
+      promptTokens: this.prompt.length,
+      completionTokens: this.completion,
+      timing: {
+        queueMs: admitted - this.submitted,
+        prefillMs: first - admitted,
+        decodeMs: end - first,
+        totalMs: end - this.submitted,
+      },
+    });
+    this.p.channel.end();
+    return null;
+  }
+}

@@ -1,0 +1,52 @@
+// Up-front checks of request parameters, so a bad request fails with a clear message before it
+// takes a queue place, and never inside the scheduler loop.
+
+import type { GenerateRequest } from './api';
+import { RequestError } from './errors';
+
+export const DEFAULT_MAX_TOKENS = 256;
+const MAX_MAX_TOKENS = 1 << 20;
+const MAX_STOPS = 32;
+const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema']);
+
+export interface CheckedGenerate {
+  prompt: string;
+  maxTokens: number;
+  stop: string[];
+}
+
+export function checkGenerateRequest(req: GenerateRequest): CheckedGenerate {
+  if (!req || typeof req !== 'object') throw new RequestError('request must be an object');
+  for (const key of Object.keys(req)) {
+    if (!KNOWN_KEYS.has(key)) throw new RequestError(`unknown request field "${key}" (known: ${[...KNOWN_KEYS].join(', ')})`);
+  }
+  const prompt = checkText(req.prompt, 'prompt');
+  let maxTokens = DEFAULT_MAX_TOKENS;
+  if (req.maxTokens !== undefined && req.maxTokens !== null) {
+    if (typeof req.maxTokens !== 'number' || !Number.isInteger(req.maxTokens) || req.maxTokens < 1 || req.maxTokens > MAX_MAX_TOKENS) {
+      throw new RequestError(`maxTokens must be an integer in [1, ${MAX_MAX_TOKENS}], got ${JSON.stringify(req.maxTokens)}`);
+    }
+    maxTokens = req.maxTokens;
+  }
+  let stop: string[] = [];
+  if (req.stop !== undefined && req.stop !== null) {
+    if (!Array.isArray(req.stop)) throw new RequestError('stop must be an array of strings');
+    if (req.stop.length > MAX_STOPS) throw new RequestError(`at most ${MAX_STOPS} stop strings, got ${req.stop.length}`);
+    req.stop.forEach((s, i) => {
+      if (typeof s !== 'string' || s.length === 0) throw new RequestError(`stop[${i}] must be a non-empty string, got ${JSON.stringify(s)}`);
+    });
+    stop = [...req.stop];
+  }
+  if (req.state !== undefined && req.state !== null && typeof req.state !== 'string') throw new RequestError('state must be a state name');
+  if (req.grammar !== undefined && req.grammar !== null && typeof req.grammar !== 'string') throw new RequestError('grammar must be a string');
+  if (req.jsonSchema !== undefined && req.jsonSchema !== null && (typeof req.jsonSchema !== 'object' || Array.isArray(req.jsonSchema))) {
+    throw new RequestError('jsonSchema must be a JSON schema object');
+  }
+  if (req.grammar && req.jsonSchema) throw new RequestError('give either grammar or jsonSchema, not both');
+  return { prompt, maxTokens, stop };
+}
+
+export function checkText(value: unknown, what: string): string {
+  if (typeof value !== 'string') throw new RequestError(`${what} must be a string, got ${value === null ? 'null' : typeof value}`);
+  return value;
+}

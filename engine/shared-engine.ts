@@ -1,0 +1,157 @@
+// One engine per model per process, shared by every flow node. The registry hangs off a global
+// symbol so two copies of this package (n8n and Node-RED can each bundle one) share engines.
+// Engines are created on first acquire, reference counted, reloaded when a node asks for the same
+// model with a different config, and closed (after their running requests) when the last lease
+// is released. Leases forward to whichever engine currently serves their model.
+
+import type { ChooseResult, Engine, EngineConfig, EngineLease, GenerateEvent, GenerateRequest, StateInfo } from './api';
+import { EngineClosedError } from './errors';
+import { createEngine, resolveModelPath } from './engine-factory';
+
+export interface ClosableEngine extends Engine {
+  close(opts?: { drain?: boolean }): Promise<void>;
+}
+
+export type EngineFactory = (config: EngineConfig) => Promise<ClosableEngine>;
+
+interface Entry {
+  configKey: string;
+  engine: Promise<ClosableEngine>;
+  /** Set once the engine has loaded. */
+  resolved?: ClosableEngine;
+  refs: number;
+}
+
+interface Registry {
+  entries: Map<string, Entry>;
+}
+
+const REGISTRY_KEY = Symbol.for('rwkv-flow.shared-engines.v1');
+
+function registry(): Registry {
+  const g = globalThis as unknown as Record<symbol, Registry | undefined>;
+  return (g[REGISTRY_KEY] ??= { entries: new Map() });
+}
+
+/** Everything but the model path, in a stable order: a change means the engine must be rebuilt. */
+function configKey(config: EngineConfig): string {
+  const { modelPath: _ignored, ...rest } = config;
+  return JSON.stringify(Object.keys(rest).sort().map((k) => [k, (rest as Record<string, unknown>)[k]]).filter(([, v]) => v !== undefined));
+}
+
+function modelKey(config: EngineConfig, factory: EngineFactory): string {
+  // Custom factories (tests) get their own namespace so they never share with real engines.
+  return factory === createEngine ? resolveModelPath(config) : `custom:${config.modelPath ?? ''}`;
+}
+
+/** Take a lease on the engine for `config`'s model, creating or reloading it as needed. */
+export async function acquireEngine(config: EngineConfig = {}, factory: EngineFactory = createEngine): Promise<EngineLease> {
+  const reg = registry();
+  const key = modelKey(config, factory);
+  const wanted = configKey(config);
+  let entry = reg.entries.get(key);
+  if (!entry || entry.configKey !== wanted) {
+    const previous = entry;
+    entry = { configKey: wanted, engine: factory(config), refs: previous?.refs ?? 0 };
+    reg.entries.set(key, entry);
+    const created = entry;
+    created.engine.then((e) => (created.resolved = e), () => {});
+    if (previous) void previous.engine.then((e) => e.close({ drain: true }), () => {});
+  }
+  entry.refs++;
+  const mine = entry;
+  let engine: ClosableEngine;
+  try {
+    engine = await mine.engine;
+  } catch (e) {
+    mine.refs--;
+    if (reg.entries.get(key) === mine) reg.entries.delete(key);
+    throw e;
+  }
+  const handle = new EngineHandle(key, engine);
+  let released = false;
+  return {
+    engine: handle,
+    release: async () => {
+      if (released) return;
+      released = true;
+      handle.release();
+      const current = reg.entries.get(key);
+      if (!current) return;
+      current.refs--;
+      if (current.refs <= 0) {
+        reg.entries.delete(key);
+        await (await current.engine).close({ drain: true });
+      }
+    },
+  };
+}
+
+/** Number of engines alive in this process (for tests and diagnostics). */
+export function sharedEngineCount(): number {
+  return registry().entries.size;
+}
+
+/** A lease's view of the engine: follows reloads, refuses use after release. */
+class EngineHandle implements Engine {
+  private released = false;
+
+  constructor(
+    private readonly key: string,
+    private last: ClosableEngine,
+  ) {}
+
+  get modelInfo(): Engine['modelInfo'] {
+    return this.last.modelInfo;
+  }
+
+  release(): void {
+    this.released = true;
+  }
+
+  private async current(): Promise<ClosableEngine> {
+    if (this.released) throw new EngineClosedError('this engine lease was released');
+    const entry = registry().entries.get(this.key);
+    if (!entry) throw new EngineClosedError();
+    this.last = await entry.engine;
+    return this.last;
+  }
+
+  generate(req: GenerateRequest, opts?: { signal?: AbortSignal }): AsyncIterable<GenerateEvent> {
+    const entry = registry().entries.get(this.key);
+    // Fast path: the engine is loaded and current, so validation errors throw right here.
+    if (!this.released && entry?.resolved) return (this.last = entry.resolved).generate(req, opts);
+    const self = this;
+    return (async function* () {
+      yield* (await self.current()).generate(req, opts);
+    })();
+  }
+
+  async choose(prompt: string, choices: string[], opts?: { calibrate?: boolean; state?: string; signal?: AbortSignal }): Promise<ChooseResult> {
+    return (await this.current()).choose(prompt, choices, opts);
+  }
+
+  async embed(text: string, opts?: { layer?: number; state?: string; signal?: AbortSignal }): Promise<Float32Array> {
+    return (await this.current()).embed(text, opts);
+  }
+
+  async loadState(name: string, source: string | Uint8Array): Promise<StateInfo> {
+    return (await this.current()).loadState(name, source);
+  }
+
+  unloadState(name: string): void {
+    this.last.unloadState(name);
+  }
+
+  listStates(): StateInfo[] {
+    return this.last.listStates();
+  }
+
+  async saveConversation(prompt: string, file: string, opts?: { state?: string }): Promise<{ bytes: number; tokens: number }> {
+    return (await this.current()).saveConversation(prompt, file, opts);
+  }
+
+  async loadConversation(file: string, name: string): Promise<StateInfo> {
+    return (await this.current()).loadConversation(file, name);
+  }
+}
