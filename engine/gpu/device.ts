@@ -7,6 +7,8 @@ export interface GpuContext {
   features: Set<string>;
   /** Set once the device is lost; every later use must fail with this message. */
   lostReason: string | null;
+  /** First uncaptured WebGPU error (a validation error is an engine bug): reported by the next call. */
+  error: string | null;
 }
 
 export class GpuUnavailableError extends Error {}
@@ -71,13 +73,15 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const adapterName =
     [info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length).join(' ') ||
     'unknown adapter';
-  const ctx: GpuContext = { device, adapterName, features: new Set(features), lostReason: null };
+  const ctx: GpuContext = { device, adapterName, features: new Set(features), lostReason: null, error: null };
   device.lost.then((l) => {
     ctx.lostReason = `GPU device lost (${l.reason}): ${l.message}`;
   });
   device.onuncapturederror = (e) => {
     // Validation errors mean a bug in the engine; surface them loudly instead of silently producing zeros.
-    console.error(`[rwkv-flow] WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`);
+    const msg = `WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`;
+    ctx.error ??= msg;
+    console.error(`[rwkv-flow] ${msg}`);
   };
   return ctx;
 }

@@ -98,6 +98,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('xo', RMAX * C);
     f('logits', RMAX * V);
     f('state', this.slots * this.stateSize);
+    f('stateTmp', this.stateSize);
     for (let l = 0; l < this.info.nLayer; l++) {
       const u = createBuffer(device, `layer${l}`, 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       const base = l * this.layerStride;
@@ -357,6 +358,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private checkAlive() {
     if (this.disposed) throw new Error('the RWKV backend was disposed');
     if (this.gpu.lostReason) throw new Error(this.gpu.lostReason);
+    if (this.gpu.error) throw new Error(this.gpu.error);
   }
 
   run(jobs: SlotJob[]): Promise<(Float32Array | null)[]> {
@@ -490,7 +492,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     if (fromSlot === toSlot) return;
     const bytes = this.stateSize * 4;
     const enc = this.device.createCommandEncoder();
-    enc.copyBufferToBuffer(this.buf.state, fromSlot * bytes, this.buf.state, toSlot * bytes, bytes);
+    // WebGPU forbids a copy within one buffer, so go through a one-slot scratch buffer.
+    enc.copyBufferToBuffer(this.buf.state, fromSlot * bytes, this.buf.stateTmp, 0, bytes);
+    enc.copyBufferToBuffer(this.buf.stateTmp, 0, this.buf.state, toSlot * bytes, bytes);
     this.device.queue.submit([enc.finish()]);
   }
 

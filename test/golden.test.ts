@@ -1,0 +1,227 @@
+// The WebGPU engine against the official reference outputs in ../shared/golden (rwkv package, fp32 CPU).
+
+import { strict as assert } from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import { createBackend, Backend } from '../engine/backend';
+import { acquireGpu, GpuContext } from '../engine/gpu/device';
+import { readSafetensors } from '../engine/loader/safetensors';
+import { toF32, toI32 } from '../engine/loader/dtype';
+import type { Checkpoint } from '../engine/types';
+import { GOLDEN } from './paths';
+
+/** Largest per-row relative L2 error of `got` against `want`, rows of width `width`. */
+export function worstRelL2(got: Float32Array, want: Float32Array, width: number): number {
+  assert.equal(got.length, want.length, 'length mismatch');
+  let worst = 0;
+  for (let r = 0; r < want.length / width; r++) {
+    let num = 0;
+    let den = 0;
+    for (let i = r * width; i < (r + 1) * width; i++) {
+      num += (got[i] - want[i]) ** 2;
+      den += want[i] ** 2;
+    }
+    worst = Math.max(worst, Math.sqrt(num / Math.max(den, 1e-30)));
+  }
+  return worst;
+}
+
+interface Golden {
+  tokens: number[];
+  logits: Float32Array;
+  logitsSeq: Float32Array;
+  vocab: number;
+  ck: Checkpoint;
+}
+
+function loadGolden(name: string): Golden {
+  const g = readSafetensors(path.join(GOLDEN, `${name}.golden.st`));
+  const tokens = Array.from(toI32(g.tensors.get('tokens')!));
+  const logits = Float32Array.from(toF32(g.tensors.get('logits')!));
+  return {
+    tokens,
+    logits,
+    logitsSeq: Float32Array.from(toF32(g.tensors.get('logits_seq')!)),
+    vocab: logits.length / tokens.length,
+    ck: g,
+  };
+}
+
+const TOL = { f32: 1e-3, f16: 5e-3 } as const;
+
+describe('golden: RWKV-7 logits and states match the reference', function () {
+  this.timeout(600_000);
+  let gpu: GpuContext;
+  before(async () => {
+    assert.ok(fs.existsSync(GOLDEN), `golden data not found at ${GOLDEN}`);
+    gpu = await acquireGpu();
+  });
+
+  const cases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number }[] = [
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f32', tol: TOL.f32 },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16 },
+    { model: 'v7-tiny.st', golden: 'v7-tiny', precision: 'f32', tol: TOL.f16 }, // the .st holds f16 weights
+    { model: 'v7-tiny.st', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16 },
+    { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f32', tol: TOL.f32 },
+    { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f16', tol: TOL.f16 },
+  ];
+
+  for (const c of cases) {
+    describe(`${c.model} with ${c.precision} weights`, () => {
+      let be: Backend;
+      let g: Golden;
+      before(async () => {
+        g = loadGolden(c.golden);
+        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, gpu });
+      });
+      after(() => be?.dispose());
+
+      it('sequence at once: logits of every step', async () => {
+        be.resetState(0);
+        const [out] = await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
+        const errStep = worstRelL2(out!, g.logits, g.vocab);
+        const errSeq = worstRelL2(out!, g.logitsSeq, g.vocab);
+        assert.ok(errStep < c.tol, `rel L2 vs step logits ${errStep} >= ${c.tol}`);
+        assert.ok(errSeq < c.tol, `rel L2 vs sequence logits ${errSeq} >= ${c.tol}`);
+      });
+
+      it('token by token: logits of every step', async () => {
+        be.resetState(1);
+        const rows = new Float32Array(g.logits.length);
+        for (let t = 0; t < g.tokens.length; t++) {
+          const [o] = await be.run([{ slot: 1, tokens: [g.tokens[t]], output: 'last' }]);
+          rows.set(o!, t * g.vocab);
+        }
+        const err = worstRelL2(rows, g.logits, g.vocab);
+        assert.ok(err < c.tol, `rel L2 ${err} >= ${c.tol}`);
+      });
+
+      it('final state after the sequence', async () => {
+        be.resetState(2);
+        await be.run([{ slot: 2, tokens: g.tokens, output: 'none' }]);
+        const state = await be.readState(2);
+        const { nLayer, nEmbd: C, nHead: H, headSize: N } = be.info;
+        const stride = 2 * C + H * N * N;
+        for (let l = 0; l < nLayer; l++) {
+          const parts: [string, number, number][] = [
+            ['att_x', 0, C],
+            ['att_kv', C, H * N * N],
+            ['ffn_x', C + H * N * N, C],
+          ];
+          for (const [name, off, len] of parts) {
+            const want = toF32(g.ck.tensors.get(`state.${l}.${name}`)!);
+            const got = state.subarray(l * stride + off, l * stride + off + len);
+            const err = worstRelL2(got, Float32Array.from(want), len);
+            assert.ok(err < c.tol, `state.${l}.${name}: rel L2 ${err} >= ${c.tol}`);
+          }
+        }
+      });
+    });
+  }
+
+  describe('chunking and batching give the same logits', () => {
+    let g: Golden;
+    let reference: Float32Array;
+    before(async () => {
+      g = loadGolden('v7-tiny');
+      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 1, precision: 'f32', gpu });
+      reference = (await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]))[0]!;
+      be.dispose();
+    });
+
+    for (const chunk of [1, 3, 16, 128]) {
+      it(`chunk size ${chunk}, alone and beside three other sequences in a batch of 4`, async () => {
+        const be = await createBackend({
+          model: path.join(GOLDEN, 'v7-tiny.pth'),
+          slots: 4,
+          precision: 'f32',
+          maxTokens: chunk,
+          maxRows: chunk,
+          gpu,
+        });
+        try {
+          const [alone] = await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
+          assert.ok(worstRelL2(alone!, reference, g.vocab) < 1e-5, 'alone differs from reference');
+          assert.ok(worstRelL2(alone!, g.logits, g.vocab) < TOL.f32);
+          // The same sequence in slot 2, beside other sequences (different lengths, one with no output).
+          for (const s of [0, 1, 2, 3]) be.resetState(s);
+          const other = (seed: number, n: number) => Array.from({ length: n }, (_, i) => (i * 37 + seed * 11) % g.vocab);
+          const outs = await be.run([
+            { slot: 0, tokens: other(1, 5), output: 'last' },
+            { slot: 3, tokens: other(2, 30), output: 'none' },
+            { slot: 2, tokens: g.tokens, output: 'all' },
+            { slot: 1, tokens: other(3, 1), output: 'all' },
+          ]);
+          assert.equal(outs[1], null);
+          assert.equal(outs[0]!.length, g.vocab);
+          assert.equal(outs[3]!.length, g.vocab);
+          const err = worstRelL2(outs[2]!, reference, g.vocab);
+          assert.ok(err < 1e-5, `batched differs from alone: ${err}`);
+          // Split prefill: feeding the sequence in two calls equals feeding it at once.
+          be.resetState(1);
+          await be.run([{ slot: 1, tokens: g.tokens.slice(0, 10), output: 'none' }]);
+          const [rest] = await be.run([{ slot: 1, tokens: g.tokens.slice(10), output: 'all' }]);
+          const err2 = worstRelL2(rest!, reference.subarray(10 * g.vocab), g.vocab);
+          assert.ok(err2 < 1e-5, `split prefill differs: ${err2}`);
+        } finally {
+          be.dispose();
+        }
+      });
+    }
+  });
+
+  describe('state transfer', () => {
+    it('read, write and copy a state between slots continue identically', async () => {
+      const g = loadGolden('v7-tiny');
+      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 3, precision: 'f32', gpu });
+      try {
+        be.resetState(0);
+        await be.run([{ slot: 0, tokens: g.tokens.slice(0, 12), output: 'none' }]);
+        const snap = await be.readState(0);
+        be.writeState(1, snap);
+        be.copyState(0, 2);
+        const outs = await be.run([
+          { slot: 0, tokens: g.tokens.slice(12), output: 'all' },
+          { slot: 1, tokens: g.tokens.slice(12), output: 'all' },
+          { slot: 2, tokens: g.tokens.slice(12), output: 'all' },
+        ]);
+        const want = g.logits.subarray(12 * g.vocab);
+        for (const o of outs) assert.ok(worstRelL2(o!, want, g.vocab) < TOL.f32);
+        be.resetState(1);
+        const zero = await be.readState(1);
+        assert.ok(zero.every((v) => v === 0), 'reset state is not zero');
+        assert.throws(() => be.writeState(1, new Float32Array(3)), /state has 3 floats/);
+      } finally {
+        be.dispose();
+      }
+    });
+
+    it('rejects bad jobs before touching the GPU', async () => {
+      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 2, precision: 'f32', gpu });
+      try {
+        await assert.rejects(be.run([{ slot: 5, tokens: [1], output: 'last' }]), /slot 5 is out of range/);
+        await assert.rejects(be.run([{ slot: 0, tokens: [600], output: 'last' }]), /token 600 .* outside the model's vocabulary/);
+        await assert.rejects(
+          be.run([
+            { slot: 0, tokens: [1], output: 'last' },
+            { slot: 0, tokens: [2], output: 'last' },
+          ]),
+          /appears twice/,
+        );
+        await assert.rejects(be.run([{ slot: 0, tokens: [], output: 'last' }]), /no tokens/);
+        // The backend still works afterwards.
+        const [o] = await be.run([{ slot: 0, tokens: [1, 2], output: 'last' }]);
+        assert.equal(o!.length, 512);
+      } finally {
+        be.dispose();
+      }
+    });
+
+    it('refuses older RWKV versions with a clear error', async () => {
+      await assert.rejects(
+        createBackend({ model: path.join(GOLDEN, 'v6-tiny.pth'), slots: 1, gpu }),
+        /RWKV v6 models are not supported/,
+      );
+    });
+  });
+});
