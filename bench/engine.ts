@@ -1,0 +1,88 @@
+// Engine throughput on random models of the official RWKV-7 shapes: decode tokens/s at batch 1 and 32,
+// prefill tokens/s with chunks of 128 and 512, and the weight bytes a decode step reads per second as a
+// fraction of the device-to-device copy bandwidth measured in the same run.
+
+import { createBackend } from '../engine/backend';
+import type { GpuContext } from '../engine/gpu/device';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { measureCopyBandwidth } from './copy-bandwidth';
+
+export interface ModelShape {
+  name: string;
+  nLayer: number;
+  nEmbd: number;
+}
+
+export const OFFICIAL_SHAPES: ModelShape[] = [
+  { name: '0.1B', nLayer: 12, nEmbd: 768 },
+  { name: '0.4B', nLayer: 24, nEmbd: 1024 },
+  { name: '1.5B', nLayer: 24, nEmbd: 2048 },
+];
+
+/** A tiny shape for a smoke run on a CPU driver. */
+export const SMOKE_SHAPES: ModelShape[] = [{ name: 'tiny', nLayer: 2, nEmbd: 128 }];
+
+async function timeIt(minSeconds: number, minReps: number, step: () => Promise<unknown>): Promise<{ reps: number; seconds: number }> {
+  await step(); // warm-up (pipelines, caches)
+  const t0 = performance.now();
+  let reps = 0;
+  while (reps < minReps || performance.now() - t0 < minSeconds * 1000) {
+    await step();
+    reps++;
+  }
+  return { reps, seconds: (performance.now() - t0) / 1000 };
+}
+
+export async function benchEngine(
+  gpu: GpuContext,
+  shapes: ModelShape[],
+  opts: { vocab?: number; seconds?: number; log?: (s: string) => void } = {},
+): Promise<Record<string, number | string>> {
+  const log = opts.log ?? console.log;
+  const secs = opts.seconds ?? 2;
+  const copy = await measureCopyBandwidth(gpu.device, Math.min(1 << 30, gpu.device.limits.maxBufferSize));
+  const results: Record<string, number | string> = { adapter: gpu.adapterName, copyGBps: +copy.gbPerS.toFixed(1) };
+  log(`copy bandwidth (read+write): ${copy.gbPerS.toFixed(1)} GB/s`);
+  for (const shape of shapes) {
+    const t0 = performance.now();
+    const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: opts.vocab ?? 65536, dtype: 'f16', seed: 7 });
+    const be = await createBackend({ model: ck, slots: 32, precision: 'f16', maxTokens: 512, maxRows: 32, gpu });
+    const load = (performance.now() - t0) / 1000;
+    const C = shape.nEmbd;
+    const V = be.info.vocabSize;
+    // A decode step reads every weight once except the embedding table, of which it reads one row per token.
+    const stepBytes = be.weightBytes - V * C * 2;
+    const tok = (i: number) => (i * 7919) % V;
+    let n = 0;
+    const dec1 = await timeIt(secs, 10, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
+    const dec1Tps = dec1.reps / dec1.seconds;
+    const jobs32 = () => Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
+    const dec32 = await timeIt(secs, 5, () => be.run(jobs32()));
+    const dec32Tps = (32 * dec32.reps) / dec32.seconds;
+    const prefill = async (chunk: number) => {
+      const toks = Array.from({ length: chunk }, (_, i) => tok(i + n));
+      const r = await timeIt(secs, 3, () => be.run([{ slot: 1, tokens: toks, output: 'last' }]));
+      return (chunk * r.reps) / r.seconds;
+    };
+    const pre128 = await prefill(128);
+    const pre512 = await prefill(512);
+    const bwFrac = (stepBytes * dec1Tps) / (copy.gbPerS * 1e9);
+    const p = shape.name;
+    Object.assign(results, {
+      [`${p}.loadSeconds`]: +load.toFixed(1),
+      [`${p}.decodeB1TokPerS`]: +dec1Tps.toFixed(1),
+      [`${p}.decodeB32TokPerS`]: +dec32Tps.toFixed(1),
+      [`${p}.prefill128TokPerS`]: +pre128.toFixed(0),
+      [`${p}.prefill512TokPerS`]: +pre512.toFixed(0),
+      [`${p}.decodeB1WeightGBps`]: +((stepBytes * dec1Tps) / 1e9).toFixed(1),
+      [`${p}.decodeB1FractionOfCopyBandwidth`]: +bwFrac.toFixed(3),
+    });
+    log(
+      `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
+        `${(100 * bwFrac).toFixed(1)}% of copy), b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), ` +
+        `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s`,
+    );
+    be.dispose();
+  }
+  return results;
+}

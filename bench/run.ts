@@ -1,0 +1,62 @@
+// `npm run bench`: every benchmark section in one run, so the ratios it prints compare numbers measured
+// together. Usage: node dist/bench/run.js [--sections engine,tokenizer,...] [--shapes official|smoke]
+// [--seconds S] [--out results.json]
+
+import * as fs from 'fs';
+import { acquireGpu } from '../engine/gpu/device';
+import { benchEngine, OFFICIAL_SHAPES, SMOKE_SHAPES } from './engine';
+import { benchTokenizer } from './tokenizer';
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+type Section = (ctx: { gpu: Awaited<ReturnType<typeof acquireGpu>>; onGpu: boolean; seconds: number }) => Promise<Record<string, unknown>>;
+
+const SECTIONS: Record<string, Section> = {
+  engine: ({ gpu, onGpu, seconds }) => {
+    const which = arg('shapes') ?? (onGpu ? 'official' : 'smoke');
+    return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096 });
+  },
+  tokenizer: () => benchTokenizer(),
+};
+
+/** Sections added by other parts of the engine register here (see registerBenchSection). */
+export function registerBenchSection(name: string, section: Section) {
+  SECTIONS[name] = section;
+}
+
+async function main() {
+  for (const mod of ['./grammar', './scheduler']) {
+    try {
+      // Optional sections: present once their part of the engine exists.
+      const m = require(mod);
+      if (typeof m.registerSection === 'function') m.registerSection(registerBenchSection);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
+    }
+  }
+  const gpu = await acquireGpu();
+  const onGpu = !/llvmpipe|lavapipe|swiftshader/i.test(gpu.adapterName);
+  const seconds = Number(arg('seconds') ?? (onGpu ? 2 : 1));
+  const names = (arg('sections') ?? Object.keys(SECTIONS).join(',')).split(',');
+  console.log(`adapter: ${gpu.adapterName}${onGpu ? '' : ' (CPU driver: small shapes)'}`);
+  const all: Record<string, unknown> = { date: new Date().toISOString(), adapter: gpu.adapterName };
+  for (const name of names) {
+    const section = SECTIONS[name];
+    if (!section) throw new Error(`unknown bench section '${name}'; known: ${Object.keys(SECTIONS).join(', ')}`);
+    console.log(`\n== ${name}`);
+    const r = await section({ gpu, onGpu, seconds });
+    all[name] = r;
+    console.log(JSON.stringify(r, null, 1));
+  }
+  const out = arg('out');
+  if (out) fs.writeFileSync(out, JSON.stringify(all, null, 1));
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
