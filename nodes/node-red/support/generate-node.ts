@@ -1,0 +1,52 @@
+// rwkv-generate: msg.payload (prompt text, chat messages, or an object of parameters) → completion.
+// Output 1: the result (msg.payload = text, or the parsed JSON with a schema; msg.rwkv = details).
+// Output 2: with streaming on, one message per decoded piece of text while it is generated.
+
+import { prepareGenerate, type GenerateInput } from '../../shared/generate-request';
+import { runGeneration } from '../../shared/generation-runner';
+import { ProgressTracker } from '../../shared/progress-status';
+import type { NodeMessage, NodeRedApi } from './node-red-types';
+import { mergeParameters, registerWorkerNode } from './worker-node';
+
+const GENERATE_KEYS = [
+  'prompt', 'messages', 'system', 'maxTokens', 'stop', 'sampler', 'samplerKind', 'temperature', 'topP', 'topK',
+  'presencePenalty', 'frequencyPenalty', 'penaltyDecay', 'tau', 'mirostatTau', 'mirostatEta', 'seed', 'state',
+  'grammar', 'jsonSchema',
+] as const satisfies readonly (keyof GenerateInput)[];
+
+export function register(RED: NodeRedApi): void {
+  registerWorkerNode(RED, 'rwkv-generate', (config) => {
+    const stream = config.stream === true || config.stream === 'true';
+    // The editor offers either a grammar or a schema, chosen by a selector; drop the unused one.
+    const constraint = String(config.constraint ?? 'none');
+    const nodeConfig = { ...config };
+    if (constraint !== 'grammar') delete nodeConfig.grammar;
+    if (constraint !== 'jsonSchema') delete nodeConfig.jsonSchema;
+
+    return async (msg, ctx) => {
+      const input: GenerateInput = mergeParameters(GENERATE_KEYS, msg, nodeConfig);
+      if (typeof msg.payload === 'string' && input.prompt === undefined) input.prompt = msg.payload;
+      if (Array.isArray(msg.payload) && input.messages === undefined) input.messages = msg.payload;
+      const prepared = prepareGenerate(input);
+
+      const tracker = new ProgressTracker();
+      let piece = 0;
+      const result = await runGeneration(ctx.engine, prepared, {
+        signal: ctx.signal,
+        onEvent: (event) => {
+          ctx.progress(tracker.update(event));
+          if (stream && event.type === 'delta' && event.text !== '') {
+            const chunk: NodeMessage = { ...msg, payload: event.text, rwkv: { stream: true, index: piece++, tokens: event.tokens } };
+            ctx.send([null, chunk]);
+          }
+        },
+      });
+      const out: NodeMessage = {
+        ...msg,
+        payload: prepared.request.jsonSchema !== undefined ? result.json : result.text,
+        rwkv: { ...result, prompt: prepared.request.prompt },
+      };
+      return [out, null];
+    };
+  });
+}

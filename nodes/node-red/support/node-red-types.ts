@@ -1,0 +1,33 @@
+// The slice of the Node-RED runtime API these nodes use (Node-RED ships no TypeScript types).
+
+export interface NodeMessage {
+  _msgid?: string;
+  payload?: unknown;
+  [key: string]: unknown;
+}
+
+export interface NodeStatus {
+  fill?: 'red' | 'green' | 'yellow' | 'blue' | 'grey';
+  shape?: 'ring' | 'dot';
+  text?: string;
+}
+
+export type SendFunction = (msg: NodeMessage | (NodeMessage | null)[]) => void;
+export type DoneFunction = (err?: Error) => void;
+
+export interface RuntimeNode {
+  id: string;
+  status(status: NodeStatus): void;
+  error(err: unknown, msg?: NodeMessage): void;
+  warn(message: unknown): void;
+  on(event: 'input', listener: (msg: NodeMessage, send: SendFunction, done: DoneFunction) => void): void;
+  on(event: 'close', listener: (removed: boolean, done: () => void) => void): void;
+}
+
+export interface NodeRedApi {
+  nodes: {
+    createNode(node: object, config: object): void;
+    getNode(id: string): unknown;
+    registerType(type: string, constructor: (this: RuntimeNode, config: Record<string, unknown>) => void): void;
+  };
+}

@@ -1,0 +1,102 @@
+// What every rwkv-* worker node shares: finding its model config node, one AbortController per
+// message in flight, status text, done() on every path, and on close (redeploy, removal) aborting
+// all in-flight requests and waiting until the engine has let go of their slots.
+
+import type { Engine } from '../../../engine/api';
+import { errorStatus, type ProgressStatus } from '../../shared/progress-status';
+import type { ModelConfigNode } from './model-config-node';
+import type { NodeMessage, NodeRedApi, NodeStatus, RuntimeNode, SendFunction } from './node-red-types';
+
+export interface WorkContext {
+  engine: Engine;
+  signal: AbortSignal;
+  /** Progress of this message; shown as the node status. */
+  progress(status: ProgressStatus): void;
+  send: SendFunction;
+}
+
+/** Handles one message; returns what to send (null: send nothing). */
+export type WorkHandler = (msg: NodeMessage, ctx: WorkContext) => Promise<NodeMessage | (NodeMessage | null)[] | null>;
+
+/** Builds a node instance's handler from its editor configuration. */
+export type HandlerFactory = (config: Record<string, unknown>) => WorkHandler;
+
+const FILL: Record<ProgressStatus['phase'], NodeStatus> = {
+  queued: { fill: 'grey', shape: 'ring' },
+  prefill: { fill: 'yellow', shape: 'ring' },
+  decode: { fill: 'blue', shape: 'dot' },
+  done: { fill: 'green', shape: 'dot' },
+  error: { fill: 'red', shape: 'ring' },
+};
+
+export function registerWorkerNode(RED: NodeRedApi, type: string, makeHandler: HandlerFactory): void {
+  RED.nodes.registerType(type, function (this: RuntimeNode, config: Record<string, unknown>) {
+    RED.nodes.createNode(this, config);
+    const node = this;
+    const model = RED.nodes.getNode(String(config.model ?? '')) as ModelConfigNode | null;
+    const handler = makeHandler(config);
+    const inFlight = new Map<AbortController, Promise<void>>();
+    let closing = false;
+
+    const show = (status: ProgressStatus) => {
+      const busy = inFlight.size > 1 ? `${inFlight.size} active · ` : '';
+      node.status({ ...FILL[status.phase], text: busy + status.text });
+    };
+
+    if (!model) node.status({ fill: 'red', shape: 'ring', text: 'no rwkv-model configuration' });
+
+    node.on('input', (msg, send, done) => {
+      if (!model) {
+        done(new Error(`${type}: no rwkv-model configuration selected`));
+        return;
+      }
+      const controller = new AbortController();
+      const work = (async () => {
+        try {
+          const engine = await model.getEngine();
+          const out = await handler(msg, { engine, signal: controller.signal, progress: show, send });
+          if (controller.signal.aborted) return done(); // closed meanwhile: nothing goes out
+          if (out) send(out);
+          done();
+        } catch (err) {
+          if (closing && controller.signal.aborted) return done(); // cancelled by close, not a failure
+          show(errorStatus(err));
+          done(err instanceof Error ? err : new Error(String(err)));
+        }
+      })().finally(() => inFlight.delete(controller));
+      inFlight.set(controller, work);
+    });
+
+    node.on('close', (_removed, done) => {
+      closing = true;
+      for (const controller of inFlight.keys()) controller.abort();
+      Promise.allSettled([...inFlight.values()]).then(() => {
+        node.status({});
+        done();
+      });
+    });
+  });
+}
+
+/**
+ * The parameters for one message: each key comes from msg.<key>, else from an object payload's
+ * <key>, else from the node's editor configuration.
+ */
+export function mergeParameters<K extends string>(
+  keys: readonly K[],
+  msg: NodeMessage,
+  config: Record<string, unknown>,
+): Partial<Record<K, unknown>> {
+  const payload = isPlainObject(msg.payload) ? msg.payload : {};
+  const out: Partial<Record<K, unknown>> = {};
+  for (const key of keys) {
+    if (msg[key] !== undefined) out[key] = msg[key];
+    else if (payload[key] !== undefined) out[key] = payload[key];
+    else if (config[key] !== undefined) out[key] = config[key];
+  }
+  return out;
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+}

@@ -1,0 +1,47 @@
+// The model configuration both hosts collect (n8n credential, Node-RED config node) and its
+// translation into the engine's EngineConfig. Field names are the ones shown in the editors.
+
+import type { EngineConfig } from '../../engine/api';
+import { optionalInteger, optionalName, optionalNumber } from './coerce';
+import { ParameterError } from './parameter-error';
+
+export interface ModelConfigFields {
+  /** .st or .pth file; empty = the bundled default model. */
+  modelPath?: unknown;
+  precision?: unknown;
+  maxBatch?: unknown;
+  chunkSize?: unknown;
+  /** Prefix-state cache bound in MiB (editors ask for MiB; the engine takes bytes). */
+  cacheMiB?: unknown;
+  stateDir?: unknown;
+  maxQueue?: unknown;
+}
+
+const MIB = 1024 * 1024;
+
+export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
+  const config: EngineConfig = {};
+  const modelPath = optionalName('modelPath', fields.modelPath);
+  if (modelPath !== undefined) config.modelPath = modelPath;
+  const precision = optionalName('precision', fields.precision);
+  if (precision !== undefined) {
+    if (precision !== 'f16' && precision !== 'f32') {
+      throw new ParameterError('precision', `must be "f16" or "f32", got ${JSON.stringify(precision)}`);
+    }
+    config.precision = precision;
+  }
+  const maxBatch = optionalInteger('maxBatch', fields.maxBatch, 1);
+  if (maxBatch !== undefined) config.maxBatch = maxBatch;
+  const chunkSize = optionalInteger('chunkSize', fields.chunkSize, 1);
+  if (chunkSize !== undefined) config.chunkSize = chunkSize;
+  const cacheMiB = optionalNumber('cacheMiB', fields.cacheMiB);
+  if (cacheMiB !== undefined) {
+    if (cacheMiB < 0) throw new ParameterError('cacheMiB', `must be ≥ 0, got ${cacheMiB}`);
+    config.cacheBytes = Math.round(cacheMiB * MIB);
+  }
+  const stateDir = optionalName('stateDir', fields.stateDir);
+  if (stateDir !== undefined) config.stateDir = stateDir;
+  const maxQueue = optionalInteger('maxQueue', fields.maxQueue, 0);
+  if (maxQueue !== undefined) config.maxQueue = maxQueue;
+  return config;
+}

@@ -1,0 +1,36 @@
+// Short progress lines for host status displays (Node-RED node status, logs), one per engine event.
+
+import type { GenerateEvent } from '../../engine/api';
+
+export type ProgressPhase = 'queued' | 'prefill' | 'decode' | 'done' | 'error';
+
+export interface ProgressStatus {
+  phase: ProgressPhase;
+  text: string;
+}
+
+/** Tracks one request's decoded-token count so delta events can show a running total. */
+export class ProgressTracker {
+  private tokens = 0;
+
+  update(event: GenerateEvent): ProgressStatus {
+    switch (event.type) {
+      case 'queued':
+        return { phase: 'queued', text: `queued (#${event.position})` };
+      case 'start':
+        return { phase: 'prefill', text: `prefill 0/${event.promptTokens - event.cachedTokens}` };
+      case 'prefill':
+        return { phase: 'prefill', text: `prefill ${event.done}/${event.total}` };
+      case 'delta':
+        this.tokens += event.tokens.length;
+        return { phase: 'decode', text: `${this.tokens} tokens` };
+      case 'stop':
+        return { phase: 'done', text: `done: ${event.completionTokens} tokens (${event.reason})` };
+    }
+  }
+}
+
+export function errorStatus(err: unknown): ProgressStatus {
+  const message = err instanceof Error ? err.message : String(err);
+  return { phase: 'error', text: `error: ${message.length > 60 ? `${message.slice(0, 57)}...` : message}` };
+}
