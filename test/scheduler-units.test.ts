@@ -1,0 +1,192 @@
+import * as assert from 'assert';
+import { PrefixCache } from '../engine/prefix-cache';
+import { StopMatcher } from '../engine/stop-matcher';
+import { SlotPool } from '../engine/slot-pool';
+import { InitialStateRegistry } from '../engine/initial-states';
+import { resolveSamplerOptions, TokenSampler, SeededRandom, AI00_DEFAULTS } from '../engine/samplers';
+import { topIndices } from '../engine/samplers/probability';
+import { RequestError } from '../engine/errors';
+
+const f32 = (n: number, v = 0) => new Float32Array(n).fill(v);
+
+describe('scheduler units: stop matcher', () => {
+  it('holds back text that may start a stop string and never emits part of it', () => {
+    const m = new StopMatcher(['\nUser:', 'STOP']);
+    let out = '';
+    for (const piece of ['Hello', ' there\n', 'Us', 'e']) out += m.push(piece);
+    assert.strictEqual(out, 'Hello there');
+    out += m.push('r:');
+    assert.ok(m.stopped);
+    assert.strictEqual(out, 'Hello there');
+    assert.strictEqual(m.flush(), '');
+  });
+
+  it('releases held text when the stop string does not follow', () => {
+    const m = new StopMatcher(['STOP']);
+    assert.strictEqual(m.push('abST'), 'ab');
+    assert.strictEqual(m.push('x'), 'STx');
+    assert.strictEqual(m.push('S'), '');
+    assert.strictEqual(m.flush(), 'S');
+  });
+
+  it('stops at the earliest of several matches in one push', () => {
+    const m = new StopMatcher(['cd', 'b']);
+    assert.strictEqual(m.push('abcd'), 'a');
+  });
+});
+
+describe('scheduler units: prefix cache', () => {
+  it('finds the longest cached prefix at token granularity', () => {
+    const c = new PrefixCache(1 << 20);
+    c.insert([1, 2, 3], f32(4, 3), f32(2, 3));
+    c.insert([1, 2, 3, 4, 5], f32(4, 5), f32(2, 5));
+    assert.strictEqual(c.lookup([1, 2, 3, 4, 5, 6])!.length, 5);
+    assert.strictEqual(c.lookup([1, 2, 3, 4, 9])!.length, 3);
+    assert.strictEqual(c.lookup([1, 2, 3, 4, 5], 4)!.length, 3);
+    assert.strictEqual(c.lookup([1, 2]), null);
+    assert.strictEqual(c.lookup([2, 3, 4]), null);
+  });
+
+  it('evicts least recently used entries to stay under its byte bound', () => {
+    const entry = 4 * 4 + 2 * 4;
+    const c = new PrefixCache(entry * 2);
+    c.insert([1], f32(4), f32(2));
+    c.insert([2], f32(4), f32(2));
+    c.lookup([1, 7]); // touch [1]
+    c.insert([3], f32(4), f32(2));
+    assert.ok(c.has([1]));
+    assert.ok(!c.has([2]));
+    assert.ok(c.has([3]));
+    assert.strictEqual(c.bytes, entry * 2);
+    assert.ok(!c.insert([4], f32(100), f32(2)), 'an entry over the bound is refused');
+  });
+
+  it('prunes trie branches of evicted entries', () => {
+    const c = new PrefixCache(24);
+    c.insert([1, 2, 3, 4], f32(4), f32(2));
+    c.insert([5], f32(4), f32(2));
+    assert.strictEqual(c.lookup([1, 2, 3, 4]), null);
+    assert.strictEqual(c.size, 1);
+  });
+});
+
+describe('scheduler units: slot choice', () => {
+  const reg = new InitialStateRegistry(4, 1000);
+  it('continues a slot whose retained tokens prefix the prompt, else takes an empty one, else the LRU', () => {
+    const pool = new SlotPool(3);
+    const [a, b, c] = pool.slots;
+    pool.take(a);
+    a.initial = reg.zero;
+    a.retained = [1, 2, 3];
+    a.lastLogits = f32(2);
+    pool.release(a);
+    pool.take(b);
+    b.initial = reg.zero;
+    b.retained = [9];
+    pool.release(b);
+    assert.deepStrictEqual(pool.choose(reg.zero, [1, 2, 3, 4]), { slot: a, continueLength: 3 });
+    assert.strictEqual(pool.choose(reg.zero, [5, 6])!.slot, c);
+    pool.take(c);
+    c.initial = reg.zero;
+    c.retained = [7];
+    // No empty slot: least recently used idle (a was released first).
+    assert.deepStrictEqual(pool.choose(reg.zero, [5, 6]), { slot: a, continueLength: 0 });
+    pool.take(a);
+    pool.take(b);
+    assert.strictEqual(pool.choose(reg.zero, [5]), null);
+  });
+
+  it('does not continue across different initial states or a fully retained prompt without logits', () => {
+    const pool = new SlotPool(1);
+    const s = pool.slots[0];
+    s.initial = reg.zero;
+    s.retained = [1, 2];
+    s.lastLogits = null;
+    assert.strictEqual(pool.choose(reg.zero, [1, 2])!.continueLength, 0);
+    assert.strictEqual(pool.choose(reg.zero, [1, 2, 3])!.continueLength, 2);
+    const other = { ...reg.zero, name: 'x' };
+    assert.strictEqual(pool.choose(other, [1, 2, 3])!.continueLength, 0);
+  });
+});
+
+describe('scheduler units: samplers', () => {
+  const identity = (id: number) => id;
+  const sampler = (opts: object, rows = 8) => new TokenSampler(resolveSamplerOptions(opts), rows, identity);
+
+  it('has ai00 defaults', () => {
+    const r = resolveSamplerOptions(undefined);
+    assert.strictEqual(r.kind, 'nucleus');
+    assert.strictEqual(r.topP, AI00_DEFAULTS.topP);
+    assert.strictEqual(r.topK, 128);
+    assert.strictEqual(r.penaltyDecay, 0.99654026);
+  });
+
+  it('rejects bad parameters with a message naming them', () => {
+    assert.throws(() => resolveSamplerOptions({ temperature: -1 }), /temperature/);
+    assert.throws(() => resolveSamplerOptions({ topP: 0 }), /topP/);
+    assert.throws(() => resolveSamplerOptions({ topK: 1.5 }), /topK/);
+    assert.throws(() => resolveSamplerOptions({ kind: 'beam' as never }), /kind/);
+    assert.throws(() => resolveSamplerOptions({ logitBias: { abc: 1 } as never }), /logitBias/);
+    assert.throws(() => resolveSamplerOptions({ seed: -3 }), /seed/);
+    assert.throws(() => resolveSamplerOptions({ topp: 0.5 } as never), RequestError);
+  });
+
+  it('greedy at temperature 0, with logit bias and mask applied first', () => {
+    const logits = Float32Array.from([0, 1, 5, 2, 0, 0, 0, 0]);
+    assert.strictEqual(sampler({ temperature: 0, presencePenalty: 0, frequencyPenalty: 0 }).sample(logits), 2);
+    assert.strictEqual(sampler({ temperature: 0, logitBias: { 3: 10 } }).sample(logits), 3);
+    const allowed = Uint8Array.from([1, 1, 0, 0, 1, 1, 1, 1]);
+    assert.strictEqual(sampler({ temperature: 0 }).sample(logits, allowed), 1);
+    assert.throws(() => sampler({ temperature: 0 }).sample(logits, new Uint8Array(8)), /no token is allowed/);
+  });
+
+  it('nucleus keeps only the top_p mass (plus the token crossing it)', () => {
+    // probabilities ~ [0.6, 0.3, 0.1, ...]: top_p 0.5 → only token 0; 0.7 → tokens 0, 1
+    const logits = Float32Array.from([Math.log(0.6), Math.log(0.3), Math.log(0.1), -50, -50, -50, -50, -50]);
+    const seen = (opts: object) => {
+      const s = sampler({ presencePenalty: 0, frequencyPenalty: 0, seed: 1, ...opts });
+      const set = new Set<number>();
+      for (let i = 0; i < 300; i++) set.add(s.sample(logits));
+      return [...set].sort();
+    };
+    assert.deepStrictEqual(seen({ topP: 0.5 }), [0]);
+    assert.deepStrictEqual(seen({ topP: 0.7 }), [0, 1]);
+    assert.deepStrictEqual(seen({ topP: 1 }), [0, 1, 2]);
+    assert.deepStrictEqual(seen({ topP: 1, topK: 2 }), [0, 1]);
+  });
+
+  it('repetition penalty discourages repeats', () => {
+    const logits = Float32Array.from([1, 0.9, 0, 0, 0, 0, 0, 0]);
+    const s = sampler({ temperature: 0, presencePenalty: 0.5, frequencyPenalty: 0.5 });
+    assert.strictEqual(s.sample(logits), 0);
+    assert.strictEqual(s.sample(logits), 1);
+  });
+
+  it('typical and mirostat draw plausible tokens', () => {
+    const logits = Float32Array.from([3, 2.5, 2, 1, -20, -20, -20, -20]);
+    for (const kind of ['typical', 'mirostat'] as const) {
+      const s = sampler({ kind, seed: 3 });
+      for (let i = 0; i < 100; i++) assert.ok(s.sample(logits) < 4, kind);
+    }
+  });
+
+  it('seeded sampling is reproducible and seeds differ', () => {
+    const logits = Float32Array.from({ length: 64 }, (_, i) => Math.sin(i));
+    const draw = (seed: number) => {
+      const s = new TokenSampler(resolveSamplerOptions({ seed, topP: 1, topK: 0 }), 64, identity);
+      return Array.from({ length: 40 }, () => s.sample(logits));
+    };
+    assert.deepStrictEqual(draw(42), draw(42));
+    assert.notDeepStrictEqual(draw(42), draw(43));
+    const r = new SeededRandom(5);
+    const v = r.next();
+    assert.ok(v >= 0 && v < 1);
+  });
+
+  it('topIndices matches a full sort', () => {
+    const values = Array.from({ length: 1000 }, (_, i) => Math.sin(i * 7.3));
+    const top = Array.from(topIndices(values.length, 10, (i) => values[i]));
+    const sorted = values.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0]).slice(0, 10).map((p) => p[1]);
+    assert.deepStrictEqual(top, sorted);
+  });
+});
