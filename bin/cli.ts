@@ -1,0 +1,110 @@
+// rwkv-flow command line: `info`, `logits` and `generate` over the same engine the workflow nodes use.
+
+import { parseArgs } from 'util';
+import { createBackend } from '../engine/backend';
+import { createEngine, resolveModelPath } from '../engine/engine-factory';
+import { loadCheckpoint } from '../engine/loader/checkpoint';
+import { describeModel } from '../engine/model-spec';
+
+const USAGE = `usage:
+  rwkv-flow info [--model FILE]
+  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--f32]
+  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--f32]
+Without --model, the bundled default model (models/default.st) is used.`;
+
+const OPTIONS = {
+  model: { type: 'string' },
+  tokens: { type: 'string' },
+  chunk: { type: 'string' },
+  f32: { type: 'boolean' },
+  prompt: { type: 'string' },
+  'max-tokens': { type: 'string' },
+  temperature: { type: 'string' },
+  'top-p': { type: 'string' },
+  seed: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+function positiveInt(name: string, v: string | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got '${v}'`);
+  return n;
+}
+
+function num(name: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isFinite(n)) throw new Error(`--${name} must be a number, got '${v}'`);
+  return n;
+}
+
+export async function main(argv: string[]): Promise<number> {
+  const { positionals, values } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true });
+  const cmd = positionals[0];
+  if (values.help || !cmd) {
+    process.stdout.write(USAGE + '\n');
+    return cmd || values.help ? 0 : 2;
+  }
+  const modelPath = resolveModelPath({ modelPath: values.model });
+  const precision = values.f32 ? 'f32' : 'f16';
+  switch (cmd) {
+    case 'info': {
+      const info = describeModel(loadCheckpoint(modelPath));
+      const { vocabMap, ...rest } = info;
+      const be = info.version === 'v7' ? await createBackend({ model: modelPath, slots: 1, precision }) : null;
+      const out = { model: modelPath, ...rest, reducedVocab: vocabMap ? vocabMap.length : undefined, adapter: be?.adapterName };
+      be?.dispose();
+      process.stdout.write(JSON.stringify(out, null, 2) + '\n');
+      return 0;
+    }
+    case 'logits': {
+      if (!values.tokens) throw new Error('logits needs --tokens 1,2,3');
+      const tokens = values.tokens.split(',').map((s, i) => {
+        const n = Number(s.trim());
+        if (!Number.isInteger(n) || n < 0) throw new Error(`--tokens: entry ${i} ('${s}') is not a token id`);
+        return n;
+      });
+      const chunk = positiveInt('chunk', values.chunk, 128);
+      const be = await createBackend({ model: modelPath, slots: 1, precision, maxTokens: chunk, maxRows: chunk });
+      try {
+        const [out] = await be.run([{ slot: 0, tokens, output: 'all' }]);
+        const V = be.info.vocabSize;
+        const rows = tokens.map((_, i) => Array.from(out!.subarray(i * V, (i + 1) * V)));
+        process.stdout.write(JSON.stringify({ logits: rows }) + '\n');
+      } finally {
+        be.dispose();
+      }
+      return 0;
+    }
+    case 'generate': {
+      if (values.prompt === undefined) throw new Error('generate needs --prompt TEXT');
+      const maxTokens = positiveInt('max-tokens', values['max-tokens'], 200);
+      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1 });
+      try {
+        for await (const ev of engine.generate({
+          prompt: values.prompt,
+          maxTokens,
+          sampler: {
+            temperature: num('temperature', values.temperature),
+            topP: num('top-p', values['top-p']),
+            seed: num('seed', values.seed),
+          },
+        })) {
+          if (ev.type === 'delta') process.stdout.write(ev.text);
+          if (ev.type === 'stop') {
+            process.stdout.write('\n');
+            process.stderr.write(
+              `[${ev.reason}: ${ev.promptTokens} prompt + ${ev.completionTokens} generated tokens in ${(ev.timing.totalMs / 1000).toFixed(1)} s]\n`,
+            );
+          }
+        }
+      } finally {
+        await (engine as unknown as { close?: () => Promise<void> }).close?.();
+      }
+      return 0;
+    }
+    default:
+      throw new Error(`unknown command '${cmd}'\n${USAGE}`);
+  }
+}
