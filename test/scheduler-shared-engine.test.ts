@@ -1,0 +1,77 @@
+import * as assert from 'assert';
+import * as fs from 'fs';
+import { resolveModelPath } from '../engine/engine-factory';
+import type { EngineConfig } from '../engine/api';
+import { RwkvEngine } from '../engine/engine';
+import { EngineClosedError } from '../engine/errors';
+import { acquireEngine, sharedEngineCount, type EngineFactory } from '../engine/shared-engine';
+import { byteTokenizer, FakeBackend } from './fake-backend';
+
+describe('scheduler: shared engine', () => {
+  const made: { config: EngineConfig; engine: RwkvEngine; backend: FakeBackend }[] = [];
+  const factory: EngineFactory = async (config) => {
+    const backend = new FakeBackend({ slots: config.maxBatch ?? 2 });
+    const engine = new RwkvEngine({ backend, tokenizer: byteTokenizer, config, compileConstraint: null });
+    made.push({ config, engine, backend });
+    return engine;
+  };
+  beforeEach(() => (made.length = 0));
+
+  it('creates one engine lazily, shares it, and disposes it when the last lease is released', async () => {
+    const before = sharedEngineCount();
+    const a = await acquireEngine({ modelPath: 'm1', maxBatch: 2 }, factory);
+    const b = await acquireEngine({ modelPath: 'm1', maxBatch: 2 }, factory);
+    assert.strictEqual(made.length, 1);
+    assert.strictEqual(sharedEngineCount(), before + 1);
+    assert.strictEqual(a.engine.modelInfo.adapter, 'fake-cpu');
+    await a.release();
+    await a.release(); // idempotent
+    assert.ok(!made[0].backend.disposed);
+    let events = 0;
+    for await (const _ of b.engine.generate({ prompt: 'hi', maxTokens: 2, sampler: { temperature: 0, logitBias: { 0: -Infinity } } })) events++;
+    assert.ok(events >= 3);
+    await b.release();
+    assert.ok(made[0].backend.disposed);
+    assert.strictEqual(sharedEngineCount(), before);
+    await assert.rejects(b.engine.embed('x'), EngineClosedError);
+  });
+
+  it('keeps one engine per model and reloads when the config of a model changes', async () => {
+    const a = await acquireEngine({ modelPath: 'm2', maxBatch: 2 }, factory);
+    const other = await acquireEngine({ modelPath: 'm3' }, factory);
+    assert.strictEqual(made.length, 2);
+    const b = await acquireEngine({ modelPath: 'm2', maxBatch: 3 }, factory);
+    assert.strictEqual(made.length, 3);
+    // The old engine drains and closes; the first lease now follows the reloaded engine.
+    await new Promise((r) => setTimeout(r, 20));
+    assert.ok(made[0].backend.disposed);
+    assert.strictEqual((await a.engine.embed('abc')).length, 4);
+    assert.strictEqual(made[2].engine.scheduler.stats.steps > 0, true);
+    await a.release();
+    assert.ok(!made[2].backend.disposed);
+    await b.release();
+    await other.release();
+    assert.ok(made[2].backend.disposed && made[1].backend.disposed);
+  });
+
+  it('shares the registry through a global symbol', () => {
+    const g = globalThis as unknown as Record<symbol, unknown>;
+    assert.ok(g[Symbol.for('rwkv-flow.shared-engines.v1')]);
+  });
+
+  it('a failing load rejects the acquire and leaves nothing behind', async () => {
+    const before = sharedEngineCount();
+    await assert.rejects(
+      acquireEngine({ modelPath: 'broken' }, async () => {
+        throw new Error('model file not found: broken');
+      }),
+      /not found/,
+    );
+    assert.strictEqual(sharedEngineCount(), before);
+  });
+
+  it('names the missing bundled default model clearly', async () => {
+    if (fs.existsSync(resolveModelPath({}))) return;
+    await assert.rejects(acquireEngine({}), /bundled default model models[\\/]default\.st is not installed/);
+  });
+});
