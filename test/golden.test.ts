@@ -225,3 +225,20 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     });
   });
 });
+
+describe('device loss', function () {
+  this.timeout(120_000);
+  it('is reported by the next call, and a new backend on a new device works', async () => {
+    const model = path.join(GOLDEN, 'v7-tiny.pth');
+    const gpu = await acquireGpu();
+    const be = await createBackend({ model, slots: 1, precision: 'f32', gpu });
+    await be.run([{ slot: 0, tokens: [1], output: 'last' }]);
+    gpu.device.destroy();
+    await new Promise((r) => setTimeout(r, 50));
+    await assert.rejects(be.run([{ slot: 0, tokens: [2], output: 'last' }]), /GPU device lost/);
+    const be2 = await createBackend({ model, slots: 1, precision: 'f32' });
+    const [o] = await be2.run([{ slot: 0, tokens: [1], output: 'last' }]);
+    assert.equal(o!.length, 512);
+    be2.dispose();
+  });
+});

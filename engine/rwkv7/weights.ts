@@ -60,6 +60,15 @@ const pad32 = (n: number) => Math.ceil(n / 32) * 32;
 export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): ModelWeights {
   const C = info.nEmbd;
   let bytes = 0;
+  const maxBinding = device.limits.maxStorageBufferBindingSize;
+  for (const t of ck.tensors.values()) {
+    const gpuBytes = (t.bytes.byteLength / (t.dtype === 'f32' ? 4 : 2)) * (precision === 'f32' ? 4 : 2);
+    if (gpuBytes > maxBinding)
+      throw new Error(
+        `tensor ${t.name} needs ${gpuBytes} bytes as ${precision} but this GPU binds at most ${maxBinding} bytes per buffer` +
+          (precision === 'f32' ? '; try precision f16' : ''),
+      );
+  }
   const get = (name: string): RawTensor => {
     const t = ck.tensors.get(name);
     if (!t) throw new Error(`missing tensor ${name}`);
