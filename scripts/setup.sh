@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Makes a fresh checkout runnable: a Vulkan driver for WebGPU (Mesa lavapipe on machines without a GPU
+# driver), npm dependencies when missing or stale, and the TypeScript build. Cheap when nothing changed,
+# so `npm test` and `npm start` run it every time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "$(uname -s)" = Linux ]; then
+  gpu_icd=$(ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json /usr/local/nvidia/share/vulkan/icd.d/*.json 2>/dev/null | grep -v lvp_icd || true)
+  if [ -z "$gpu_icd" ]; then
+    bash .ci/install-lavapipe
+  fi
+fi
+
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  npm ci --no-audit --no-fund
+fi
+
+npx tsc -p tsconfig.json
