@@ -1,0 +1,227 @@
+// Scheduler benchmark: aggregate decode throughput against concurrency, time to first token of a
+// repeated long prompt (cold vs prefix cache), and decode speed of running requests while a long
+// prompt is prefilled. Drives the Scheduler directly with real samplers (no tokenizer), so it
+// measures the runtime: batching, prefill interleaving, cache and CPU sampling per step.
+//
+//   benchScheduler(factory)  — the lead runs it on the H200 (see defaults below)
+//   node dist/bench/scheduler.js  — smoke run here on lavapipe with a tiny random model
+
+import type { InferenceBackend } from '../engine/types';
+import { InitialStateRegistry, type InitialState } from '../engine/initial-states';
+import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
+import { Scheduler } from '../engine/scheduler';
+import type { Feed, SlotTask } from '../engine/slot-task';
+
+export type BackendFactory = (slots: number) => Promise<InferenceBackend>;
+
+export interface SchedulerBenchOptions {
+  /** Concurrent requests to measure decode throughput at. */
+  concurrency?: number[];
+  /** Tokens each request decodes in the throughput runs. */
+  decodeTokens?: number;
+  /** Length of the repeated prompt (time to first token). */
+  cachedPromptTokens?: number;
+  /** Length of the prompt prefilled while 8 requests decode. */
+  interferencePromptTokens?: number;
+  /** Requests decoding during the interference test. */
+  interferenceRequests?: number;
+  chunkSize?: number;
+  cacheBytes?: number;
+  log?: (line: string) => void;
+}
+
+const DEFAULTS: Required<Omit<SchedulerBenchOptions, 'log'>> = {
+  concurrency: [1, 8, 32, 64],
+  decodeTokens: 128,
+  cachedPromptTokens: 2000,
+  interferencePromptTokens: 4000,
+  interferenceRequests: 8,
+  chunkSize: 128,
+  cacheBytes: 4 * 1024 ** 3,
+};
+
+/** Decodes with the default ai00 nucleus sampler; records when each token came. */
+class BenchTask implements SlotTask {
+  readonly cachePrompt = 'auto' as const;
+  readonly tokenTimes: number[] = [];
+  firstTokenAt = 0;
+  cachedTokens = -1;
+  readonly done: Promise<void>;
+  private finish!: () => void;
+  private fail!: (e: Error) => void;
+  private stopped = false;
+
+  constructor(
+    readonly initial: InitialState,
+    readonly prompt: number[],
+    private readonly maxTokens: number,
+    private readonly sampler: TokenSampler,
+  ) {
+    this.done = new Promise((res, rej) => ((this.finish = res), (this.fail = rej)));
+  }
+
+  /** Ask a long-running request to end at its next step. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  onStart(info: { cachedTokens: number }): void {
+    this.cachedTokens = info.cachedTokens;
+  }
+
+  onPrefilled(logits: Float32Array): Feed | null {
+    this.firstTokenAt = performance.now();
+    return this.next(logits);
+  }
+
+  onFed(logits: Float32Array | null): Feed | null {
+    return this.next(logits!);
+  }
+
+  onAbort(): void {
+    this.fail(new Error('aborted'));
+  }
+
+  onError(e: Error): void {
+    this.fail(e);
+  }
+
+  private next(logits: Float32Array): Feed | null {
+    const row = this.sampler.sample(logits);
+    this.tokenTimes.push(performance.now());
+    if (this.stopped || this.tokenTimes.length >= this.maxTokens) {
+      this.finish();
+      return null;
+    }
+    return { tokens: [row], output: 'last' };
+  }
+}
+
+function randomPrompt(n: number, vocab: number, seed: number): number[] {
+  let s = seed >>> 0 || 1;
+  return Array.from({ length: n }, () => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    return 1 + (s % (vocab - 1));
+  });
+}
+
+const round = (x: number, digits = 3) => Number(x.toFixed(digits));
+
+export async function benchScheduler(backendFactory: BackendFactory, options: SchedulerBenchOptions = {}): Promise<Record<string, number>> {
+  const o = { ...DEFAULTS, ...options };
+  const log = options.log ?? (() => {});
+  const slots = Math.max(...o.concurrency, o.interferenceRequests + 1);
+  const backend = await backendFactory(slots);
+  const vocab = backend.info.vocabSize;
+  const rows = vocab;
+  const states = new InitialStateRegistry(backend.stateSize, o.cacheBytes);
+  const scheduler = new Scheduler(backend, { chunkSize: o.chunkSize, maxQueue: 1024, cacheMinTokens: 256 });
+  const sampler = (seed: number) =>
+    new TokenSampler(resolveSamplerOptions({ seed, logitBias: { 0: -Infinity } }), rows, (id) => (id < rows ? id : -1));
+  const task = (prompt: number[], maxTokens: number, seed: number) => new BenchTask(states.zero, prompt, maxTokens, sampler(seed));
+  const results: Record<string, number> = {};
+  let seed = 1;
+  try {
+    // Warm-up: compile pipelines, fill allocators.
+    const warm = task(randomPrompt(32, vocab, seed++), 4, 0);
+    scheduler.submit(warm);
+    await warm.done;
+
+    // 1. Aggregate decode throughput against concurrency.
+    for (const c of o.concurrency) {
+      const tasks = Array.from({ length: c }, (_, i) => task(randomPrompt(16, vocab, seed++), o.decodeTokens, i));
+      tasks.forEach((t) => scheduler.submit(t));
+      await Promise.all(tasks.map((t) => t.done));
+      // Count from the moment every request was decoding, so short prefills don't dilute it.
+      const from = Math.max(...tasks.map((t) => t.firstTokenAt));
+      const to = Math.max(...tasks.map((t) => t.tokenTimes[t.tokenTimes.length - 1]));
+      const tokens = tasks.reduce((n, t) => n + t.tokenTimes.filter((x) => x > from).length, 0);
+      results[`decode_tps_c${c}`] = round(tokens / ((to - from) / 1000), 1);
+      log(`decode c=${c}: ${results[`decode_tps_c${c}`]} tok/s`);
+    }
+    const base = results[`decode_tps_c${o.concurrency[0]}`];
+    for (const c of o.concurrency) results[`decode_tps_c${c}_ratio`] = round(results[`decode_tps_c${c}`] / base, 2);
+
+    // 2. Time to first token of a repeated long prompt: cold, then from the prefix cache
+    //    (after other requests took every slot, so the slot's own retained state is gone).
+    const long = randomPrompt(o.cachedPromptTokens, vocab, seed++);
+    const ttft = async () => {
+      const t = task(long, 1, 0);
+      const start = performance.now();
+      scheduler.submit(t);
+      await t.done;
+      return { ms: t.firstTokenAt - start, cached: t.cachedTokens };
+    };
+    const cold = await ttft();
+    const evict = Array.from({ length: slots }, (_, i) => task(randomPrompt(8, vocab, seed++), 1, i));
+    evict.forEach((t) => scheduler.submit(t));
+    await Promise.all(evict.map((t) => t.done));
+    const cached = await ttft();
+    if (cached.cached !== long.length) throw new Error(`repeated prompt was not served from the cache (${cached.cached} of ${long.length} tokens)`);
+    results.ttft_cold_ms = round(cold.ms, 1);
+    results.ttft_cached_ms = round(cached.ms, 2);
+    results.ttft_cold_over_cached = round(cold.ms / cached.ms, 1);
+    log(`ttft ${o.cachedPromptTokens} tokens: cold ${results.ttft_cold_ms} ms, cached ${results.ttft_cached_ms} ms`);
+
+    // 3. Decode speed of running requests while a long prompt is prefilled, against without.
+    const runners = Array.from({ length: o.interferenceRequests }, (_, i) => task(randomPrompt(16, vocab, seed++), 1e9, i));
+    runners.forEach((t) => scheduler.submit(t));
+    const count = (from: number, to: number) => runners.reduce((n, t) => n + t.tokenTimes.filter((x) => x > from && x <= to).length, 0);
+    await new Promise((r) => setTimeout(r, 50));
+    while (Math.min(...runners.map((t) => t.tokenTimes.length)) < 4) await new Promise((r) => setTimeout(r, 10));
+    const quietFrom = performance.now();
+    const quietSteps = Math.max(16, Math.ceil(o.interferencePromptTokens / o.chunkSize));
+    const target = runners[0].tokenTimes.length + quietSteps;
+    while (runners[0].tokenTimes.length < target) await new Promise((r) => setTimeout(r, 5));
+    const quietTo = performance.now();
+    const quietRate = count(quietFrom, quietTo) / ((quietTo - quietFrom) / 1000);
+    const prefill = task(randomPrompt(o.interferencePromptTokens, vocab, seed++), 1, 0);
+    const busyFrom = performance.now();
+    scheduler.submit(prefill);
+    await prefill.done;
+    const busyTo = prefill.firstTokenAt;
+    const busyRate = count(busyFrom, busyTo) / ((busyTo - busyFrom) / 1000);
+    runners.forEach((t) => t.stop());
+    await Promise.all(runners.map((t) => t.done));
+    results.decode_tps_8_alone = round(quietRate, 1);
+    results.decode_tps_8_during_prefill = round(busyRate, 1);
+    results.decode_during_prefill_ratio = round(busyRate / quietRate, 3);
+    results.prefill_ms_during_decode = round(busyTo - busyFrom, 1);
+    log(`decode of ${o.interferenceRequests} running: ${results.decode_tps_8_alone} tok/s alone, ${results.decode_tps_8_during_prefill} during a ${o.interferencePromptTokens}-token prefill (ratio ${results.decode_during_prefill_ratio})`);
+  } finally {
+    await scheduler.close();
+    backend.dispose();
+  }
+  return results;
+}
+
+/** Smoke run on whatever WebGPU adapter is here (lavapipe) with a tiny random RWKV-7. */
+async function main(): Promise<void> {
+  const { createBackend } = await import('../engine/backend.js');
+  const { randomRwkv7Checkpoint } = await import('../engine/random-model.js');
+  const full = process.argv.includes('--full');
+  const model = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 1024, seed: 3, dtype: 'f32' });
+  const factory: BackendFactory = (slots) => createBackend({ model, slots, precision: 'f32' });
+  const results = await benchScheduler(
+    factory,
+    full
+      ? {}
+      : {
+          concurrency: [1, 4, 8],
+          decodeTokens: 16,
+          cachedPromptTokens: 300,
+          interferencePromptTokens: 400,
+          interferenceRequests: 8,
+          chunkSize: 64,
+          log: (l) => console.log(l),
+        },
+  );
+  console.log(JSON.stringify(results, null, 2));
+}
+
+if (require.main === module) {
+  main().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}
