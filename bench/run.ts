@@ -28,7 +28,7 @@ export function registerBenchSection(name: string, section: Section) {
 }
 
 async function main() {
-  for (const mod of ['./grammar', './scheduler']) {
+  for (const mod of ['./grammar', './scheduler', './loader']) {
     try {
       // Optional sections: present once their part of the engine exists.
       const m = require(mod);
