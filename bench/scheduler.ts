@@ -195,27 +195,44 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
   return results;
 }
 
-/** Smoke run on whatever WebGPU adapter is here (lavapipe) with a tiny random RWKV-7. */
-async function main(): Promise<void> {
+/** Model for a run: a real file when RWKV_BENCH_MODEL is set, else a random RWKV-7 (1.5B shape on a GPU, tiny on a CPU driver). */
+async function benchFactory(onGpu: boolean, gpu?: unknown): Promise<{ factory: BackendFactory; label: string }> {
   const { createBackend } = await import('../engine/backend.js');
+  const file = process.env.RWKV_BENCH_MODEL;
+  if (file) return { factory: (slots) => createBackend({ model: file, slots, gpu: gpu as never }), label: file };
   const { randomRwkv7Checkpoint } = await import('../engine/random-model.js');
+  const shape = onGpu ? { nLayer: 24, nEmbd: 2048, vocabSize: 65536 } : { nLayer: 2, nEmbd: 128, vocabSize: 1024 };
+  const model = randomRwkv7Checkpoint({ ...shape, seed: 3, dtype: onGpu ? 'f16' : 'f32' });
+  return {
+    factory: (slots) => createBackend({ model, slots, precision: onGpu ? 'f16' : 'f32', gpu: gpu as never, maxTokens: 1024 }),
+    label: `random RWKV-7 L${shape.nLayer} C${shape.nEmbd} V${shape.vocabSize}`,
+  };
+}
+
+const SMOKE: SchedulerBenchOptions = {
+  concurrency: [1, 4, 8],
+  decodeTokens: 16,
+  cachedPromptTokens: 300,
+  interferencePromptTokens: 400,
+  interferenceRequests: 8,
+  chunkSize: 64,
+};
+
+/** Hook for bench/run.ts (`npm run bench`). */
+export function registerSection(register: (name: string, section: (ctx: { gpu: unknown; onGpu: boolean }) => Promise<Record<string, unknown>>) => void): void {
+  register('scheduler', async ({ gpu, onGpu }) => {
+    const { factory, label } = await benchFactory(onGpu, gpu);
+    const results = await benchScheduler(factory, onGpu ? { log: (l) => console.log(l) } : { ...SMOKE, log: (l) => console.log(l) });
+    return { model: label, ...results };
+  });
+}
+
+/** Smoke run on whatever WebGPU adapter is here (lavapipe) with a tiny random RWKV-7; --full for the H200 settings. */
+async function main(): Promise<void> {
   const full = process.argv.includes('--full');
-  const model = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 1024, seed: 3, dtype: 'f32' });
-  const factory: BackendFactory = (slots) => createBackend({ model, slots, precision: 'f32' });
-  const results = await benchScheduler(
-    factory,
-    full
-      ? {}
-      : {
-          concurrency: [1, 4, 8],
-          decodeTokens: 16,
-          cachedPromptTokens: 300,
-          interferencePromptTokens: 400,
-          interferenceRequests: 8,
-          chunkSize: 64,
-          log: (l) => console.log(l),
-        },
-  );
+  const { factory, label } = await benchFactory(full);
+  console.log(`model: ${label}`);
+  const results = await benchScheduler(factory, full ? { log: (l) => console.log(l) } : { ...SMOKE, log: (l) => console.log(l) });
   console.log(JSON.stringify(results, null, 2));
 }
 
