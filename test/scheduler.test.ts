@@ -397,3 +397,22 @@ describe('scheduler: failures stay per request', () => {
     await engine.close();
   });
 });
+
+describe('scheduler: grammar module integration', () => {
+  it('constrains output with a real grammar and JSON schema over the World vocabulary', async function () {
+    this.timeout(60000);
+    const { WorldTokenizer } = await import('../engine/tokenizer.js');
+    const { compileConstraint } = await import('../engine/grammar/index.js');
+    const tokenizer = WorldTokenizer.bundled();
+    const fake = new FakeBackend({ slots: 2, vocab: 65536 });
+    const engine = new RwkvEngine({ backend: fake, tokenizer, compileConstraint: compileConstraint as never });
+    const yesNo = await collect(engine.generate({ prompt: 'Answer:', grammar: 'root ::= "yes" | "no"', maxTokens: 10, sampler: { seed: 5 } }));
+    assert.ok(['yes', 'no'].includes(yesNo.stop.text), yesNo.stop.text);
+    assert.ok(yesNo.stop.reason === 'grammar' || yesNo.stop.reason === 'eos');
+    const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false };
+    const json = await collect(engine.generate({ prompt: 'JSON:', jsonSchema: schema, maxTokens: 60, sampler: { seed: 2 } }));
+    if (json.stop.reason !== 'length') assert.strictEqual(typeof (json.stop.json as { ok: unknown }).ok, 'boolean');
+    assert.throws(() => engine.generate({ prompt: 'x', grammar: 'root ::= "unterminated' }), /grammar|string|quote|expect/i);
+    await engine.close();
+  });
+});
