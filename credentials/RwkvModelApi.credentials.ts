@@ -1,0 +1,76 @@
+// The model configuration as an n8n credential, so several workflows share one model setup (and
+// one loaded engine). Nothing secret is stored; n8n's credential store is simply where shared node
+// configuration lives.
+
+import type { ICredentialType, INodeProperties } from 'n8n-workflow';
+
+export class RwkvModelApi implements ICredentialType {
+  name = 'rwkvModelApi';
+
+  displayName = 'RWKV Model';
+
+  icon = 'file:../../icons/rwkv-model.svg' as const;
+
+  documentationUrl = 'https://github.com/BlinkDL/RWKV-LM';
+
+  properties: INodeProperties[] = [
+    {
+      displayName: 'Model File',
+      name: 'modelPath',
+      type: 'string',
+      default: '',
+      placeholder: '/models/RWKV-x070-World-1.5B.st',
+      description: 'Path of an RWKV .st (safetensors) or .pth checkpoint on the n8n host. Empty uses the bundled default model.',
+    },
+    {
+      displayName: 'Precision',
+      name: 'precision',
+      type: 'options',
+      options: [
+        { name: 'F16 (Half the Memory)', value: 'f16' },
+        { name: 'F32', value: 'f32' },
+      ],
+      default: 'f16',
+      description: 'Weight precision on the GPU',
+    },
+    {
+      displayName: 'Max Batch',
+      name: 'maxBatch',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description: 'Requests run on the GPU at once; more wait in the queue. 0 = engine default.',
+    },
+    {
+      displayName: 'Chunk Size',
+      name: 'chunkSize',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description: 'Prompt tokens processed per step; smaller keeps running generations streaming while long prompts are read. 0 = engine default.',
+    },
+    {
+      displayName: 'Cache Size (MiB)',
+      name: 'cacheMiB',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description: 'Memory for remembered prompt prefixes, so a repeated prompt start is not processed again. 0 = engine default.',
+    },
+    {
+      displayName: 'State Folder',
+      name: 'stateDir',
+      type: 'string',
+      default: '',
+      description: 'Folder where named initial states and conversation states are looked up and saved',
+    },
+    {
+      displayName: 'Max Queue',
+      name: 'maxQueue',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description: 'Requests allowed to wait for a GPU slot before new ones are refused. 0 = engine default.',
+    },
+  ];
+}

@@ -1,0 +1,211 @@
+// n8n node "RWKV Generate": completion of a prompt or reply to chat messages, optionally
+// constrained by a BNF grammar or a JSON Schema, streamed to the webhook response when n8n streams.
+
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
+import { prepareGenerate, type GenerateInput } from '../shared/generate-request';
+import { runGeneration } from '../shared/generation-runner';
+import { CREDENTIAL_NAME } from '../n8n/credential-config';
+import { executeItems } from '../n8n/execute-items';
+
+interface GenerateOptions {
+  system?: string;
+  stop?: string;
+  samplerKind?: string;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  presencePenalty?: number;
+  frequencyPenalty?: number;
+  penaltyDecay?: number;
+  tau?: number;
+  mirostatTau?: number;
+  mirostatEta?: number;
+  seed?: number;
+  state?: string;
+  enableStreaming?: boolean;
+}
+
+export class RwkvGenerate implements INodeType {
+  description: INodeTypeDescription = {
+    displayName: 'RWKV Generate',
+    name: 'rwkvGenerate',
+    icon: 'file:../../../icons/rwkv-generate.svg',
+    group: ['transform'],
+    version: 1,
+    subtitle: '={{ $parameter["inputMode"] === "prompt" ? "completion" : "chat" }}',
+    description: 'Generate text with a local RWKV model on the GPU',
+    defaults: { name: 'RWKV Generate' },
+    inputs: ['main'],
+    outputs: ['main'],
+    credentials: [{ name: CREDENTIAL_NAME, required: true }],
+    properties: [
+      {
+        displayName: 'Input',
+        name: 'inputMode',
+        type: 'options',
+        noDataExpression: true,
+        options: [
+          { name: 'Prompt', value: 'prompt', description: 'Continue a text' },
+          { name: 'Chat Messages', value: 'messages', description: 'Reply to messages listed here' },
+          { name: 'Chat Messages (JSON)', value: 'messagesJson', description: 'Reply to an array of {role, content} from the item' },
+        ],
+        default: 'prompt',
+      },
+      {
+        displayName: 'Prompt',
+        name: 'prompt',
+        type: 'string',
+        typeOptions: { rows: 4 },
+        default: '',
+        required: true,
+        displayOptions: { show: { inputMode: ['prompt'] } },
+      },
+      {
+        displayName: 'Messages',
+        name: 'messages',
+        type: 'fixedCollection',
+        typeOptions: { multipleValues: true, sortable: true },
+        default: { message: [{ role: 'user', content: '' }] },
+        displayOptions: { show: { inputMode: ['messages'] } },
+        options: [
+          {
+            displayName: 'Message',
+            name: 'message',
+            values: [
+              {
+                displayName: 'Role',
+                name: 'role',
+                type: 'options',
+                options: [
+                  { name: 'System', value: 'system' },
+                  { name: 'User', value: 'user' },
+                  { name: 'Assistant', value: 'assistant' },
+                ],
+                default: 'user',
+              },
+              { displayName: 'Content', name: 'content', type: 'string', typeOptions: { rows: 2 }, default: '' },
+            ],
+          },
+        ],
+      },
+      {
+        displayName: 'Messages (JSON)',
+        name: 'messagesJson',
+        type: 'json',
+        default: '={{ $json.messages }}',
+        description: 'An array of {role, content}; roles system, user, assistant',
+        displayOptions: { show: { inputMode: ['messagesJson'] } },
+      },
+      {
+        displayName: 'Max Tokens',
+        name: 'maxTokens',
+        type: 'number',
+        typeOptions: { minValue: 1 },
+        default: 256,
+      },
+      {
+        displayName: 'Constrain Output',
+        name: 'constraint',
+        type: 'options',
+        options: [
+          { name: 'No', value: 'none' },
+          { name: 'BNF Grammar', value: 'grammar' },
+          { name: 'JSON Schema', value: 'jsonSchema', description: 'The parsed JSON is returned in the "json" field' },
+        ],
+        default: 'none',
+      },
+      {
+        displayName: 'Grammar',
+        name: 'grammar',
+        type: 'string',
+        typeOptions: { rows: 6 },
+        default: '',
+        placeholder: 'start ::= "yes" | "no"',
+        displayOptions: { show: { constraint: ['grammar'] } },
+      },
+      {
+        displayName: 'JSON Schema',
+        name: 'jsonSchema',
+        type: 'json',
+        default: '{\n  "type": "object",\n  "properties": {\n    "answer": { "type": "string" }\n  },\n  "required": ["answer"]\n}',
+        displayOptions: { show: { constraint: ['jsonSchema'] } },
+      },
+      {
+        displayName: 'Options',
+        name: 'options',
+        type: 'collection',
+        placeholder: 'Add Option',
+        default: {},
+        options: [
+          {
+            displayName: 'Enable Streaming',
+            name: 'enableStreaming',
+            type: 'boolean',
+            default: true,
+            description: 'Whether to stream the text to a webhook or chat trigger whose response mode is "Streaming"',
+          },
+          { displayName: 'Frequency Penalty', name: 'frequencyPenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.3 },
+          { displayName: 'Initial State', name: 'state', type: 'string', default: '', description: 'Name of a state loaded with RWKV Load State' },
+          { displayName: 'Mirostat Eta', name: 'mirostatEta', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.1 },
+          { displayName: 'Mirostat Tau', name: 'mirostatTau', type: 'number', typeOptions: { numberPrecision: 3 }, default: 3 },
+          { displayName: 'Penalty Decay', name: 'penaltyDecay', type: 'number', typeOptions: { numberPrecision: 6 }, default: 0.99654026 },
+          { displayName: 'Presence Penalty', name: 'presencePenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.3 },
+          {
+            displayName: 'Sampler',
+            name: 'samplerKind',
+            type: 'options',
+            options: [
+              { name: 'Nucleus (Top-P)', value: 'nucleus' },
+              { name: 'Typical', value: 'typical' },
+              { name: 'Mirostat', value: 'mirostat' },
+            ],
+            default: 'nucleus',
+          },
+          { displayName: 'Seed', name: 'seed', type: 'number', typeOptions: { minValue: 0 }, default: 0, description: 'Fixed seed for reproducible output' },
+          {
+            displayName: 'Stop Sequences',
+            name: 'stop',
+            type: 'string',
+            default: '',
+            placeholder: '\\n\\n or ["\\n\\n", "###"]',
+            description: 'One stop sequence (\\n for a newline) or a JSON array of them',
+          },
+          { displayName: 'System Prompt', name: 'system', type: 'string', typeOptions: { rows: 2 }, default: '', description: 'Put first in chat mode' },
+          { displayName: 'Tau (Typical)', name: 'tau', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.5 },
+          { displayName: 'Temperature', name: 'temperature', type: 'number', typeOptions: { minValue: 0, numberPrecision: 2 }, default: 1 },
+          { displayName: 'Top K', name: 'topK', type: 'number', typeOptions: { minValue: 0 }, default: 128, description: '0 = no limit' },
+          { displayName: 'Top P', name: 'topP', type: 'number', typeOptions: { minValue: 0, maxValue: 1, numberPrecision: 3 }, default: 0.5 },
+        ],
+      },
+    ],
+  };
+
+  async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+    const streaming = typeof this.isStreaming === 'function' && this.isStreaming();
+    return executeItems(this, async (i, engine, signal) => {
+      const options = this.getNodeParameter('options', i, {}) as GenerateOptions;
+      const prepared = prepareGenerate(generateInput(this, i, options));
+      const stream = streaming && options.enableStreaming !== false;
+      if (stream) this.sendChunk('begin', i);
+      const result = await runGeneration(engine, prepared, {
+        signal,
+        onEvent: stream ? (e) => e.type === 'delta' && e.text !== '' && this.sendChunk('item', i, e.text) : undefined,
+      });
+      if (stream) this.sendChunk('end', i);
+      return result as unknown as IDataObject;
+    });
+  }
+}
+
+function generateInput(ctx: IExecuteFunctions, i: number, options: GenerateOptions): GenerateInput {
+  const mode = ctx.getNodeParameter('inputMode', i) as string;
+  const constraint = ctx.getNodeParameter('constraint', i, 'none') as string;
+  const { enableStreaming: _stream, ...sampling } = options;
+  const input: GenerateInput = { ...sampling, maxTokens: ctx.getNodeParameter('maxTokens', i) };
+  if (mode === 'prompt') input.prompt = ctx.getNodeParameter('prompt', i);
+  else if (mode === 'messages') input.messages = (ctx.getNodeParameter('messages', i, {}) as { message?: unknown[] }).message ?? [];
+  else input.messages = ctx.getNodeParameter('messagesJson', i);
+  if (constraint === 'grammar') input.grammar = ctx.getNodeParameter('grammar', i);
+  if (constraint === 'jsonSchema') input.jsonSchema = ctx.getNodeParameter('jsonSchema', i);
+  return input;
+}

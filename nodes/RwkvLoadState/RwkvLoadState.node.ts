@@ -1,0 +1,127 @@
+// n8n node "RWKV Load State": load / unload / list initial states (state-tuning files, from a path
+// or from binary data), save a prompt as a conversation state (CBOR) and load it back.
+
+import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
+import { prepareStateOperation, runStateOperation, type StateOperationInput } from '../shared/state-operation';
+import { CREDENTIAL_NAME } from '../n8n/credential-config';
+import { executeItems } from '../n8n/execute-items';
+
+const show = (...operation: string[]) => ({ show: { operation } });
+
+export class RwkvLoadState implements INodeType {
+  description: INodeTypeDescription = {
+    displayName: 'RWKV Load State',
+    name: 'rwkvLoadState',
+    icon: 'file:../../../icons/rwkv-state.svg',
+    group: ['transform'],
+    version: 1,
+    subtitle: '={{ $parameter["operation"] }}',
+    description: 'Load, save and list RWKV initial states and conversation states',
+    defaults: { name: 'RWKV Load State' },
+    inputs: ['main'],
+    outputs: ['main'],
+    credentials: [{ name: CREDENTIAL_NAME, required: true }],
+    properties: [
+      {
+        displayName: 'Operation',
+        name: 'operation',
+        type: 'options',
+        noDataExpression: true,
+        options: [
+          { name: 'Load Initial State', value: 'load', action: 'Load an initial state' },
+          { name: 'Unload State', value: 'unload', action: 'Unload a state' },
+          { name: 'List States', value: 'list', action: 'List loaded states' },
+          { name: 'Save Conversation', value: 'saveConversation', action: 'Save a prompt as a conversation state' },
+          { name: 'Load Conversation', value: 'loadConversation', action: 'Load a conversation state' },
+        ],
+        default: 'load',
+      },
+      {
+        displayName: 'State Name',
+        name: 'name',
+        type: 'string',
+        default: '',
+        required: true,
+        description: 'Name other RWKV nodes use in their Initial State option',
+        displayOptions: show('load', 'unload', 'loadConversation'),
+      },
+      {
+        displayName: 'Source',
+        name: 'sourceType',
+        type: 'options',
+        options: [
+          { name: 'File Path', value: 'path' },
+          { name: 'Binary Data', value: 'binary' },
+        ],
+        default: 'path',
+        displayOptions: show('load'),
+      },
+      {
+        displayName: 'State File',
+        name: 'source',
+        type: 'string',
+        default: '',
+        required: true,
+        placeholder: '/states/rwkv-7-chat-tuned.pth',
+        displayOptions: { show: { operation: ['load'], sourceType: ['path'] } },
+      },
+      {
+        displayName: 'Binary Property',
+        name: 'binaryPropertyName',
+        type: 'string',
+        default: 'data',
+        displayOptions: { show: { operation: ['load'], sourceType: ['binary'] } },
+      },
+      {
+        displayName: 'Prompt',
+        name: 'prompt',
+        type: 'string',
+        typeOptions: { rows: 4 },
+        default: '',
+        required: true,
+        description: 'Text run through the model; its resulting state is saved',
+        displayOptions: show('saveConversation'),
+      },
+      {
+        displayName: 'Conversation File',
+        name: 'file',
+        type: 'string',
+        default: '',
+        required: true,
+        placeholder: 'support-chat.cbor',
+        displayOptions: show('saveConversation', 'loadConversation'),
+      },
+      {
+        displayName: 'Start From State',
+        name: 'state',
+        type: 'string',
+        default: '',
+        description: 'Initial state to run the prompt from (optional)',
+        displayOptions: show('saveConversation'),
+      },
+    ],
+  };
+
+  async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+    return executeItems(this, async (i, engine) => {
+      const operation = this.getNodeParameter('operation', i) as string;
+      const param = (name: string) => this.getNodeParameter(name, i, '');
+      const input: StateOperationInput = { operation };
+      if (operation === 'load') {
+        input.name = param('name');
+        input.source =
+          param('sourceType') === 'binary'
+            ? await this.helpers.getBinaryDataBuffer(i, this.getNodeParameter('binaryPropertyName', i) as string)
+            : param('source');
+      } else if (operation === 'unload') {
+        input.name = param('name');
+      } else if (operation === 'saveConversation') {
+        Object.assign(input, { prompt: param('prompt'), file: param('file'), state: param('state') });
+      } else if (operation === 'loadConversation') {
+        Object.assign(input, { file: param('file'), name: param('name') });
+      }
+      const result = await runStateOperation(engine, prepareStateOperation(input));
+      return result as unknown as IDataObject;
+    });
+  }
+}

@@ -1,0 +1,72 @@
+// n8n runs a node's execute() once per workflow execution, and the shared engine unloads its model
+// when the last lease is released. To avoid reloading the model for every execution, the n8n nodes
+// keep their lease for a while after the last use and release it once idle.
+
+import type { Engine, EngineConfig, EngineLease } from '../../engine/api';
+import { acquireLease } from '../shared/engine-provider';
+
+/** How long an unused model stays loaded; RWKV_FLOW_IDLE_SECONDS overrides (0 = release at once). */
+export function idleMilliseconds(): number {
+  const env = process.env.RWKV_FLOW_IDLE_SECONDS;
+  const seconds = env !== undefined && env.trim() !== '' ? Number(env) : 600;
+  if (!Number.isFinite(seconds) || seconds < 0) throw new Error(`RWKV_FLOW_IDLE_SECONDS must be a number ≥ 0, got ${JSON.stringify(env)}`);
+  return seconds * 1000;
+}
+
+interface Kept {
+  lease: Promise<EngineLease>;
+  users: number;
+  timer?: NodeJS.Timeout;
+}
+
+const kept = new Map<string, Kept>();
+
+function releaseKept(key: string, entry: Kept): Promise<void> {
+  if (kept.get(key) === entry) kept.delete(key);
+  clearTimeout(entry.timer);
+  return entry.lease.then((l) => l.release(), () => undefined);
+}
+
+/** Runs fn with the engine for this configuration, loading it if needed and keeping it warm after. */
+export async function withEngine<T>(config: EngineConfig, fn: (engine: Engine) => Promise<T>): Promise<T> {
+  const key = JSON.stringify(config);
+  let entry = kept.get(key);
+  if (!entry) {
+    entry = { lease: acquireLease(config), users: 0 };
+    kept.set(key, entry);
+  }
+  const mine = entry;
+  mine.users++;
+  clearTimeout(mine.timer);
+  try {
+    let lease: EngineLease;
+    try {
+      lease = await mine.lease;
+    } catch (err) {
+      // A failed load is not kept: the next execution tries again (the file may have appeared).
+      if (kept.get(key) === mine) kept.delete(key);
+      throw err;
+    }
+    return await fn(lease.engine);
+  } finally {
+    mine.users--;
+    if (mine.users === 0 && kept.get(key) === mine) {
+      const idle = idleMilliseconds();
+      if (idle === 0) await releaseKept(key, mine);
+      else {
+        mine.timer = setTimeout(() => void releaseKept(key, mine), idle);
+        mine.timer.unref(); // a warm model must not keep the process alive
+      }
+    }
+  }
+}
+
+/** Releases every kept lease that no execution is using (shutdown, tests). */
+export async function releaseIdleEngines(): Promise<void> {
+  await Promise.all([...kept].filter(([, e]) => e.users === 0).map(([key, e]) => releaseKept(key, e)));
+}
+
+/** Configurations currently kept loaded (diagnostics, tests). */
+export function keptEngineCount(): number {
+  return kept.size;
+}

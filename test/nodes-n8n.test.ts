@@ -1,0 +1,280 @@
+// Every n8n node's execute() on a fake engine injected through the engine-provider seam, through a
+// stand-in IExecuteFunctions. The same nodes on the real engine: nodes-real-engine.test.ts.
+
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { NodeOperationError, type INodeType } from 'n8n-workflow';
+import { RwkvModelApi } from '../credentials/RwkvModelApi.credentials';
+import { keptEngineCount, releaseIdleEngines } from '../nodes/n8n/engine-keeper';
+import { RwkvChoose } from '../nodes/RwkvChoose/RwkvChoose.node';
+import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
+import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
+import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
+import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { FakeEngineProvider } from './nodes-fake-engine';
+import { executeContext, type ContextOptions } from './nodes-n8n-context';
+
+const items = (n: number) => Array.from({ length: n }, (_, i) => ({ json: { i } }));
+
+async function run(node: INodeType, opts: ContextOptions) {
+  const { ctx, chunks } = executeContext(opts);
+  const out = (await node.execute!.call(ctx)) as { json: Record<string, any>; pairedItem?: unknown }[][];
+  return { out: out[0], chunks };
+}
+
+const GENERATE = { inputMode: 'prompt', maxTokens: 64, constraint: 'none', options: {} };
+
+describe('n8n nodes (fake engine)', function () {
+  let provider: FakeEngineProvider;
+
+  beforeEach(() => {
+    process.env.RWKV_FLOW_IDLE_SECONDS = '0';
+    provider = new FakeEngineProvider();
+    setEngineProvider(provider.provide);
+  });
+  afterEach(async () => {
+    await releaseIdleEngines();
+    setEngineProvider(undefined);
+    delete process.env.RWKV_FLOW_IDLE_SECONDS;
+  });
+
+  describe('RWKV Generate', () => {
+    it('submits all items together and pairs each output with its item', async () => {
+      provider.engine.options.tokenDelayMs = 10;
+      const { out } = await run(new RwkvGenerate(), {
+        items: items(3),
+        params: { ...GENERATE, prompt: (i: number) => `prompt number ${i}` },
+      });
+      assert.strictEqual(provider.engine.maxActive, 3);
+      assert.deepStrictEqual(out.map((o) => o.json.text), [' echo: prompt number 0', ' echo: prompt number 1', ' echo: prompt number 2']);
+      assert.deepStrictEqual(out.map((o) => o.pairedItem), [{ item: 0 }, { item: 1 }, { item: 2 }]);
+      assert.strictEqual(out[0].json.finishReason, 'stop');
+      assert.deepStrictEqual(out[0].json.usage, { promptTokens: 15, completionTokens: 4, totalTokens: 19 });
+      assert.strictEqual(provider.acquired, 1, 'one lease for the whole execution');
+    });
+
+    it('builds the RWKV chat prompt from the message list and options', async () => {
+      await run(new RwkvGenerate(), {
+        params: {
+          ...GENERATE,
+          inputMode: 'messages',
+          messages: { message: [{ role: 'user', content: 'Hi' }, { role: 'assistant', content: 'Hello!' }, { role: 'user', content: 'Bye' }] },
+          options: { system: 'Be kind.', temperature: 0.7, topP: 0.2, seed: 5, stop: '\\n\\nQ:', state: 'tuned' },
+        },
+      }).catch(() => undefined); // the fake has no state "tuned"; the request is what matters
+      const req = provider.engine.requests[0];
+      assert.strictEqual(req.prompt, 'System: Be kind.\n\nUser: Hi\n\nAssistant: Hello!\n\nUser: Bye\n\nAssistant:');
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nQ:']);
+      assert.deepStrictEqual(req.sampler, { temperature: 0.7, topP: 0.2, seed: 5 });
+      assert.strictEqual(req.state, 'tuned');
+    });
+
+    it('reads chat messages from the item as JSON', async () => {
+      const { out } = await run(new RwkvGenerate(), {
+        params: { ...GENERATE, inputMode: 'messagesJson', messagesJson: [{ role: 'human', content: 'one two' }] },
+      });
+      assert.strictEqual(provider.engine.requests[0].prompt, 'User: one two\n\nAssistant:');
+      assert.strictEqual(out[0].json.text, 'echo: one two Assistant:');
+    });
+
+    it('returns the parsed JSON for a JSON schema', async () => {
+      const { out } = await run(new RwkvGenerate(), {
+        params: { ...GENERATE, prompt: 'hello', constraint: 'jsonSchema', jsonSchema: '{"type":"object","properties":{"answer":{"type":"number"}}}' },
+      });
+      assert.deepStrictEqual(out[0].json.json, { answer: 5 });
+    });
+
+    it('with Continue On Fail, a bad schema fails only its own item', async () => {
+      const { out } = await run(new RwkvGenerate(), {
+        items: items(2),
+        continueOnFail: true,
+        params: { ...GENERATE, prompt: 'p', constraint: 'jsonSchema', jsonSchema: (i: number) => (i === 0 ? '{"type": 5}' : '{"type":"object"}') },
+      });
+      assert.match(out[0].json.error, /jsonSchema: is not a valid JSON Schema/);
+      assert.deepStrictEqual(out[1].json.json, { answer: 1 });
+      assert.deepStrictEqual(out.map((o) => o.pairedItem), [{ item: 0 }, { item: 1 }]);
+    });
+
+    it('without Continue On Fail, the first failure fails the node and cancels the other items', async () => {
+      provider.engine.options.tokenDelayMs = 20;
+      await assert.rejects(
+        run(new RwkvGenerate(), {
+          items: items(3),
+          params: { ...GENERATE, prompt: (i: number) => (i === 1 ? '' : 'a long prompt with quite a few words'), maxTokens: 64 },
+        }),
+        (err: NodeOperationError) => {
+          assert.ok(err instanceof NodeOperationError);
+          assert.match(err.message, /prompt: is empty/);
+          assert.strictEqual(err.context.itemIndex, 1);
+          return true;
+        },
+      );
+      assert.strictEqual(provider.engine.active, 0);
+      assert.strictEqual(provider.engine.aborted, 2);
+    });
+
+    it('cancelling the execution aborts running generations and frees their slots', async () => {
+      provider.engine.options.tokenDelayMs = 20;
+      const cancel = new AbortController();
+      const running = run(new RwkvGenerate(), {
+        items: items(2),
+        cancelSignal: cancel.signal,
+        params: { ...GENERATE, prompt: 'many many words here to echo slowly' },
+      });
+      setTimeout(() => cancel.abort(), 30);
+      await assert.rejects(running, /execution cancelled/);
+      assert.strictEqual(provider.engine.active, 0);
+      assert.strictEqual(provider.engine.aborted, 2);
+    });
+
+    it('streams text chunks per item when n8n streams the response', async () => {
+      const { out, chunks } = await run(new RwkvGenerate(), { streaming: true, params: { ...GENERATE, prompt: 'one two' } });
+      assert.deepStrictEqual(chunks, [
+        { type: 'begin', itemIndex: 0, content: undefined },
+        { type: 'item', itemIndex: 0, content: ' echo:' },
+        { type: 'item', itemIndex: 0, content: ' one' },
+        { type: 'item', itemIndex: 0, content: ' two' },
+        { type: 'end', itemIndex: 0, content: undefined },
+      ]);
+      assert.strictEqual(out[0].json.text, ' echo: one two');
+    });
+
+    it('does not stream when the option is off or n8n is not streaming', async () => {
+      let r = await run(new RwkvGenerate(), { streaming: true, params: { ...GENERATE, prompt: 'x', options: { enableStreaming: false } } });
+      assert.deepStrictEqual(r.chunks, []);
+      r = await run(new RwkvGenerate(), { streaming: false, params: { ...GENERATE, prompt: 'x' } });
+      assert.deepStrictEqual(r.chunks, []);
+    });
+
+    it('reports a bad credential as a node error', async () => {
+      await assert.rejects(
+        run(new RwkvGenerate(), { params: { ...GENERATE, prompt: 'x' }, credentials: { precision: 'f64' } }),
+        /RWKV Model credential: precision: must be "f16" or "f32"/,
+      );
+      assert.strictEqual(provider.acquired, 0);
+    });
+
+    it('passes the credential to the engine with 0 meaning engine default', async () => {
+      await run(new RwkvGenerate(), {
+        params: { ...GENERATE, prompt: 'x' },
+        credentials: { modelPath: ' /m.st ', precision: 'f32', maxBatch: 8, chunkSize: 0, cacheMiB: 1, stateDir: '/s', maxQueue: 0 },
+      });
+      assert.deepStrictEqual(provider.configs[0], { modelPath: '/m.st', precision: 'f32', maxBatch: 8, cacheBytes: 1048576, stateDir: '/s' });
+    });
+  });
+
+  describe('engine lease across executions', () => {
+    it('keeps the model loaded between executions and releases it when idle', async () => {
+      process.env.RWKV_FLOW_IDLE_SECONDS = '0.05';
+      await run(new RwkvGenerate(), { params: { ...GENERATE, prompt: 'x' } });
+      await run(new RwkvEmbed(), { params: { text: 'y', options: {} } });
+      assert.strictEqual(provider.acquired, 1);
+      assert.strictEqual(provider.held, 1);
+      assert.strictEqual(keptEngineCount(), 1);
+      await new Promise((r) => setTimeout(r, 120));
+      assert.strictEqual(provider.held, 0);
+      assert.strictEqual(keptEngineCount(), 0);
+    });
+
+    it('does not keep a model that failed to load', async () => {
+      provider.failWith = new Error('model file not found: /models/tiny.st');
+      await assert.rejects(run(new RwkvEmbed(), { params: { text: 'y', options: {} } }), /model file not found/);
+      assert.strictEqual(keptEngineCount(), 0);
+    });
+  });
+
+  describe('RWKV Choose', () => {
+    it('ranks the listed choices', async () => {
+      const { out } = await run(new RwkvChoose(), {
+        params: { prompt: 'the dog barked', choicesMode: 'list', choices: { choice: [{ text: 'cat' }, { text: 'dog' }] }, options: { calibrate: true } },
+      });
+      assert.strictEqual(out[0].json.choice, 'dog');
+      assert.strictEqual(out[0].json.index, 1);
+      assert.strictEqual(out[0].json.ranking.length, 2);
+      assert.ok(out[0].json.ranking[0].perplexity <= out[0].json.ranking[1].perplexity);
+    });
+
+    it('takes choices from the item and reports bad ones per item', async () => {
+      const { out } = await run(new RwkvChoose(), {
+        items: items(2),
+        continueOnFail: true,
+        params: { prompt: 'yes', choicesMode: 'json', choicesJson: (i: number) => (i === 0 ? '["no","yes"]' : ['only']), options: {} },
+      });
+      assert.strictEqual(out[0].json.choice, 'yes');
+      assert.match(out[1].json.error, /choices: needs at least two choices, got 1/);
+    });
+  });
+
+  describe('RWKV Embed', () => {
+    it('returns one vector per item', async () => {
+      const { out } = await run(new RwkvEmbed(), { items: items(2), params: { text: (i: number) => `text ${i}`, options: { layer: 2 } } });
+      assert.strictEqual(out.length, 2);
+      assert.strictEqual(out[0].json.dimensions, 8);
+      assert.strictEqual(out[0].json.embedding.length, 8);
+      assert.notDeepStrictEqual(out[0].json.embedding, out[1].json.embedding);
+    });
+
+    it('rejects a layer beyond the model', async () => {
+      await assert.rejects(run(new RwkvEmbed(), { params: { text: 'x', options: { layer: 9 } } }), /layer: must be below the model's 3 layers/);
+    });
+  });
+
+  describe('RWKV Load State', () => {
+    it('loads from binary data and from a path, lists and unloads', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-'));
+      const file = path.join(dir, 's.st');
+      fs.writeFileSync(file, Buffer.alloc(10));
+      let { out } = await run(new RwkvLoadState(), {
+        params: { operation: 'load', name: 'a', sourceType: 'binary', binaryPropertyName: 'data' },
+        binary: { '0:data': Buffer.from([1, 2, 3, 4]) },
+      });
+      assert.deepStrictEqual(out[0].json, { operation: 'load', state: { name: 'a', source: 'buffer', bytes: 4 } });
+      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'load', name: 'b', sourceType: 'path', source: file } }));
+      assert.deepStrictEqual(out[0].json.state, { name: 'b', source: file, bytes: 10 });
+      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'list' } }));
+      assert.deepStrictEqual(out[0].json.states.map((s: { name: string }) => s.name), ['a', 'b']);
+      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'unload', name: 'a' } }));
+      assert.deepStrictEqual(out[0].json.states.map((s: { name: string }) => s.name), ['b']);
+      fs.rmSync(dir, { recursive: true });
+    });
+
+    it('saves and loads a conversation', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-'));
+      const file = path.join(dir, 'c.cbor');
+      let { out } = await run(new RwkvLoadState(), { params: { operation: 'saveConversation', prompt: 'User: hi', file, state: '' } });
+      assert.deepStrictEqual(out[0].json, { operation: 'saveConversation', file, bytes: 8, tokens: 8 });
+      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'loadConversation', file, name: 'chat' } }));
+      assert.strictEqual(out[0].json.state.name, 'chat');
+      fs.rmSync(dir, { recursive: true });
+    });
+
+    it('names the missing parameter', async () => {
+      await assert.rejects(run(new RwkvLoadState(), { params: { operation: 'unload', name: ' ' } }), /name: is required for this operation/);
+    });
+  });
+
+  describe('descriptions', () => {
+    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState()];
+
+    it('use the RWKV Model credential, which declares every model setting', () => {
+      const credential = new RwkvModelApi();
+      for (const node of nodes) assert.deepStrictEqual(node.description.credentials, [{ name: credential.name, required: true }]);
+      assert.deepStrictEqual(
+        credential.properties.map((p) => p.name).sort(),
+        ['cacheMiB', 'chunkSize', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'stateDir'],
+      );
+    });
+
+    it('have unique names and file icons that exist relative to the compiled node', () => {
+      assert.strictEqual(new Set(nodes.map((n) => n.description.name)).size, nodes.length);
+      for (const node of nodes) {
+        const icon = String(node.description.icon);
+        assert.match(icon, /^file:.+\.svg$/);
+        const compiledDir = path.join(__dirname, '..', 'nodes', node.constructor.name);
+        assert.ok(fs.existsSync(path.resolve(compiledDir, icon.slice(5))), `${icon} missing for ${node.description.name}`);
+      }
+    });
+  });
+});
