@@ -46,9 +46,19 @@ def wkv7_chunked(r, logw, k, v, a, b, state=None):
     sequential steps. Within a chunk with cumulative decay G_t = prod_{s<=t} w_s, the in-chunk
     values u_t = S_{t-1} a_t solve a unit lower-triangular system, and then outputs and the next
     chunk's state are matrix products. T must be a multiple of CHUNK."""
+    if _t_not_multiple(r):
+        raise ValueError(f'wkv7_chunked: sequence length {r.shape[1]} is not a multiple of {CHUNK}')
+    # The in-chunk factors reach 1/prod(w) ~ 1e4: bf16 matmuls (autocast) would lose the result.
+    with torch.autocast(device_type=r.device.type, enabled=False):
+        return _wkv7_chunked_f32(r, logw, k, v, a, b, state)
+
+
+def _t_not_multiple(r):
+    return r.shape[1] % CHUNK != 0
+
+
+def _wkv7_chunked_f32(r, logw, k, v, a, b, state):
     B, T, H, N = r.shape
-    if T % CHUNK != 0:
-        raise ValueError(f'wkv7_chunked: sequence length {T} is not a multiple of {CHUNK}')
     nC, L = T // CHUNK, CHUNK
     # [B,H,nC,L,N]
     r, logw, k, v, a, b = [at_least_f32(x).view(B, nC, L, H, N).permute(0, 3, 1, 2, 4) for x in (r, logw, k, v, a, b)]

@@ -182,7 +182,8 @@ def self_check(device):
     a = torch.sigmoid(torch.randn(B, T, H, N, generator=g))
     args = [t.to(device) for t in (r, logw, k * 0.5, v, -kk, kk * a)]
     y1, _ = wkv7_sequential(*[t.double() for t in args])
-    y2, _ = wkv7_chunked(*args)
+    with autocast(device):  # as in training: the WKV must stay fp32 under autocast
+        y2, _ = wkv7_chunked(*args)
     err = ((y2.double() - y1).norm() / y1.norm()).item()
     log(f'self-check: chunked WKV-7 vs recurrence on {device}: rel err {err:.2e}')
     if err > 1e-3:
