@@ -4,7 +4,11 @@
 // the offending tensor named instead of producing wrong logits later.
 
 import type { Checkpoint, ModelInfo, RawTensor, RwkvVersion } from './types';
+import type { CheckpointReader, TensorInfo } from './loader/checkpoint-reader';
 import { toI32 } from './loader/dtype';
+
+/** Names, dtypes and shapes are all describeModel needs (plus the bytes of `vocab_map`, if present). */
+type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
 
 export type ModelDims = Omit<ModelInfo, 'version' | 'vocabMap'>;
 
@@ -44,7 +48,7 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
-function countLayers(ck: Checkpoint): number {
+function countLayers(ck: TensorIndex): number {
   let max = -1;
   for (const name of ck.tensors.keys()) {
     const m = BLOCK_NAME.exec(name);
@@ -54,7 +58,7 @@ function countLayers(ck: Checkpoint): number {
 }
 
 /** Which RWKV generation the tensor names belong to. Throws for a checkpoint that is not RWKV. */
-export function detectVersion(ck: Checkpoint): RwkvVersion {
+export function detectVersion(ck: TensorIndex): RwkvVersion {
   if (!ck.tensors.has('emb.weight') || countLayers(ck) === 0) throw new Error(NOT_RWKV);
   const has = (suffix: string) => {
     for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name) && name.endsWith(suffix)) return true;
@@ -68,23 +72,23 @@ export function detectVersion(ck: Checkpoint): RwkvVersion {
 }
 
 /** A shape axis of a tensor, or NaN when the tensor is absent or too small (reported later by name). */
-function dim(ck: Checkpoint, name: string, axis: number): number {
+function dim(ck: TensorIndex, name: string, axis: number): number {
   const t = ck.tensors.get(name);
   return t && axis < t.shape.length ? t.shape[axis] : NaN;
 }
 
-function need(ck: Checkpoint, name: string, rank: number): RawTensor {
+function need(ck: TensorIndex, name: string, rank: number): TensorInfo {
   const t = ck.tensors.get(name);
   if (!t) throw new Error(`missing tensor ${name}`);
   if (t.shape.length !== rank) throw new Error(`tensor ${name}: wrong shape: expected ${rank} dimensions, got ${fmtShape(t.shape)}`);
   return t;
 }
 
-function checkFloat(t: RawTensor): void {
+function checkFloat(t: TensorInfo): void {
   if (t.dtype === 'i32') throw new Error(`tensor ${t.name}: wrong dtype: expected f32, f16 or bf16, got ${t.dtype}`);
 }
 
-function describeV7(ck: Checkpoint, nLayer: number): ModelDims {
+function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
   const [V, C] = need(ck, 'emb.weight', 2).shape;
   const H = dim(ck, 'blocks.0.att.r_k', 0);
   const N = dim(ck, 'blocks.0.att.r_k', 1);
@@ -126,7 +130,7 @@ function describeV7(ck: Checkpoint, nLayer: number): ModelDims {
 }
 
 /** v4-v6 are recognized and described (for clear "not supported" errors), not fully validated. */
-function describeOlder(ck: Checkpoint, version: RwkvVersion, nLayer: number): ModelDims {
+function describeOlder(ck: TensorIndex, version: RwkvVersion, nLayer: number): ModelDims {
   const [V, C] = need(ck, 'emb.weight', 2).shape;
   need(ck, 'head.weight', 2);
   const ffnDim = need(ck, 'blocks.0.ffn.key.weight', 2).shape[0];
@@ -157,13 +161,16 @@ function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
   return map;
 }
 
-/** Version and hyper-parameters of a checkpoint; throws naming the first bad tensor. */
-export function describeModel(ck: Checkpoint): ModelInfo {
+/**
+ * Version and hyper-parameters of a checkpoint; throws naming the first bad tensor. Works on a loaded
+ * Checkpoint or on an open CheckpointReader (then only `vocab_map`'s bytes are read).
+ */
+export function describeModel(ck: Checkpoint | CheckpointReader): ModelInfo {
   const version = detectVersion(ck);
   const nLayer = countLayers(ck);
   const dims = version === 'v7' ? describeV7(ck, nLayer) : describeOlder(ck, version, nLayer);
   const info: ModelInfo = { version, ...dims };
   const vm = ck.tensors.get('vocab_map');
-  if (vm) info.vocabMap = readVocabMap(vm, dims.vocabSize);
+  if (vm) info.vocabMap = readVocabMap('bytes' in vm ? (vm as RawTensor) : (ck as CheckpointReader).read('vocab_map'), dims.vocabSize);
   return info;
 }

@@ -3,7 +3,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as zlib from 'zlib';
-import { loadCheckpoint, detectCheckpointFormat } from '../engine/loader/checkpoint';
+import { loadCheckpoint, detectCheckpointFormat, openCheckpoint } from '../engine/loader/checkpoint';
 import {
   bf16BitsToF32,
   f16BitsToF32,
@@ -259,6 +259,45 @@ describe('loader', function () {
     });
   });
 
+  describe('streaming reader', () => {
+    for (const file of ['v7-tiny.pth', 'v7-tiny.st']) {
+      it(`${file}: index without data, tensors on demand in any order, describeModel on the reader`, () => {
+        const full = loadCheckpoint(golden(file));
+        const reader = openCheckpoint(golden(file));
+        try {
+          assert.strictEqual(reader.format, full.format);
+          assert.deepStrictEqual([...reader.tensors.keys()], [...full.tensors.keys()]);
+          for (const [name, info] of reader.tensors) {
+            assert.ok(!('bytes' in info), 'index carries no data');
+            assert.deepStrictEqual(info.shape, full.tensors.get(name)!.shape);
+          }
+          assert.deepStrictEqual(describeModel(reader), describeModel(full));
+          for (const name of [...reader.tensors.keys()].reverse()) {
+            assert.deepStrictEqual(Buffer.from(reader.read(name).bytes), Buffer.from(full.tensors.get(name)!.bytes), name);
+          }
+          assert.throws(() => reader.read('no.such.tensor'), /no tensor named no\.such\.tensor/);
+        } finally {
+          reader.close();
+        }
+        reader.close(); // idempotent
+        assert.throws(() => reader.read('emb.weight'), /checkpoint reader is closed/);
+      });
+    }
+
+    it('reads vocab_map through the reader', () => {
+      const base = loadCheckpoint(golden('v7-tiny.st'));
+      const ids = Array.from({ length: 512 }, (_, i) => i * 100);
+      const f = tmpFile('with-map.st');
+      writeSafetensors(f, [...base.tensors.values(), tensor('vocab_map', 'i32', [512], ids)]);
+      const reader = openCheckpoint(f);
+      try {
+        assert.deepStrictEqual([...describeModel(reader).vocabMap!], ids);
+      } finally {
+        reader.close();
+      }
+    });
+  });
+
   describe('file errors', () => {
     it('missing, empty, directory, unrecognized', () => {
       assert.throws(() => loadCheckpoint(path.join(tmp, 'nope.pth')), /model file not found: .*nope\.pth/);
@@ -364,6 +403,15 @@ describe('loader', function () {
       assert.deepStrictEqual(ck.tensors.get('transposed')!.shape, [4, 2]);
       assert.deepStrictEqual([...toF32(ck.tensors.get('half')!)], [2, 3]);
       assert.deepStrictEqual([...toI32(ck.tensors.get('ints')!)], [7, -3]);
+      // Views of one storage read in another order, and twice, through the streaming reader.
+      const reader = openCheckpoint(f);
+      try {
+        for (const name of ['transposed', 'tail', 'whole', 'tail']) {
+          assert.deepStrictEqual(Buffer.from(reader.read(name).bytes), Buffer.from(ck.tensors.get(name)!.bytes), name);
+        }
+      } finally {
+        reader.close();
+      }
     });
 
     it('errors name the problem: storage type, missing storage, out-of-range view, byte order', () => {

@@ -5,8 +5,9 @@
 import * as fs from 'fs';
 import type { Checkpoint } from '../types';
 import { withFile } from './file-reader';
-import { readPth } from './pth';
-import { readSafetensors } from './safetensors';
+import { readAll, type CheckpointReader } from './checkpoint-reader';
+import { openPth } from './pth';
+import { openSafetensors } from './safetensors';
 
 export type CheckpointFormat = 'pth' | 'safetensors';
 
@@ -30,7 +31,15 @@ export function detectCheckpointFormat(path: string): CheckpointFormat {
   throw new Error(`unrecognized model file format (expected a PyTorch .pth or a safetensors file): ${path}`);
 }
 
-/** Load every tensor of a .pth or safetensors checkpoint. */
+/**
+ * Open a .pth or safetensors checkpoint for streaming: the tensor index is validated now, tensor
+ * bytes are read one at a time with reader.read(name). Close it when done.
+ */
+export function openCheckpoint(path: string): CheckpointReader {
+  return detectCheckpointFormat(path) === 'pth' ? openPth(path) : openSafetensors(path);
+}
+
+/** Load every tensor of a .pth or safetensors checkpoint into memory. */
 export function loadCheckpoint(path: string): Checkpoint {
-  return detectCheckpointFormat(path) === 'pth' ? readPth(path) : readSafetensors(path);
+  return readAll(openCheckpoint(path));
 }

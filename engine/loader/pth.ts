@@ -5,9 +5,10 @@
 
 import type { Checkpoint, DType, RawTensor } from '../types';
 import { bytesPerElement, numElements } from './dtype';
-import { withFile } from './file-reader';
+import { readAll, type CheckpointReader, type TensorInfo } from './checkpoint-reader';
+import { FileReader } from './file-reader';
 import { PyCallable, PyDict, PyTuple, unpickle } from './pickle';
-import { ZipReader } from './zip';
+import { ZipReader, type ZipEntry } from './zip';
 
 /** Legacy storage classes torch still pickles as the storage type. */
 const STORAGE_DTYPES: Record<string, DType | undefined> = {
@@ -142,60 +143,109 @@ function findPickle(zip: ZipReader, filePath: string): { prefix: string } {
   return { prefix: top[0].slice(0, top[0].length - 'data.pkl'.length) };
 }
 
-/** Read a torch.save() checkpoint holding a state dict of tensors. */
-export function readPth(filePath: string): Checkpoint {
-  return withFile(filePath, (file) => {
-    const zip = new ZipReader(file);
-    const { prefix } = findPickle(zip, filePath);
-    const byteorder = zip.entries.get(`${prefix}byteorder`);
-    if (byteorder) {
-      const order = Buffer.from(zip.read(byteorder)).toString('latin1').trim();
-      if (order !== 'little') throw new Error(`${filePath}: checkpoint byte order is "${order}"; only little-endian is supported`);
-    }
-    const pkl = zip.read(zip.entries.get(`${prefix}data.pkl`)!, { verifyCrc: true });
-    let root: unknown;
-    try {
-      root = unpickle(pkl, { findClass: findTorchClass, persistentLoad });
-    } catch (e) {
-      throw new Error(`${filePath}: cannot read the checkpoint's pickle: ${(e as Error).message}`);
-    }
-    if (!(root instanceof Map)) throw new Error(`${filePath}: checkpoint does not hold a dict of tensors`);
+interface PthTensor {
+  info: TensorInfo;
+  ref: TensorRef;
+  entry: ZipEntry;
+}
 
-    const storages = new Map<string, Uint8Array>();
-    const tensors = new Map<string, RawTensor>();
-    for (const [name, value] of root) {
-      if (typeof name !== 'string' || !(value instanceof TensorRef)) continue; // non-tensor entries carry no weights
-      const { storage, offset, shape, stride } = value;
-      const dtype = STORAGE_DTYPES[storage.type.className];
-      if (!dtype) {
-        throw new Error(
-          `${filePath}: tensor ${name} uses torch.${storage.type.className}, which is not supported ` +
-            `(supported: ${Object.keys(STORAGE_DTYPES).map((s) => `torch.${s}`).join(', ')})`,
-        );
-      }
-      if (stride.length !== shape.length) throw new Error(`${filePath}: tensor ${name} has ${shape.length} dims but ${stride.length} strides`);
-      const elem = bytesPerElement(dtype);
+/**
+ * Open a torch.save() checkpoint of a state dict: the ZIP directory and the pickle are read and every
+ * tensor reference is checked now (dtype, storage present and sized right, view inside its storage);
+ * storage bytes are read on demand.
+ */
+export function openPth(filePath: string): CheckpointReader {
+  const file = new FileReader(filePath);
+  try {
+    return openPthFile(file);
+  } catch (e) {
+    file.close();
+    throw e;
+  }
+}
+
+function openPthFile(file: FileReader): CheckpointReader {
+  const filePath = file.path;
+  const zip = new ZipReader(file);
+  const { prefix } = findPickle(zip, filePath);
+  const byteorder = zip.entries.get(`${prefix}byteorder`);
+  if (byteorder) {
+    const order = Buffer.from(zip.read(byteorder)).toString('latin1').trim();
+    if (order !== 'little') throw new Error(`${filePath}: checkpoint byte order is "${order}"; only little-endian is supported`);
+  }
+  const pkl = zip.read(zip.entries.get(`${prefix}data.pkl`)!, { verifyCrc: true });
+  let root: unknown;
+  try {
+    root = unpickle(pkl, { findClass: findTorchClass, persistentLoad });
+  } catch (e) {
+    throw new Error(`${filePath}: cannot read the checkpoint's pickle: ${(e as Error).message}`);
+  }
+  if (!(root instanceof Map)) throw new Error(`${filePath}: checkpoint does not hold a dict of tensors`);
+
+  const index = new Map<string, PthTensor>();
+  /** Tensors still to be read per storage: a storage shared by views is read once and kept only while needed. */
+  const pending = new Map<string, number>();
+  for (const [name, value] of root) {
+    if (typeof name !== 'string' || !(value instanceof TensorRef)) continue; // non-tensor entries carry no weights
+    const { storage, offset, shape, stride } = value;
+    const dtype = STORAGE_DTYPES[storage.type.className];
+    if (!dtype) {
+      throw new Error(
+        `${filePath}: tensor ${name} uses torch.${storage.type.className}, which is not supported ` +
+          `(supported: ${Object.keys(STORAGE_DTYPES).map((s) => `torch.${s}`).join(', ')})`,
+      );
+    }
+    if (stride.length !== shape.length) throw new Error(`${filePath}: tensor ${name} has ${shape.length} dims but ${stride.length} strides`);
+    const elem = bytesPerElement(dtype);
+    const n = numElements(shape);
+    // Highest element index the view touches must lie inside the storage.
+    const last = offset + shape.reduce((acc, d, i) => acc + (d - 1) * stride[i], 0);
+    if (n > 0 && last >= storage.numel) {
+      throw new Error(`${filePath}: tensor ${name} reaches element ${last} of a storage of ${storage.numel} elements`);
+    }
+    const entry = zip.entries.get(`${prefix}data/${storage.key}`);
+    if (!entry) throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} is missing from the archive`);
+    if (entry.size !== storage.numel * elem) {
+      throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} has ${entry.size} bytes, expected ${storage.numel * elem}`);
+    }
+    zip.dataOffset(entry); // fails now, naming the entry, if the file is cut inside it
+    index.set(name, { info: { name, dtype, shape: [...shape] }, ref: value, entry });
+    pending.set(storage.key, (pending.get(storage.key) ?? 0) + 1);
+  }
+
+  const cache = new Map<string, Uint8Array>();
+  let closed = false;
+  return {
+    format: 'pth',
+    path: filePath,
+    tensors: new Map([...index].map(([name, t]) => [name, t.info])),
+    metadata: {},
+    read(name: string): RawTensor {
+      const t = index.get(name);
+      if (!t) throw new Error(`${filePath}: no tensor named ${name}`);
+      if (closed) throw new Error(`${filePath}: checkpoint reader is closed`);
+      const { storage, offset, shape, stride } = t.ref;
+      const elem = bytesPerElement(t.info.dtype);
+      let bytes = cache.get(storage.key);
+      if (!bytes) bytes = zip.read(t.entry);
+      const left = (pending.get(storage.key) ?? 1) - 1;
+      pending.set(storage.key, left);
+      if (left > 0) cache.set(storage.key, bytes);
+      else cache.delete(storage.key);
       const n = numElements(shape);
-      // Highest element index the view touches must lie inside the storage.
-      const last = n === 0 ? offset : offset + shape.reduce((acc, d, i) => acc + (d - 1) * stride[i], 0);
-      if (n > 0 && last >= storage.numel) {
-        throw new Error(`${filePath}: tensor ${name} reaches element ${last} of a storage of ${storage.numel} elements`);
-      }
-      let bytes = storages.get(storage.key);
-      if (!bytes) {
-        const entry = zip.entries.get(`${prefix}data/${storage.key}`);
-        if (!entry) throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} is missing from the archive`);
-        if (entry.size !== storage.numel * elem) {
-          throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} has ${entry.size} bytes, expected ${storage.numel * elem}`);
-        }
-        bytes = zip.read(entry);
-        storages.set(storage.key, bytes);
-      }
       const data = isContiguous(shape, stride)
         ? bytes.subarray(offset * elem, (offset + n) * elem)
         : gather(bytes, offset, shape, stride, elem);
-      tensors.set(name, { name, dtype, shape: [...shape], bytes: data });
-    }
-    return { format: 'pth', tensors, metadata: {} };
-  });
+      return { name, dtype: t.info.dtype, shape: [...shape], bytes: data };
+    },
+    close() {
+      if (!closed) file.close();
+      closed = true;
+    },
+  };
+}
+
+/** Read every tensor of a torch.save() checkpoint. */
+export function readPth(filePath: string): Checkpoint {
+  return readAll(openPth(filePath));
 }

@@ -7,7 +7,8 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { Checkpoint, DType, RawTensor } from '../types';
 import { bytesPerElement, numElements } from './dtype';
-import { FileReader, withFile } from './file-reader';
+import { readAll, type CheckpointReader, type TensorInfo } from './checkpoint-reader';
+import { FileReader } from './file-reader';
 
 const FROM_ST_DTYPE: Record<string, DType> = { F32: 'f32', F16: 'f16', BF16: 'bf16', I32: 'i32' };
 const TO_ST_DTYPE: Record<DType, string> = { f32: 'F32', f16: 'F16', bf16: 'BF16', i32: 'I32' };
@@ -107,17 +108,41 @@ export function readSafetensorsHeader(file: FileReader): SafetensorsHeader {
   return { dataStart, ...validateSafetensorsHeader(json, file.size - dataStart, file.path) };
 }
 
+/** Open a .st file: the header is read and validated now, tensor bytes on demand. */
+export function openSafetensors(filePath: string): CheckpointReader {
+  const file = new FileReader(filePath);
+  let header: SafetensorsHeader;
+  try {
+    header = readSafetensorsHeader(file);
+  } catch (e) {
+    file.close();
+    throw e;
+  }
+  const entries = new Map(header.entries.map((e) => [e.name, e]));
+  const tensors = new Map<string, TensorInfo>(header.entries.map((e) => [e.name, { name: e.name, dtype: e.dtype, shape: e.shape }]));
+  let closed = false;
+  return {
+    format: 'safetensors',
+    path: filePath,
+    tensors,
+    metadata: header.metadata,
+    read(name: string): RawTensor {
+      const e = entries.get(name);
+      if (!e) throw new Error(`${filePath}: no tensor named ${name}`);
+      if (closed) throw new Error(`${filePath}: checkpoint reader is closed`);
+      const bytes = file.read(header.dataStart + e.begin, e.end - e.begin, `tensor ${e.name}`);
+      return { name: e.name, dtype: e.dtype, shape: [...e.shape], bytes };
+    },
+    close() {
+      if (!closed) file.close();
+      closed = true;
+    },
+  };
+}
+
 /** Read a whole .st file, one tensor per buffer (never the whole file at once). */
 export function readSafetensors(filePath: string): Checkpoint {
-  return withFile(filePath, (file) => {
-    const header = readSafetensorsHeader(file);
-    const tensors = new Map<string, RawTensor>();
-    for (const e of header.entries) {
-      const bytes = file.read(header.dataStart + e.begin, e.end - e.begin, `tensor ${e.name}`);
-      tensors.set(e.name, { name: e.name, dtype: e.dtype, shape: e.shape, bytes });
-    }
-    return { format: 'safetensors', tensors, metadata: header.metadata };
-  });
+  return readAll(openSafetensors(filePath));
 }
 
 /** Write `data` fully at the current position of fd (writeSync may write less than asked). */
