@@ -307,6 +307,10 @@ describe('loader', function () {
         () => loadCheckpoint(tmpFile('text.bin', Buffer.from('hello, this is not a model at all'))),
         /unrecognized model file format/,
       );
+      assert.throws(
+        () => loadCheckpoint(tmpFile('legacy.pth', Buffer.from([0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20]))),
+        /legacy \(pre-1\.6\) PyTorch serialization is not supported/,
+      );
     });
 
     it('truncated .pth at many lengths', () => {

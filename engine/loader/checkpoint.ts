@@ -24,10 +24,15 @@ export function detectCheckpointFormat(path: string): CheckpointFormat {
   if (stat.size === 0) throw new Error(`model file is empty: ${path}`);
   const head = withFile(path, (f) => f.read(0, Math.min(9, f.size), 'file signature'));
   // Local file header "PK\x03\x04" (or an empty archive's "PK\x05\x06").
-  if (head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b && (head[2] === 3 || head[2] === 5)) return 'pth';
+  const pk = head.length >= 4 && head[0] === 0x50 && head[1] === 0x4b;
+  if (pk && ((head[2] === 3 && head[3] === 4) || (head[2] === 5 && head[3] === 6))) return 'pth';
   // safetensors: u64 header length, then the JSON object's "{".
   if (head.length >= 9 && head[8] === 0x7b) return 'safetensors';
   if (stat.size < 9) throw new Error(`model file is too short (${stat.size} bytes; truncated?): ${path}`);
+  // A pickle PROTO opcode at offset 0: torch.save's pre-1.6 format (a bare pickle stream).
+  if (head[0] === 0x80 && head[1] >= 2 && head[1] <= 5) {
+    throw new Error(`legacy (pre-1.6) PyTorch serialization is not supported; re-save it with a current torch.save: ${path}`);
+  }
   throw new Error(`unrecognized model file format (expected a PyTorch .pth or a safetensors file): ${path}`);
 }
 

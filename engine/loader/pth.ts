@@ -1,7 +1,7 @@
 // PyTorch checkpoints as torch.save writes them: a ZIP with `<prefix>/data.pkl` (the pickled state
 // dict) and one `<prefix>/data/<key>` entry of raw little-endian bytes per storage. The pickle is
 // read with a small allow-list of globals; tensors reference storages through persistent ids, and
-// each storage is read from the file only once, in a buffer of its own.
+// storages are read on demand, each into a buffer of its own (once, even when views share it).
 
 import type { Checkpoint, DType, RawTensor } from '../types';
 import { bytesPerElement, numElements } from './dtype';
@@ -121,7 +121,7 @@ function gather(storage: Uint8Array, offset: number, shape: number[], stride: nu
   const idx = new Array<number>(shape.length).fill(0);
   let src = offset;
   for (let i = 0; i < n; i++) {
-    out.set(storage.subarray(src * elemSize, (src + 1) * elemSize), i * elemSize);
+    for (let b = 0, from = src * elemSize, to = i * elemSize; b < elemSize; b++) out[to + b] = storage[from + b];
     for (let d = shape.length - 1; d >= 0; d--) {
       idx[d]++;
       src += stride[d];
