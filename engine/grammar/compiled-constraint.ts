@@ -1,0 +1,80 @@
+// A grammar or schema compiled against a vocabulary: the byte-level automaton, its cached token
+// masks, and the final output check. Everything here is shared by all requests with the same
+// constraint; a matcher per request only holds a state number.
+
+import { ConstraintError } from './constraint-error';
+import { FlatGrammar } from './flat-grammar';
+import { checkLeftRecursion, pruneUnproductive } from './grammar-checks';
+import { ConstraintMatcher, GrammarMatcher } from './grammar-matcher';
+import { GrammarIR } from './grammar-ir';
+import { lowerGrammar } from './lower-grammar';
+import { ShortestCompletion } from './shortest-completion';
+import { DEAD, StackAutomaton } from './stack-automaton';
+import { TokenMasks } from './token-masks';
+import { TokenTrie } from './token-trie';
+
+export interface CompiledConstraint {
+  newMatcher(): ConstraintMatcher;
+  /**
+   * The final check of a finished output: for a schema, the parsed JSON after ajv validation;
+   * for a grammar, the text after checking the grammar accepts it. Throws ConstraintError.
+   */
+  validateOutput(text: string): unknown;
+  /** Automaton states built so far (grows as requests explore the grammar). */
+  readonly stateCount: number;
+}
+
+export type OutputCheck = (text: string) => unknown;
+
+/** Lowers and checks a grammar, then builds its automaton over bytes. */
+export function buildAutomaton(ir: GrammarIR): StackAutomaton {
+  const flat: FlatGrammar = lowerGrammar(ir);
+  pruneUnproductive(flat);
+  checkLeftRecursion(flat);
+  return new StackAutomaton(flat);
+}
+
+export class CompiledGrammarConstraint implements CompiledConstraint {
+  private masks: TokenMasks;
+  private forced = new Map<number, number>();
+  private completion?: ShortestCompletion;
+  private check: OutputCheck;
+
+  constructor(readonly automaton: StackAutomaton, trie: TokenTrie, check?: OutputCheck) {
+    this.masks = new TokenMasks(automaton, trie);
+    this.check = check ?? ((text) => this.checkGrammar(text));
+  }
+
+  get stateCount(): number {
+    return this.automaton.stateCount;
+  }
+
+  newMatcher(): ConstraintMatcher {
+    return new GrammarMatcher(
+      this.masks,
+      () => (this.completion ??= new ShortestCompletion(this.automaton.g, this.automaton)),
+      this.forced,
+    );
+  }
+
+  validateOutput(text: string): unknown {
+    return this.check(text);
+  }
+
+  /** Whether the grammar accepts the whole text. */
+  accepts(text: string): boolean {
+    const s = this.automaton.run(this.automaton.initial, new TextEncoder().encode(text));
+    return s !== DEAD && this.automaton.accepting(s);
+  }
+
+  private checkGrammar(text: string): string {
+    const bytes = new TextEncoder().encode(text);
+    let s = this.automaton.initial;
+    for (let i = 0; i < bytes.length; i++) {
+      s = this.automaton.next(s, bytes[i]);
+      if (s === DEAD) throw new ConstraintError('output does not match the grammar', `byte ${i}`);
+    }
+    if (!this.automaton.accepting(s)) throw new ConstraintError('output ends before the grammar is complete', `byte ${bytes.length}`);
+    return text;
+  }
+}

@@ -1,0 +1,165 @@
+// One constrained request's position in its grammar. Cheap to create: everything heavy (the
+// automaton, the masks) belongs to the compiled constraint and is shared.
+
+import { ConstraintError } from './constraint-error';
+import { DEAD, StackAutomaton } from './stack-automaton';
+import { ShortestCompletion } from './shortest-completion';
+import { TokenMasks } from './token-masks';
+
+export interface ConstraintMatcher {
+  /** Bitset of allowed token ids over vocabSize (bit 0 = end of text, set when accepting). */
+  fillMask(mask: Uint32Array): void;
+  /**
+   * A token that may be emitted without sampling: the only allowed token, or, when the grammar
+   * fixes the next bytes, the longest token lying wholly inside them. null when sampling is
+   * needed.
+   */
+  forcedToken(): number | null;
+  /** Advances by one token (0 = end of text); throws ConstraintError if it is not allowed. */
+  accept(token: number): void;
+  isAccepting(): boolean;
+  /** Nothing but the end of text can follow. */
+  isDone(): boolean;
+  /** Shortest bytes that complete the output from here (empty when accepting). */
+  shortestCompletion(): Uint8Array;
+  /**
+   * shortestCompletion() as tokens (longest vocabulary match first), for a scheduler that must
+   * close the output within its token budget instead of sampling.
+   */
+  completionTokens(): number[];
+  /** Tokens accepted so far (end of text excluded). */
+  readonly tokensAccepted: number;
+}
+
+/** Forced byte runs longer than this are cut: a longer token would not exist anyway. */
+const MAX_FORCED_BYTES = 128;
+
+export class GrammarMatcher implements ConstraintMatcher {
+  private state: number;
+  private ended = false;
+  tokensAccepted = 0;
+
+  constructor(
+    private masks: TokenMasks,
+    private completion: () => ShortestCompletion,
+    private forcedCache: Map<number, number>,
+  ) {
+    this.state = masks.automaton.initial;
+  }
+
+  private get automaton(): StackAutomaton {
+    return this.masks.automaton;
+  }
+
+  fillMask(mask: Uint32Array): void {
+    if (mask.length < this.masks.words)
+      throw new ConstraintError(`mask has ${mask.length} words, the vocabulary needs ${this.masks.words}`);
+    if (this.ended) {
+      mask.fill(0);
+      return;
+    }
+    mask.set(this.masks.get(this.state).mask);
+    if (mask.length > this.masks.words) mask.fill(0, this.masks.words);
+  }
+
+  forcedToken(): number | null {
+    if (this.ended) return null;
+    let f = this.forcedCache.get(this.state);
+    if (f === undefined) {
+      f = this.computeForced();
+      this.forcedCache.set(this.state, f);
+    }
+    return f < 0 ? null : f;
+  }
+
+  private computeForced(): number {
+    const m = this.masks.get(this.state);
+    if (m.count === 1 && m.some > 0) return m.some;
+    if (m.count <= 1 || this.automaton.accepting(this.state)) return -1;
+    // Follow the bytes the grammar fixes, then take the longest token inside them.
+    const a = this.automaton;
+    const forced: number[] = [];
+    let s = this.state;
+    while (forced.length < MAX_FORCED_BYTES && !a.accepting(s)) {
+      let only = -1;
+      let next = DEAD;
+      for (let b = 0; b < 256; b++) {
+        const t = a.next(s, b);
+        if (t === DEAD) continue;
+        if (only >= 0) {
+          only = -2;
+          break;
+        }
+        only = b;
+        next = t;
+      }
+      if (only < 0) break;
+      forced.push(only);
+      s = next;
+    }
+    return forced.length ? this.longestTokenWithin(forced) : -1;
+  }
+
+  completionTokens(): number[] {
+    const bytes = Array.from(this.shortestCompletion());
+    const out: number[] = [];
+    for (let at = 0; at < bytes.length; ) {
+      const [tok, len] = this.longestPrefixToken(bytes, at);
+      if (tok < 0) throw new ConstraintError(`no vocabulary token starts with byte ${bytes[at]}`, 'completion');
+      out.push(tok);
+      at += len;
+    }
+    return out;
+  }
+
+  private longestTokenWithin(bytes: number[]): number {
+    return this.longestPrefixToken(bytes, 0)[0];
+  }
+
+  /** The longest token that is a prefix of bytes[at..], with its length; [-1, 0] if none. */
+  private longestPrefixToken(bytes: number[], at: number): [number, number] {
+    const { byte, depth, token, skip } = this.masks.trie;
+    let best: [number, number] = [-1, 0];
+    let i = 0;
+    const n = byte.length;
+    for (let d = 0; at + d < bytes.length; d++) {
+      while (i < n && depth[i] === d + 1 && byte[i] !== bytes[at + d]) i = skip[i];
+      if (i >= n || depth[i] !== d + 1) break;
+      if (token[i] >= 0) best = [token[i], d + 1];
+      i++;
+    }
+    return best;
+  }
+
+  accept(token: number): void {
+    if (this.ended) throw new ConstraintError(`token ${token} after the end of text`);
+    if (token === 0) {
+      if (!this.automaton.accepting(this.state))
+        throw new ConstraintError('end of text is not allowed here: the output is incomplete', `token ${this.tokensAccepted}`);
+      this.ended = true;
+      return;
+    }
+    const bytes = this.masks.trie.bytesOf[token];
+    if (!bytes) throw new ConstraintError(`token ${token} is not in the vocabulary`, `token ${this.tokensAccepted}`);
+    const next = this.automaton.run(this.state, bytes);
+    if (next === DEAD)
+      throw new ConstraintError(
+        `token ${token} (${JSON.stringify(Buffer.from(bytes).toString('latin1'))}) is not allowed by the grammar here`,
+        `token ${this.tokensAccepted}`,
+      );
+    this.state = next;
+    this.tokensAccepted++;
+  }
+
+  isAccepting(): boolean {
+    return this.ended || this.automaton.accepting(this.state);
+  }
+
+  isDone(): boolean {
+    return this.ended || this.automaton.finished(this.state);
+  }
+
+  shortestCompletion(): Uint8Array {
+    return this.ended ? new Uint8Array(0) : this.completion().bytes(this.state);
+  }
+}

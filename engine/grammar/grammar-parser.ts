@@ -1,0 +1,284 @@
+// Parses grammar text in either of the two dialects users bring:
+//  - KBNF (ai00 / kbnf): `name ::= ... ;`, '...' and "..." strings, #"regex", [ optional ],
+//    { zero or more }, ( group ), postfix ? * +, comments (* ... *).
+//  - GBNF (llama.cpp): `root ::= ...` one rule per line (continuations start with |),
+//    [a-z] character classes, `.`, postfix ? * + {m} {m,} {m,n}, # comments.
+// The dialect is recognised from the text: every KBNF rule ends in ';', GBNF rules never do.
+// The root is the rule `root`, else `start`, else the first rule.
+
+import { ConstraintError } from './constraint-error';
+import { CodePointSet, complementSet, MAX_CODE_POINT, normalizeSet, singleton, unionSets } from './code-point-set';
+import { alt, chars, EMPTY, Expr, GrammarIR, GrammarRule, lit, ref, rep, seq } from './grammar-ir';
+import { ANY_CHAR, regexFullMatch } from './regex-to-expr';
+
+export type GrammarDialect = 'kbnf' | 'gbnf';
+
+export function detectDialect(text: string): GrammarDialect {
+  // Strip strings, classes and comments roughly, then look at the last significant character.
+  const stripped = text
+    .replace(/\(\*[\s\S]*?\*\)/g, ' ')
+    .replace(/"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'/g, '""')
+    .replace(/(^|[^#])#(?!["e]).*$/gm, '$1')
+    .trim();
+  return stripped.endsWith(';') ? 'kbnf' : 'gbnf';
+}
+
+export function parseGrammar(text: string, dialect: GrammarDialect = detectDialect(text)): GrammarIR {
+  return new GrammarParser(text, dialect).parse();
+}
+
+class GrammarParser {
+  private i = 0;
+  private rules = new Map<string, GrammarRule>();
+  private order: string[] = [];
+
+  constructor(private src: string, private dialect: GrammarDialect) {}
+
+  private place(at = this.i): string {
+    let line = 1, col = 1;
+    for (let k = 0; k < at && k < this.src.length; k++) {
+      if (this.src[k] === '\n') {
+        line++;
+        col = 1;
+      } else col++;
+    }
+    return `line ${line}, column ${col}`;
+  }
+
+  private fail(msg: string, at = this.i): never {
+    throw new ConstraintError(`grammar (${this.dialect.toUpperCase()}): ${msg}`, this.place(at));
+  }
+
+  private skipSpace(): void {
+    for (;;) {
+      const c = this.src[this.i];
+      if (c === ' ' || c === '\t' || c === '\n' || c === '\r') this.i++;
+      else if (c === '#' && !(this.dialect === 'kbnf' && this.isRegexStart())) {
+        while (this.i < this.src.length && this.src[this.i] !== '\n') this.i++;
+      } else if (c === '(' && this.src[this.i + 1] === '*' && this.dialect === 'kbnf') {
+        const end = this.src.indexOf('*)', this.i + 2);
+        if (end < 0) this.fail('unterminated comment (* ...');
+        this.i = end + 2;
+      } else if (c === '/' && this.src[this.i + 1] === '/') {
+        while (this.i < this.src.length && this.src[this.i] !== '\n') this.i++;
+      } else return;
+    }
+  }
+
+  private isRegexStart(): boolean {
+    return /^#(e|ex)?["']/.test(this.src.slice(this.i, this.i + 4));
+  }
+
+  private identAt(at: number): string | null {
+    const m = /^[A-Za-z_][A-Za-z0-9_\-.]*/.exec(this.src.slice(at, at + 200));
+    return m ? m[0] : null;
+  }
+
+  /** An identifier followed by ::= starts the next rule. */
+  private atRuleStart(): boolean {
+    const name = this.identAt(this.i);
+    if (!name) return false;
+    const rest = this.src.slice(this.i + name.length);
+    return /^[ \t\r\n]*::=/.test(rest);
+  }
+
+  parse(): GrammarIR {
+    this.skipSpace();
+    while (this.i < this.src.length) {
+      const start = this.i;
+      const name = this.identAt(this.i);
+      if (!name) this.fail(`expected a rule name, found ${JSON.stringify(this.src.slice(this.i, this.i + 12))}`);
+      this.i += name.length;
+      this.skipSpace();
+      if (!this.src.startsWith('::=', this.i)) this.fail(`expected '::=' after rule name '${name}'`);
+      this.i += 3;
+      const body = this.parseAlternation();
+      this.skipSpace();
+      if (this.dialect === 'kbnf') {
+        if (this.src[this.i] !== ';') this.fail(`expected ';' at the end of rule '${name}'`);
+        this.i++;
+      } else if (this.src[this.i] === ';') this.i++;
+      this.skipSpace();
+      const prev = this.rules.get(name);
+      if (prev) prev.body = alt(prev.body, body);
+      else {
+        this.rules.set(name, { name, body, place: `rule '${name}', ${this.place(start)}` });
+        this.order.push(name);
+      }
+    }
+    if (this.order.length === 0) this.fail('the grammar has no rules');
+    const root = this.rules.has('root') ? 'root' : this.rules.has('start') ? 'start' : this.order[0];
+    return { rules: this.rules, root };
+  }
+
+  private parseAlternation(): Expr {
+    const alts = [this.parseSequence()];
+    for (;;) {
+      this.skipSpace();
+      if (this.src[this.i] !== '|') break;
+      this.i++;
+      alts.push(this.parseSequence());
+    }
+    return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
+  }
+
+  private parseSequence(): Expr {
+    const items: Expr[] = [];
+    for (;;) {
+      this.skipSpace();
+      const c = this.src[this.i];
+      if (c === undefined || c === '|' || c === ')' || c === ';') break;
+      if (this.dialect === 'kbnf' && (c === ']' || c === '}')) break;
+      if (this.atRuleStart()) break;
+      items.push(this.parsePostfix(this.parsePrimary()));
+    }
+    return seq(EMPTY, ...items);
+  }
+
+  private parsePostfix(e: Expr): Expr {
+    for (;;) {
+      const c = this.src[this.i];
+      if (c === '*') e = rep(e, 0, Infinity);
+      else if (c === '+') e = rep(e, 1, Infinity);
+      else if (c === '?') e = rep(e, 0, 1);
+      else if (c === '{' && this.dialect === 'gbnf') {
+        const m = /^\{\s*(\d+)\s*(,\s*(\d*)\s*)?\}/.exec(this.src.slice(this.i, this.i + 40));
+        if (!m) this.fail("expected a repetition {m}, {m,} or {m,n}");
+        const min = Number(m[1]);
+        const max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
+        if (max < min) this.fail(`repetition {${min},${max}} has max below min`);
+        e = rep(e, min, max);
+        this.i += m[0].length - 1;
+      } else return e;
+      this.i++;
+    }
+  }
+
+  private parsePrimary(): Expr {
+    const start = this.i;
+    const c = this.src[this.i];
+    if (c === '"' || c === "'") return lit(this.parseString());
+    if (c === '#' && this.dialect === 'kbnf') {
+      if (this.src[this.i + 1] === 'e') this.fail('the #e / #ex regex forms (early end, except) are not supported');
+      this.i++;
+      const q = this.src[this.i];
+      const end = this.findClosingQuote(this.i + 1, q);
+      const source = this.src.slice(this.i + 1, end).replace(q === '"' ? /\\"/g : /\\'/g, q);
+      this.i = end + 1;
+      return regexFullMatch(source, '', `regex at ${this.place(start)}`);
+    }
+    if (c === '(') {
+      this.i++;
+      const e = this.parseAlternation();
+      this.skipSpace();
+      if (this.src[this.i] !== ')') this.fail("missing ')' for the group opened here", start);
+      this.i++;
+      return e;
+    }
+    if (c === '[' && this.dialect === 'kbnf') {
+      this.i++;
+      const e = this.parseAlternation();
+      this.skipSpace();
+      if (this.src[this.i] !== ']') this.fail("missing ']' for the optional group opened here", start);
+      this.i++;
+      return rep(e, 0, 1);
+    }
+    if (c === '{' && this.dialect === 'kbnf') {
+      this.i++;
+      const e = this.parseAlternation();
+      this.skipSpace();
+      if (this.src[this.i] !== '}') this.fail("missing '}' for the repetition opened here", start);
+      this.i++;
+      return rep(e, 0, Infinity);
+    }
+    if (c === '[') return chars(this.parseCharClass());
+    if (c === '.' && this.dialect === 'gbnf') {
+      this.i++;
+      return chars(ANY_CHAR);
+    }
+    const name = this.identAt(this.i);
+    if (name) {
+      this.i += name.length;
+      return ref(name, this.place(start));
+    }
+    this.fail(`unexpected ${JSON.stringify(c)}`);
+  }
+
+  private findClosingQuote(from: number, q: string): number {
+    for (let k = from; k < this.src.length; k++) {
+      if (this.src[k] === '\\') k++;
+      else if (this.src[k] === q) return k;
+      else if (this.src[k] === '\n') break;
+    }
+    this.fail('unterminated string', from - 1);
+  }
+
+  /** A quoted string with escapes, as text. */
+  private parseString(): string {
+    const q = this.src[this.i];
+    const end = this.findClosingQuote(this.i + 1, q);
+    let out = '';
+    this.i++;
+    while (this.i < end) {
+      if (this.src[this.i] === '\\') out += String.fromCodePoint(this.parseEscape());
+      else {
+        const cp = this.src.codePointAt(this.i)!;
+        out += String.fromCodePoint(cp);
+        this.i += cp > 0xffff ? 2 : 1;
+      }
+    }
+    this.i = end + 1;
+    return out;
+  }
+
+  /** After a backslash at this.i: returns the code point and moves past the escape. */
+  private parseEscape(): number {
+    const at = this.i;
+    this.i++;
+    const c = this.src[this.i++];
+    const simple: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 11, b: 8, '0': 0, a: 7, e: 27 };
+    if (c in simple) return simple[c];
+    const hexLen = c === 'x' ? 2 : c === 'u' ? 4 : c === 'U' ? 8 : 0;
+    if (hexLen) {
+      const h = this.src.slice(this.i, this.i + hexLen);
+      if (!new RegExp(`^[0-9a-fA-F]{${hexLen}}$`).test(h)) this.fail(`bad \\${c} escape`, at);
+      const cp = parseInt(h, 16);
+      if (cp > MAX_CODE_POINT || (cp >= 0xd800 && cp <= 0xdfff)) this.fail(`escape \\${c}${h} is not a Unicode scalar value`, at);
+      this.i += hexLen;
+      return cp;
+    }
+    if (c === undefined) this.fail('escape at the end of the text', at);
+    return c.codePointAt(0)!;
+  }
+
+  private parseCharClass(): CodePointSet {
+    const start = this.i;
+    this.i++;
+    const negated = this.src[this.i] === '^';
+    if (negated) this.i++;
+    const parts: CodePointSet[] = [];
+    for (;;) {
+      if (this.i >= this.src.length) this.fail("missing ']' for the character class opened here", start);
+      if (this.src[this.i] === ']') {
+        this.i++;
+        break;
+      }
+      const lo = this.classChar();
+      if (this.src[this.i] === '-' && this.src[this.i + 1] !== ']') {
+        this.i++;
+        const hi = this.classChar();
+        if (hi < lo) this.fail('character range out of order', start);
+        parts.push([lo, hi]);
+      } else parts.push(singleton(lo));
+    }
+    const set = unionSets(...parts);
+    return negated ? complementSet(set) : normalizeSet(set);
+  }
+
+  private classChar(): number {
+    if (this.src[this.i] === '\\') return this.parseEscape();
+    const cp = this.src.codePointAt(this.i)!;
+    this.i += cp > 0xffff ? 2 : 1;
+    return cp;
+  }
+}

@@ -1,0 +1,44 @@
+// String formats as grammars over the decoded characters (the caller JSON-encodes them). Each
+// follows what ajv-formats ("full" mode) accepts, so generated values pass the final check:
+// date and date-time know month lengths and leap years; time requires a time zone like
+// ajv-formats v3. Leap seconds (23:59:60) are left out.
+
+import { ConstraintError } from './constraint-error';
+import { Expr } from './grammar-ir';
+import { regexBranches } from './regex-to-expr';
+import { alt, seq } from './grammar-ir';
+
+const DATE = String.raw`(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[048]|[2468][048]|[13579][26])00)-02-29)`;
+const TIME = String.raw`(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?))`;
+const HEX = '[0-9a-fA-F]';
+// RFC 3986 absolute URI (IP-literal hosts in [] left out), case-insensitive like ajv-formats.
+const PCT = '%[0-9a-fA-F]{2}';
+const PCHAR = `(?:[a-zA-Z0-9\\-._~!$&'()*+,;=:@]|${PCT})`;
+const URI =
+  `[a-zA-Z][a-zA-Z0-9+\\-.]*:` +
+  `(?://(?:(?:[a-zA-Z0-9\\-._~!$&'()*+,;=:]|${PCT})*@)?(?:[a-zA-Z0-9\\-._~!$&'()*+,;=]|${PCT})*(?::[0-9]*)?(?:/${PCHAR}*)*` +
+  `|/(?:${PCHAR}+(?:/${PCHAR}*)*)?|${PCHAR}+(?:/${PCHAR}*)*)?` +
+  `(?:\\?(?:${PCHAR}|[/?])*)?(?:#(?:${PCHAR}|[/?])*)?`;
+// The ajv-formats full email pattern, written out here.
+const EMAIL =
+  "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+(?:\\.[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+)*@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?";
+
+const FORMAT_REGEX: Record<string, string> = {
+  date: DATE,
+  time: TIME,
+  'date-time': `${DATE}[Tt ]${TIME}`,
+  email: EMAIL,
+  uuid: `(?:urn:uuid:)?${HEX}{8}-(?:${HEX}{4}-){3}${HEX}{12}`,
+  uri: URI,
+  ipv4: String.raw`(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`,
+};
+
+export const SUPPORTED_FORMATS = Object.keys(FORMAT_REGEX);
+
+/** The decoded characters a format allows, as a grammar expression; throws for unknown formats. */
+export function formatExpr(format: string, place: string): Expr {
+  const source = FORMAT_REGEX[format];
+  if (source === undefined)
+    throw new ConstraintError(`format '${format}' is not supported (supported: ${SUPPORTED_FORMATS.join(', ')})`, place);
+  return alt(...regexBranches(source, '', `format '${format}'`).map((b) => seq(b.expr)));
+}

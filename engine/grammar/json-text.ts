@@ -1,0 +1,143 @@
+// Grammar pieces for JSON text in the canonical form JSON.stringify writes: strings escape only
+// '"', '\\' and control characters (as \b \f \n \r \t or \u00XX), everything else is raw UTF-8;
+// numbers have no leading zeros. A canonical form means every decoded value has one spelling,
+// which is what lets a grammar exclude values exactly (e.g. keys other than the declared ones)
+// and count string length in code points like JSON Schema does.
+
+import { CodePointSet, intersectSets, MAX_CODE_POINT, normalizeSet, subtractSet } from './code-point-set';
+import { alt, chars, EMPTY, Expr, lit, opt, rep, seq } from './grammar-ir';
+
+export const CONTROL: CodePointSet = [0, 0x1f];
+export const ALL_CHARS: CodePointSet = normalizeSet([0, MAX_CODE_POINT]);
+const NEEDS_ESCAPE: CodePointSet = normalizeSet([0, 0x1f, 0x22, 0x22, 0x5c, 0x5c]);
+const SHORT_ESCAPES: Record<number, string> = { 0x22: '\\"', 0x5c: '\\\\', 8: '\\b', 12: '\\f', 10: '\\n', 13: '\\r', 9: '\\t' };
+
+/** The JSON spelling of one character inside a string literal. */
+export function escapeChar(cp: number): string {
+  return SHORT_ESCAPES[cp] ?? (cp < 0x20 ? '\\u' + cp.toString(16).padStart(4, '0') : String.fromCodePoint(cp));
+}
+
+/** One string character from `set`, as it is spelled inside a JSON string. */
+export function jsonChar(set: CodePointSet): Expr {
+  const raw = subtractSet(set, NEEDS_ESCAPE);
+  const escaped = intersectSets(set, NEEDS_ESCAPE);
+  const alts: Expr[] = [];
+  if (raw.length) alts.push(chars(raw));
+  for (let i = 0; i < escaped.length; i += 2) for (let c = escaped[i]; c <= escaped[i + 1]; c++) alts.push(lit(escapeChar(c)));
+  return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
+}
+
+/** Replaces every code-point class in an expression by its JSON string spelling. */
+export function jsonEncodeChars(e: Expr): Expr {
+  switch (e.t) {
+    case 'chars':
+      return jsonChar(e.set);
+    case 'seq':
+      return { t: 'seq', items: e.items.map(jsonEncodeChars) };
+    case 'alt':
+      return { t: 'alt', items: e.items.map(jsonEncodeChars) };
+    case 'rep':
+      return { ...e, item: jsonEncodeChars(e.item) };
+    default:
+      return e;
+  }
+}
+
+/** Whitespace between JSON tokens: none, one space, or a newline and some indentation. */
+export const WS_BODY: Expr = opt(alt(lit(' '), seq(lit('\n'), rep(chars([0x09, 0x09, 0x20, 0x20]), 0, 20))));
+
+const DIGIT = chars([0x30, 0x39]);
+const NONZERO = chars([0x31, 0x39]);
+
+export const UINT: Expr = alt(lit('0'), seq(NONZERO, rep(DIGIT, 0, Infinity)));
+export const INTEGER: Expr = seq(opt(lit('-')), UINT);
+export const NUMBER: Expr = seq(
+  INTEGER,
+  opt(seq(lit('.'), rep(DIGIT, 1, Infinity))),
+  opt(seq(chars([0x45, 0x45, 0x65, 0x65]), opt(chars([0x2b, 0x2b, 0x2d, 0x2d])), rep(DIGIT, 1, Infinity))),
+);
+
+/** Decimal strings (no leading zeros) of the integers in [lo, hi]; hi may be Infinity. lo >= 0. */
+export function uintRange(lo: number, hi: number): Expr {
+  if (hi < lo) return { t: 'alt', items: [] };
+  const alts: Expr[] = [];
+  const loLen = String(lo).length;
+  const hiLen = hi === Infinity ? loLen : String(hi).length;
+  for (let len = loLen; len <= hiLen; len++) {
+    const a = len === loLen ? lo : 10 ** (len - 1);
+    const b = len === hiLen && hi !== Infinity ? hi : 10 ** len - 1;
+    alts.push(len === 1 ? chars([a + 0x30, b + 0x30]) : fixedWidth(String(a), String(b)));
+  }
+  // Unbounded above: every longer number.
+  if (hi === Infinity) alts.push(seq(NONZERO, rep(DIGIT, loLen, Infinity)));
+  return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
+}
+
+/** Digit strings of equal length n between a and b (both n digits), leading zeros allowed past the first. */
+function fixedWidth(a: string, b: string): Expr {
+  if (a.length === 0) return EMPTY;
+  const da = a.charCodeAt(0), db = b.charCodeAt(0);
+  const ra = a.slice(1), rb = b.slice(1);
+  if (da === db) return seq(chars([da, da]), fixedWidth(ra, rb));
+  const n = ra.length;
+  const alts: Expr[] = [];
+  const allZero = /^0*$/.test(ra), allNine = /^9*$/.test(rb);
+  const firstFull = allZero ? da : da + 1;
+  const lastFull = allNine ? db : db - 1;
+  if (!allZero) alts.push(seq(chars([da, da]), fixedWidth(ra, '9'.repeat(n))));
+  if (firstFull <= lastFull) alts.push(seq(chars([firstFull, lastFull]), rep(DIGIT, n, n)));
+  if (!allNine) alts.push(seq(chars([db, db]), fixedWidth('0'.repeat(n), rb)));
+  return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
+}
+
+/** Integers in [lo, hi] (either end may be infinite), canonical spelling. */
+export function integerRange(lo: number, hi: number): Expr {
+  const alts: Expr[] = [];
+  if (lo < 0) {
+    // -n for n in [max(1, -hi), -lo]
+    const nLo = Math.max(1, hi === Infinity ? 1 : -hi);
+    const nHi = lo === -Infinity ? Infinity : -lo;
+    if (nLo <= nHi) alts.push(seq(lit('-'), uintRange(nLo, nHi)));
+  }
+  if (hi >= 0) alts.push(uintRange(Math.max(0, lo), hi));
+  return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
+}
+
+/** A canonical fraction: digits ending in a non-zero digit (JSON.stringify never writes 1.50). */
+const FRACTION: Expr = seq(lit('.'), rep(DIGIT, 0, Infinity), NONZERO);
+
+/**
+ * Numbers v with lo <= v <= hi (strict where exclusive), written without exponent. Exact for
+ * integer bounds; for fractional bounds the grammar keeps to a safe inner range.
+ */
+export function numberRange(lo: number, loExcl: boolean, hi: number, hiExcl: boolean): Expr {
+  const minInt = lo === -Infinity ? -Infinity : Number.isInteger(lo) ? (loExcl ? lo + 1 : lo) : Math.ceil(lo);
+  const maxInt = hi === Infinity ? Infinity : Number.isInteger(hi) ? (hiExcl ? hi - 1 : hi) : Math.floor(hi);
+  const alts: Expr[] = [integerRange(minInt, maxInt)];
+  // I.F lies strictly between I and I+1.
+  const posLo = Math.max(0, lo === -Infinity ? 0 : Math.ceil(lo));
+  const posHi = hi === Infinity ? Infinity : Math.floor(hi) - 1;
+  if (posLo <= posHi) alts.push(seq(uintRange(posLo, posHi), FRACTION));
+  // -I.F lies strictly between -(I+1) and -I.
+  const negLo = Math.max(0, hi === Infinity ? 0 : Math.ceil(-hi));
+  const negHi = lo === -Infinity ? Infinity : Math.floor(-lo) - 1;
+  if (negLo <= negHi) alts.push(seq(lit('-'), uintRange(negLo, negHi), FRACTION));
+  return alt(...alts);
+}
+
+/**
+ * JSON text of a value with object keys in a fixed order: keys listed in `keyOrder` first (in
+ * that order), then the others as they come. The grammar writes objects in the same order.
+ */
+export function canonicalJson(value: unknown, keyRank: Map<string, number>): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return '[' + value.map((v) => canonicalJson(v, keyRank)).join(',') + ']';
+  const keys = Object.keys(value as object);
+  const ranked = keys.map((k, i) => [keyRank.get(k) ?? Infinity, i, k] as const);
+  ranked.sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  return (
+    '{' +
+    ranked.map(([, , k]) => JSON.stringify(k) + ':' + canonicalJson((value as Record<string, unknown>)[k], keyRank)).join(',') +
+    '}'
+  );
+}

@@ -1,0 +1,189 @@
+// Lowers the expression grammar (grammar-ir.ts) to the flat byte-level form (flat-grammar.ts):
+// literals become byte runs, code-point classes become UTF-8 byte sequences, groups and
+// repetitions become helper rules. Repetition is right-recursive so the recognizer's stacks
+// stay flat across iterations.
+
+import { ConstraintError } from './constraint-error';
+import { BYTES, END, FlatGrammar, REF } from './flat-grammar';
+import { Expr, GrammarIR } from './grammar-ir';
+import { utf8Sequences } from './utf8-sequences';
+
+/** Upper bound on grammar positions after expanding bounded repetitions. */
+const MAX_POSITIONS = 4_000_000;
+
+/** An item of an alternative: byte-set id (>= 0) or rule id encoded as -(id + 1). */
+type Item = number;
+
+export function lowerGrammar(ir: GrammarIR): FlatGrammar {
+  return new Lowering(ir).run();
+}
+
+class Lowering {
+  private ruleIds = new Map<string, number>();
+  private ruleNames: string[] = [];
+  private rulePlaces: string[] = [];
+  private ruleBodies: Item[][][] = [];
+  private byteSetIds = new Map<string, number>();
+  private byteSets: Uint8Array[] = [];
+  private charClassRules = new Map<string, number>();
+  private positions = 0;
+
+  constructor(private ir: GrammarIR) {}
+
+  run(): FlatGrammar {
+    for (const rule of this.ir.rules.values()) this.newRule(rule.name, rule.place);
+    for (const rule of this.ir.rules.values()) {
+      const id = this.ruleIds.get(rule.name)!;
+      this.ruleBodies[id] = this.lowerAlts(rule.body, rule.name, rule.place);
+      this.count(this.ruleBodies[id]);
+    }
+    const root = this.ruleIds.get(this.ir.root);
+    if (root === undefined) throw new ConstraintError(`the root rule '${this.ir.root}' is not defined`);
+    return this.flatten(root);
+  }
+
+  private newRule(name: string, place: string): number {
+    const id = this.ruleNames.length;
+    this.ruleIds.set(name, id);
+    this.ruleNames.push(name);
+    this.rulePlaces.push(place);
+    this.ruleBodies.push([]);
+    return id;
+  }
+
+  private helper(owner: string, place: string, body: Item[][]): number {
+    const id = this.ruleNames.length;
+    this.ruleNames.push(`${owner}#${id}`);
+    this.rulePlaces.push(place);
+    this.ruleBodies.push(body);
+    this.count(body);
+    return id;
+  }
+
+  private count(body: Item[][]): void {
+    for (const a of body) this.positions += a.length + 1;
+    if (this.positions > MAX_POSITIONS)
+      throw new ConstraintError(`grammar too large after expanding repetitions (over ${MAX_POSITIONS} positions)`);
+  }
+
+  private byteSet(ranges: [number, number][]): number {
+    const key = ranges.map((r) => `${r[0]}-${r[1]}`).join(',');
+    let id = this.byteSetIds.get(key);
+    if (id === undefined) {
+      const set = new Uint8Array(256);
+      for (const [lo, hi] of ranges) for (let b = lo; b <= hi; b++) set[b] = 1;
+      id = this.byteSets.length;
+      this.byteSets.push(set);
+      this.byteSetIds.set(key, id);
+    }
+    return id;
+  }
+
+  private lowerAlts(e: Expr, owner: string, place: string): Item[][] {
+    if (e.t === 'alt') return e.items.flatMap((x) => (x.t === 'alt' ? this.lowerAlts(x, owner, place) : [this.lowerSeq(x, owner, place)]));
+    return [this.lowerSeq(e, owner, place)];
+  }
+
+  private lowerSeq(e: Expr, owner: string, place: string): Item[] {
+    switch (e.t) {
+      case 'seq':
+        return e.items.flatMap((x) => this.lowerSeq(x, owner, place));
+      case 'lit':
+        return Array.from(e.bytes, (b) => this.byteSet([[b, b]]));
+      case 'bytes':
+        return [this.byteSet(e.ranges)];
+      case 'chars':
+        return this.lowerChars(e.set, owner, place);
+      case 'ref': {
+        const id = this.ruleIds.get(e.name);
+        if (id === undefined) throw new ConstraintError(`rule '${e.name}' is used but not defined`, e.place ?? place);
+        return [-(id + 1)];
+      }
+      case 'alt':
+        return [-(this.helper(owner, place, this.lowerAlts(e, owner, place)) + 1)];
+      case 'rep':
+        return this.lowerRep(e.item, e.min, e.max, owner, place);
+    }
+  }
+
+  private lowerChars(set: number[], owner: string, place: string): Item[] {
+    if (set.length === 0) return [this.byteSet([])];
+    if (set[set.length - 1] < 0x80) {
+      const ranges: [number, number][] = [];
+      for (let i = 0; i < set.length; i += 2) ranges.push([set[i], set[i + 1]]);
+      return [this.byteSet(ranges)];
+    }
+    const key = set.join(',');
+    let id = this.charClassRules.get(key);
+    if (id === undefined) {
+      // Group the UTF-8 sequences by length; single-byte ones merge into one byte set.
+      const ascii: [number, number][] = [];
+      const alts: Item[][] = [];
+      for (let i = 0; i < set.length; i += 2) {
+        for (const s of utf8Sequences(set[i], set[i + 1])) {
+          if (s.length === 1) ascii.push(s[0]);
+          else alts.push(s.map((r) => this.byteSet([r])));
+        }
+      }
+      if (ascii.length) alts.unshift([this.byteSet(ascii)]);
+      id = this.helper(owner, place, alts);
+      this.charClassRules.set(key, id);
+    }
+    return [-(id + 1)];
+  }
+
+  private lowerRep(item: Expr, min: number, max: number, owner: string, place: string): Item[] {
+    if (!(min >= 0) || !(max >= min)) throw new ConstraintError(`bad repetition bounds {${min},${max}}`, place);
+    const x = this.lowerSeq(item, owner, place);
+    const out: Item[] = [];
+    for (let i = 0; i < min; i++) {
+      out.push(...x);
+      if (out.length > MAX_POSITIONS) throw new ConstraintError(`repetition {${min},} too large`, place);
+    }
+    if (max === Infinity) {
+      const id = this.helper(owner, place, []);
+      this.ruleBodies[id] = [[...x, -(id + 1)], []];
+      this.count(this.ruleBodies[id]);
+      out.push(-(id + 1));
+    } else if (max > min) {
+      // O_1 ::= X | ε ; O_k ::= X O_{k-1} | ε
+      let prev = -1;
+      for (let k = 1; k <= max - min; k++) {
+        const body: Item[][] = [prev < 0 ? [...x] : [...x, -(prev + 1)], []];
+        prev = this.helper(owner, place, body);
+      }
+      out.push(-(prev + 1));
+    }
+    return out;
+  }
+
+  private flatten(root: number): FlatGrammar {
+    const n = this.positions;
+    const kind = new Uint8Array(n);
+    const arg = new Int32Array(n);
+    const ruleAlts: number[][] = [];
+    let p = 0;
+    for (const body of this.ruleBodies) {
+      const starts: number[] = [];
+      for (const a of body) {
+        starts.push(p);
+        for (const item of a) {
+          if (item >= 0) {
+            kind[p] = BYTES;
+            arg[p] = item;
+          } else {
+            kind[p] = REF;
+            arg[p] = -item - 1;
+          }
+          p++;
+        }
+        kind[p] = END;
+        p++;
+      }
+      ruleAlts.push(starts);
+    }
+    const byteSets = new Uint8Array(this.byteSets.length * 256);
+    this.byteSets.forEach((s, i) => byteSets.set(s, i * 256));
+    return { kind: kind.subarray(0, p), arg: arg.subarray(0, p), byteSets, ruleAlts, ruleNames: this.ruleNames, rulePlaces: this.rulePlaces, root };
+  }
+}

@@ -1,0 +1,180 @@
+// The recognizer: a pushdown automaton over bytes, run as a lazily built deterministic
+// automaton whose states are sets of parse stacks. Stacks are hash-consed linked lists
+// (node = position + parent node), so a state is a sorted list of node ids and equal
+// configurations share one id. Each state keeps a 256-entry transition row filled on demand,
+// so after warm-up a byte step is one array read; this is what makes walking the vocabulary
+// trie per decoding step affordable, and it is shared by every request using the grammar.
+
+import { BYTES, END, FlatGrammar } from './flat-grammar';
+
+/** Transition not computed yet. */
+const UNKNOWN = -2;
+/** No stack survives the byte. */
+export const DEAD = -1;
+/** The node standing for an unknown rest of the stack. */
+const CONTEXT = 1;
+
+export class StackAutomaton {
+  /**
+   * Node 0 is the empty stack: the whole input so far is a complete sentence. Node 1 stands for
+   * "the rest of the stack, unknown": truncated stacks (see truncate) end in it, and a state
+   * containing it means some run popped into that unknown context.
+   */
+  private nodePos: number[] = [-1, -1];
+  private nodeParent: number[] = [-1, -1];
+  private nodeIndex = new Map<number, number>();
+  private readonly nPos: number;
+
+  /** Per state: sorted stack node ids. */
+  readonly stateStacks: Int32Array[] = [];
+  /** Per state: next state per byte (UNKNOWN until computed, DEAD when none). */
+  readonly trans: Int32Array[] = [];
+  /** Per state: 1 when it contains the context marker (node 1). */
+  readonly reachesContext: number[] = [];
+  private stateIndex = new Map<string, number>();
+  readonly initial: number;
+
+  constructor(readonly g: FlatGrammar) {
+    this.nPos = g.kind.length + 1;
+    const out = new Set<number>();
+    const seen = new Set<number>();
+    for (const s of g.ruleAlts[g.root]) this.closure(s, 0, out, seen);
+    this.initial = this.internState(out);
+  }
+
+  get stateCount(): number {
+    return this.stateStacks.length;
+  }
+
+  accepting(state: number): boolean {
+    return this.stateStacks[state][0] === 0;
+  }
+
+  /** True when the only way on is the end of text. */
+  finished(state: number): boolean {
+    const s = this.stateStacks[state];
+    return s.length === 1 && s[0] === 0;
+  }
+
+  next(state: number, byte: number): number {
+    const row = this.trans[state];
+    const t = row[byte];
+    return t !== UNKNOWN ? t : (row[byte] = this.computeNext(state, byte));
+  }
+
+  /** Runs bytes from a state; DEAD if any byte is refused. */
+  run(state: number, bytes: Uint8Array): number {
+    for (let i = 0; i < bytes.length && state >= 0; i++) state = this.next(state, bytes[i]);
+    return state;
+  }
+
+  /** Top position and parent of a stack node (for shortest-completion search). */
+  nodeTop(node: number): number {
+    return this.nodePos[node];
+  }
+  nodeRest(node: number): number {
+    return this.nodeParent[node];
+  }
+
+  /**
+   * The state with the stack bottom that all its stacks share (their deepest common proper
+   * ancestor) replaced by the context marker; the empty stack is dropped. States that differ
+   * only below that point, e.g. "inside a JSON string" wherever the string is, truncate to the
+   * same state and so share its mask walk. Returns the state itself when there is no common
+   * bottom.
+   */
+  truncate(state: number): number {
+    const stacks = this.stateStacks[state];
+    const live: number[] = [];
+    for (const n of stacks) if (n > CONTEXT) live.push(n);
+    if (live.length === 0) return state;
+    const chain: number[] = [];
+    for (let n = this.nodeParent[live[0]]; n > CONTEXT; n = this.nodeParent[n]) chain.push(n);
+    const index = new Map<number, number>();
+    chain.forEach((n, i) => index.set(n, i));
+    let cut = 0;
+    for (let k = 1; k < live.length && cut < chain.length; k++) {
+      let n = this.nodeParent[live[k]];
+      while (n > CONTEXT && !index.has(n)) n = this.nodeParent[n];
+      if (n <= CONTEXT) return state;
+      cut = Math.max(cut, index.get(n)!);
+    }
+    if (cut >= chain.length) return state;
+    const bottom = chain[cut];
+    const out = new Set<number>();
+    for (const n of live) out.add(this.rebase(n, bottom));
+    return this.internState(out);
+  }
+
+  /** The stack `node` with `bottom` (one of its ancestors) replaced by the context marker. */
+  private rebase(node: number, bottom: number): number {
+    if (node === bottom) return CONTEXT;
+    return this.intern(this.nodePos[node], this.rebase(this.nodeParent[node], bottom));
+  }
+
+  private computeNext(state: number, byte: number): number {
+    const { kind, arg, byteSets } = this.g;
+    const out = new Set<number>();
+    const seen = new Set<number>();
+    for (const node of this.stateStacks[state]) {
+      if (node <= CONTEXT) continue;
+      const pos = this.nodePos[node];
+      if (kind[pos] === BYTES && byteSets[arg[pos] * 256 + byte]) this.closure(pos + 1, this.nodeParent[node], out, seen);
+    }
+    return out.size === 0 ? DEAD : this.internState(out);
+  }
+
+  private intern(pos: number, parent: number): number {
+    const key = parent * this.nPos + pos;
+    let id = this.nodeIndex.get(key);
+    if (id === undefined) {
+      id = this.nodePos.length;
+      this.nodePos.push(pos);
+      this.nodeParent.push(parent);
+      this.nodeIndex.set(key, id);
+    }
+    return id;
+  }
+
+  /**
+   * Expands "continue at pos, then parent" until every stack has a byte class on top (or is
+   * empty), adding the stack nodes to out. `seen` de-duplicates (pos, parent) pairs, which also
+   * ends cycles through rules that may match the empty string.
+   */
+  private closure(pos0: number, parent0: number, out: Set<number>, seen: Set<number>): void {
+    const { kind, arg, ruleAlts } = this.g;
+    const work: number[] = [pos0, parent0];
+    while (work.length) {
+      const parent = work.pop()!;
+      const pos = work.pop()!;
+      const key = parent * this.nPos + pos;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const k = kind[pos];
+      if (k === END) {
+        if (parent <= CONTEXT) out.add(parent);
+        else work.push(this.nodePos[parent], this.nodeParent[parent]);
+      } else if (k === BYTES) {
+        out.add(this.intern(pos, parent));
+      } else {
+        // Tail references do not push a frame, so right recursion runs in constant stack.
+        const cont = kind[pos + 1] === END ? parent : this.intern(pos + 1, parent);
+        for (const s of ruleAlts[arg[pos]]) work.push(s, cont);
+      }
+    }
+  }
+
+  private internState(nodes: Set<number>): number {
+    const arr = Int32Array.from(nodes).sort();
+    const key = arr.join(',');
+    let id = this.stateIndex.get(key);
+    if (id === undefined) {
+      id = this.stateStacks.length;
+      this.stateStacks.push(arr);
+      this.trans.push(new Int32Array(256).fill(UNKNOWN));
+      this.reachesContext.push(arr.includes(CONTEXT) ? 1 : 0);
+      this.stateIndex.set(key, id);
+    }
+    return id;
+  }
+}
