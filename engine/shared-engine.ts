@@ -140,11 +140,19 @@ class EngineHandle implements Engine {
   }
 
   unloadState(name: string): void {
-    this.last.unloadState(name);
+    this.loaded().unloadState(name);
   }
 
   listStates(): StateInfo[] {
-    return this.last.listStates();
+    return this.loaded().listStates();
+  }
+
+  /** The current engine when it has loaded, else the last one this lease used. */
+  private loaded(): ClosableEngine {
+    if (this.released) throw new EngineClosedError('this engine lease was released');
+    const resolved = registry().entries.get(this.key)?.resolved;
+    if (resolved) this.last = resolved;
+    return this.last;
   }
 
   async saveConversation(prompt: string, file: string, opts?: { state?: string }): Promise<{ bytes: number; tokens: number }> {
