@@ -90,11 +90,13 @@ function checkFloat(t: TensorInfo): void {
 
 function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
   const [V, C] = need(ck, 'emb.weight', 2).shape;
+  // r_k is [heads, head size]: the one tensor that tells the head split.
+  const rk = ck.tensors.get('blocks.0.att.r_k');
+  if (rk && (rk.shape.length !== 2 || rk.shape[0] * rk.shape[1] !== C)) {
+    throw new Error(`tensor blocks.0.att.r_k: shape ${fmtShape(rk.shape)} does not split n_embd ${C} into [heads, head size]`);
+  }
   const H = dim(ck, 'blocks.0.att.r_k', 0);
   const N = dim(ck, 'blocks.0.att.r_k', 1);
-  if (Number.isFinite(H) && H * N !== C) {
-    throw new Error(`tensor blocks.0.att.r_k: shape ${fmtShape([H, N])} does not split n_embd ${C} into heads`);
-  }
   const dims: ModelDims = {
     nLayer,
     nEmbd: C,

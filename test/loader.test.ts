@@ -507,7 +507,10 @@ describe('loader', function () {
 
       const ck4 = cloneCheckpoint(base);
       ck4.tensors.set('blocks.0.att.r_k', tensor('blocks.0.att.r_k', 'f16', [3, 64]));
-      assert.throws(() => describeModel(ck4), /blocks\.0\.att\.r_k: shape \[3, 64\] does not split n_embd 128 into heads/);
+      const ck5 = cloneCheckpoint(base);
+      ck5.tensors.set('blocks.0.att.r_k', tensor('blocks.0.att.r_k', 'f16', [128]));
+      assert.throws(() => describeModel(ck5), /blocks\.0\.att\.r_k: shape \[128\] does not split n_embd 128/);
+      assert.throws(() => describeModel(ck4), /blocks\.0\.att\.r_k: shape \[3, 64\] does not split n_embd 128 into \[heads, head size\]/);
     });
 
     it('wrong dtype', () => {
