@@ -8,7 +8,7 @@ import type { CheckpointReader, TensorInfo } from './loader/checkpoint-reader';
 import { toI32 } from './loader/dtype';
 
 /** Names, dtypes and shapes are all describeModel needs (plus the bytes of `vocab_map`, if present). */
-type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
+export type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
 
 export type ModelDims = Omit<ModelInfo, 'version' | 'vocabMap'>;
 
