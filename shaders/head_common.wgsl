@@ -12,6 +12,7 @@ const A_: u32 = 4u;  // after prep: kk * a, the state's removal weight
 const G_: u32 = 5u;
 const KK_: u32 = 6u;
 const Y_: u32 = 7u;
+const VL_: u32 = 8u; // v LoRA output (layers > 0)
 var<workgroup> red: array<f32, N>;
 
 fn head_sum(v: f32, i: u32) -> f32 {

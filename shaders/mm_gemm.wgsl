@@ -7,18 +7,19 @@ var<workgroup> ws: array<array<vec4<f32>, 16>, 32>;
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
   let lid = lid3.x;
   let rows = row_count();
-  let o0 = wid.x * 64u;
+  let s = find_seg(wid.x * 64u);
+  let o0 = wid.x * 64u - s.row0;
   let t0 = wid.y * 64u;
   let tr = lid / 16u;
   let tc = lid % 16u;
   var acc: array<vec4<f32>, 4>;
-  for (var k0 = 0u; k0 < mat.K; k0 += 32u) {
+  for (var k0 = 0u; k0 < s.k; k0 += 32u) {
     for (var r = 0u; r < 2u; r++) {
       let e = lid + r * 256u;
       let t = e / 8u;
       let kq = e % 8u;
       var v = vec4<f32>(0.0);
-      if (t0 + t < rows) { v = x[((t0 + t) * mat.K + k0) / 4u + kq]; }
+      if (t0 + t < rows) { v = x[s.x_off + ((t0 + t) * s.k + k0) / 4u + kq]; }
       xs[kq * 4u][t / 4u][t % 4u] = v.x;
       xs[kq * 4u + 1u][t / 4u][t % 4u] = v.y;
       xs[kq * 4u + 2u][t / 4u][t % 4u] = v.z;
@@ -28,7 +29,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
       let o = lid / 4u;
       let kc = (lid % 4u) * 8u;
       var m = mat2x4<f32>();
-      if (o0 + o < mat.N) { m = load_w8(((o0 + o) * mat.K + k0 + kc) / 8u); }
+      if (o0 + o < s.n) { m = load_w8(s.w_off + ((o0 + o) * s.k + k0 + kc) / 8u); }
       for (var q = 0u; q < 4u; q++) {
         ws[kc + q][o / 4u][o % 4u] = m[0][q];
         ws[kc + 4u + q][o / 4u][o % 4u] = m[1][q];
@@ -50,7 +51,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     if (t >= rows) { continue; }
     for (var jj = 0u; jj < 4u; jj++) {
       let o = o0 + tc * 4u + jj;
-      if (o < mat.N) { store(t, o, acc[i][jj]); }
+      if (o < s.n) { store(s, t, o, acc[i][jj]); }
     }
   }
 }

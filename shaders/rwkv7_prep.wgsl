@@ -3,9 +3,8 @@
 // value (v_first).
 @group(0) @binding(0) var<uniform> batch: Batch;
 @group(0) @binding(1) var<storage, read_write> tm: array<f32>;
-@group(0) @binding(2) var<storage, read> vl: array<f32>;        // v LoRA output (unused in layer 0)
-@group(0) @binding(3) var<storage, read_write> vfirst: array<f32>;
-@group(0) @binding(4) var<storage, read> p: array<f32>;         // [w0, a0, v0, k_k, k_a] x C
+@group(0) @binding(2) var<storage, read_write> vfirst: array<f32>;
+@group(0) @binding(3) var<storage, read> p: array<f32>;         // [w0, a0, v0, k_k, k_a] x C
 
 const FIRST: bool = {{FIRST}};
 
@@ -28,6 +27,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     vfirst[idx] = tm[V_ * REG + idx];
   } else {
     let vv = tm[V_ * REG + idx];
-    tm[V_ * REG + idx] = vv + (vfirst[idx] - vv) * sigmoid(p[2u * C + c] + vl[idx]);
+    tm[V_ * REG + idx] = vv + (vfirst[idx] - vv) * sigmoid(p[2u * C + c] + tm[VL_ * REG + idx]);
   }
 }

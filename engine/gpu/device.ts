@@ -7,6 +7,8 @@ export interface GpuContext {
   features: Set<string>;
   /** Set once the device is lost; every later use must fail with this message. */
   lostReason: string | null;
+  /** Subgroups exist and are exactly 32 lanes (NVIDIA): matrix kernels then reduce rows with subgroupAdd. */
+  subgroup32: boolean;
   /** First uncaptured WebGPU error (a validation error is an engine bug): reported by the next call. */
   error: string | null;
 }
@@ -73,7 +75,9 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const adapterName =
     [info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length).join(' ') ||
     'unknown adapter';
-  const ctx: GpuContext = { device, adapterName, features: new Set(features), lostReason: null, error: null };
+    const sg = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
+  const subgroup32 = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize === 32 && sg.subgroupMaxSize === 32;
+  const ctx: GpuContext = { device, adapterName, features: new Set(features), subgroup32, lostReason: null, error: null };
   device.lost.then((l) => {
     ctx.lostReason = `GPU device lost (${l.reason}): ${l.message}`;
   });

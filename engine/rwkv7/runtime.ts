@@ -7,7 +7,7 @@
 import type { InferenceBackend, ModelInfo, SlotJob, StateSnapshot } from '../types';
 import type { GpuContext } from '../gpu/device';
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
-import type { GpuMatrix, ModelWeights } from './weights';
+import type { MatrixGroup, ModelWeights } from './weights';
 
 export interface RuntimeOptions {
   slots: number;
@@ -30,6 +30,16 @@ interface Segment {
   outMode: 'last' | 'all' | 'none';
 }
 
+/** Where one matrix of a group reads and writes (float offsets into the bound buffers). */
+interface SegmentIO {
+  xOff: number;
+  yOff: number;
+  /** 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
+  act?: number;
+  /** Add into y (the residual stream) instead of overwriting. */
+  accum?: boolean;
+}
+
 interface SubPass {
   segments: Segment[];
   tokens: number;
@@ -49,7 +59,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
   private readonly layerUniforms: GPUBuffer[] = [];
-  private readonly matUniforms = new Map<string, GPUBuffer>();
+  private readonly matUniforms = new Map<string, { buffer: GPUBuffer; virtualRows: number }>();
   private readonly groups = new Map<string, GPUBindGroup>();
   private staging: GPUBuffer | null = null;
   private queue: Promise<unknown> = Promise.resolve();
@@ -64,7 +74,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.device = gpu.device;
     this.slots = opts.slots;
     this.C = info.nEmbd;
-    this.V = weights.head.n;
+    this.V = weights.head.segs[0].n;
     this.F = info.ffnDim;
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
@@ -89,9 +99,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('x', TMAX * C);
     f('xn', TMAX * C);
     f('mix', 6 * TMAX * C);
-    f('tm', 8 * TMAX * C);
-    f('lora', TMAX * this.weights.maxLora);
-    f('vl', TMAX * C);
+    f('tm', 9 * TMAX * C);
+    f('lora', 4 * TMAX * this.weights.maxLora);
     f('vfirst', TMAX * C);
     f('xx', TMAX * C);
     f('ffk', TMAX * F);
@@ -119,10 +128,6 @@ export class Rwkv7Runtime implements InferenceBackend {
     return g;
   }
 
-  private range(name: string, floatOffset: number, floats: number): BufferRange {
-    return { buffer: this.buf[name], offset: floatOffset * 4, size: floats * 4 };
-  }
-
   private get wprelude() {
     return this.weights.precision === 'f16' ? 'weights_f16' : 'weights_f32';
   }
@@ -130,40 +135,56 @@ export class Rwkv7Runtime implements InferenceBackend {
   // ---- kernels ------------------------------------------------------------------------------------------
 
   private matmulKernel(variant: 'mm_vec' | 'mm_gemm') {
+    const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
     return this.kernel(variant, () =>
-      makeKernel(this.device, [this.wprelude, 'mm_common', variant], {}, ['uniform', 'read', 'read', 'rw', 'uniform']),
+      makeKernel(this.device, [sub, this.wprelude, 'mm_common', variant], {}, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 
-  /** The per-matrix uniform (shape, activation, flags), made once per use site. */
-  private matUniform(key: string, m: GpuMatrix, act: number, flags: number): GPUBuffer {
+  /**
+   * The uniform describing a matrix group at one use site: per segment its virtual row start, shape, weight
+   * offset, input and output offsets, activation and flags. Made once per use site.
+   */
+  private groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR: boolean): { buffer: GPUBuffer; virtualRows: number } {
     let u = this.matUniforms.get(key);
     if (!u) {
-      u = createBuffer(this.device, `mat:${key}`, 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-      this.device.queue.writeBuffer(u, 0, new Uint32Array([m.k, m.n, act, flags]));
+      if (io.length !== g.segs.length) throw new Error(`${key}: ${g.segs.length} matrices but ${io.length} inputs`);
+      const words = new Uint32Array(36);
+      let row0 = 0;
+      g.segs.forEach((seg, i) => {
+        const x = io[i].xOff;
+        if (x % 4 !== 0) throw new Error(`${key}: input offset ${x} is not a multiple of 4`);
+        words.set([row0, seg.n, seg.k, seg.wOff, x / 4, io[i].yOff, io[i].act ?? 0, io[i].accum ? 1 : 0], i * 8);
+        row0 += Math.ceil(seg.n / 64) * 64;
+      });
+      words.set([g.segs.length, useR ? 1 : 0], 32);
+      const last = g.segs[g.segs.length - 1];
+      const buffer = createBuffer(this.device, `group:${key}`, words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+      this.device.queue.writeBuffer(buffer, 0, words);
+      u = { buffer, virtualRows: row0 - Math.ceil(last.n / 64) * 64 + last.n };
       this.matUniforms.set(key, u);
     }
     return u;
   }
 
-  /** y = act(W x) (+ y), over `rows` rows (tokens, or gathered rows when useR). */
+  /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
   private matmul(
     pass: GPUComputePassEncoder,
     key: string,
-    m: GpuMatrix,
-    x: BufferRange,
-    y: BufferRange,
+    g: MatrixGroup,
+    x: GPUBuffer,
+    y: GPUBuffer,
     rows: number,
-    opts: { act?: number; accum?: boolean; useR?: boolean } = {},
+    io: SegmentIO[],
+    useR = false,
   ) {
     const variant = rows <= 4 ? 'mm_vec' : 'mm_gemm';
     const k = this.matmulKernel(variant);
-    const flags = (opts.accum ? 1 : 0) | (opts.useR ? 2 : 0);
-    const u = this.matUniform(key, m, opts.act ?? 0, flags);
+    const u = this.groupUniform(key, g, io, useR);
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${variant}:${key}`, k, [this.buf.batch, m.buffer, x, y, u]));
-    if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(m.n / 8), Math.ceil(rows / 4));
-    else pass.dispatchWorkgroups(Math.ceil(m.n / 64), Math.ceil(rows / 64));
+    pass.setBindGroup(0, this.group(`${variant}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
+    if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / 4));
+    else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / 64));
   }
 
   private get consts() {
@@ -178,32 +199,27 @@ export class Rwkv7Runtime implements InferenceBackend {
   // ---- the forward pass ---------------------------------------------------------------------------------
 
   private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass) {
-    const { device, C, TMAX, weights } = this;
+    const { device, C, TMAX, weights, buf } = this;
     const T = sp.tokens;
     const J = sp.segments.length;
     const R = sp.rows;
     const H = this.info.nHead;
-    const N = this.info.headSize;
     const cs = this.consts;
-    const pass = enc.beginComputePass();
-    const xRange = this.range('x', 0, TMAX * C);
-    const mixR = (m: number) => this.range('mix', m * TMAX * C, TMAX * C);
-    const tmR = (m: number) => this.range('tm', m * TMAX * C, TMAX * C);
+    const REG = TMAX * C;
+    const LREG = TMAX * weights.maxLora;
+    let pass = enc.beginComputePass();
 
     const emb = this.kernel('embed', () =>
       makeKernel(device, [this.wprelude, 'embed'], { C }, ['uniform', 'read', 'read', 'rw']),
     );
     pass.setPipeline(emb.pipeline);
-    pass.setBindGroup(0, this.group('embed', emb, [this.buf.batch, weights.emb.buffer, this.buf.ids, this.buf.x]));
+    pass.setBindGroup(0, this.group('embed', emb, [buf.batch, weights.emb.buffer, buf.ids, buf.x]));
     pass.dispatchWorkgroups(Math.ceil(C / 8 / 64), T);
 
-    const ln = this.kernel('ln', () =>
-      makeKernel(device, ['layer_norm'], { C, GATHER: false }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
-    );
-    const shift = (ffn: boolean) =>
-      this.kernel(`shift${ffn}`, () =>
-        makeKernel(device, ['token_shift'], { ...cs, M: ffn ? 1 : 6, FFN: ffn }, [
-          'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw',
+    const lnShift = (ffn: boolean) =>
+      this.kernel(`lnShift${ffn}`, () =>
+        makeKernel(device, ['ln_shift'], { ...cs, M: ffn ? 1 : 6, FFN: ffn }, [
+          'uniform', 'uniform', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
         ]),
       );
     const save = (ffn: boolean) =>
@@ -212,7 +228,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       );
     const prep = (first: boolean) =>
       this.kernel(`prep${first}`, () =>
-        makeKernel(device, ['head_common', 'rwkv7_prep'], { ...cs, FIRST: first }, ['uniform', 'rw', 'read', 'rw', 'read']),
+        makeKernel(device, ['head_common', 'rwkv7_prep'], { ...cs, FIRST: first }, ['uniform', 'rw', 'rw', 'read']),
       );
     const wkv = this.kernel('wkv', () =>
       makeKernel(device, ['head_common', 'rwkv7_wkv'], cs, ['uniform', 'uniform', 'read', 'rw', 'rw']),
@@ -220,66 +236,59 @@ export class Rwkv7Runtime implements InferenceBackend {
     const post = this.kernel('post', () =>
       makeKernel(device, ['head_common', 'rwkv7_post'], cs, ['uniform', 'read', 'read', 'rw']),
     );
-    const dispatchLn = (key: string, w: [GPUBuffer, GPUBuffer]) => {
-      pass.setPipeline(ln.pipeline);
-      pass.setBindGroup(0, this.group(key, ln, [this.buf.batch, this.buf.x, w[0], w[1], this.buf.xn, this.buf.rows]));
-      pass.dispatchWorkgroups(T);
-    };
-    const dispatchShift = (key: string, ffn: boolean, l: number, mixW: GPUBuffer, out: BufferRange) => {
-      const k = shift(ffn);
+    /** Layer norm + token shift into `mix`, then save the slots' last normalized tokens as shift state. */
+    const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer) => {
+      const k = lnShift(ffn);
       pass.setPipeline(k.pipeline);
       pass.setBindGroup(
         0,
-        this.group(key, k, [this.buf.batch, this.layerUniforms[l], this.buf.tok, this.buf.xn, this.buf.state, mixW, out]),
+        this.group(key, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, buf.mix]),
       );
-      pass.dispatchWorkgroups(Math.ceil(C / 64), T);
+      pass.dispatchWorkgroups(T);
       const s = save(ffn);
       pass.setPipeline(s.pipeline);
-      pass.setBindGroup(
-        0,
-        this.group(`${key}:save`, s, [this.buf.batch, this.layerUniforms[l], this.buf.jobs, this.buf.xn, this.buf.state]),
-      );
+      pass.setBindGroup(0, this.group(`${key}:save`, s, [buf.batch, this.layerUniforms[l], buf.jobs, buf.xn, buf.state]));
       pass.dispatchWorkgroups(Math.ceil(C / 64), J);
     };
 
-    // The LoRA hidden layer is [T, n] with the padded LoRA width n as its row stride.
-    const loraR = (n: number) => this.range('lora', 0, TMAX * n);
+    // Mix regions: 0 r, 1 w, 2 k, 3 v, 4 a, 5 g. Time-mix regions (head_common.wgsl): 0 r, 1 w, 2 k, 3 v, 4 a,
+    // 5 g, 6 kk, 7 y, 8 v LoRA. LoRA hidden regions: 0 w, 1 a, 2 g, 3 v.
+    const mixAt = (m: number) => m * REG;
+    const tmAt = (m: number) => m * REG;
+    const loraIn = [1, 4, 5, 3];
+    const loraAct = [1, 0, 2, 0];
+    const loraOut = [1, 4, 5, 8];
+    // Submitting every few layers lets the GPU start while the rest is still being encoded.
+    const layersPerSubmit = 4;
     weights.layers.forEach((L, l) => {
       const key = `L${l}`;
-      dispatchLn(`${key}:ln1`, L.ln1);
-      dispatchShift(`${key}:shiftA`, false, l, L.attMix, this.range('mix', 0, 6 * TMAX * C));
-      this.matmul(pass, `${key}:r`, L.r, mixR(0), tmR(0), T);
-      this.matmul(pass, `${key}:k`, L.k, mixR(2), tmR(2), T);
-      this.matmul(pass, `${key}:v`, L.v, mixR(3), tmR(3), T);
-      this.matmul(pass, `${key}:w1`, L.w1, mixR(1), loraR(L.w1.n), T, { act: 1 });
-      this.matmul(pass, `${key}:w2`, L.w2, loraR(L.w2.k), tmR(1), T);
-      this.matmul(pass, `${key}:a1`, L.a1, mixR(4), loraR(L.a1.n), T);
-      this.matmul(pass, `${key}:a2`, L.a2, loraR(L.a2.k), tmR(4), T);
-      if (L.v1 && L.v2) {
-        this.matmul(pass, `${key}:v1`, L.v1, mixR(3), loraR(L.v1.n), T);
-        this.matmul(pass, `${key}:v2`, L.v2, loraR(L.v2.k), this.range('vl', 0, TMAX * C), T);
-      }
-      this.matmul(pass, `${key}:g1`, L.g1, mixR(5), loraR(L.g1.n), T, { act: 2 });
-      this.matmul(pass, `${key}:g2`, L.g2, loraR(L.g2.k), tmR(5), T);
+      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix);
+      this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, [0, 2, 3].map((m) => ({ xOff: mixAt(m), yOff: tmAt(m) })));
+      this.matmul(pass, `${key}:lora1`, L.lora1, buf.mix, buf.lora, T,
+        L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })));
+      this.matmul(pass, `${key}:lora2`, L.lora2, buf.lora, buf.tm, T,
+        L.lora2.segs.map((_, i) => ({ xOff: i * LREG, yOff: tmAt(loraOut[i]) })));
       const pk = prep(l === 0);
       pass.setPipeline(pk.pipeline);
-      pass.setBindGroup(0, this.group(`${key}:prep`, pk, [this.buf.batch, this.buf.tm, this.buf.vl, this.buf.vfirst, L.prep]));
+      pass.setBindGroup(0, this.group(`${key}:prep`, pk, [buf.batch, buf.tm, buf.vfirst, L.prep]));
       pass.dispatchWorkgroups(H, T);
       pass.setPipeline(wkv.pipeline);
-      pass.setBindGroup(
-        0,
-        this.group(`${key}:wkv`, wkv, [this.buf.batch, this.layerUniforms[l], this.buf.jobs, this.buf.tm, this.buf.state]),
-      );
+      pass.setBindGroup(0, this.group(`${key}:wkv`, wkv, [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state]));
       pass.dispatchWorkgroups(H, J);
       pass.setPipeline(post.pipeline);
-      pass.setBindGroup(0, this.group(`${key}:post`, post, [this.buf.batch, this.buf.tm, L.post, this.buf.xx]));
+      pass.setBindGroup(0, this.group(`${key}:post`, post, [buf.batch, buf.tm, L.post, buf.xx]));
       pass.dispatchWorkgroups(H, T);
-      this.matmul(pass, `${key}:o`, L.o, this.range('xx', 0, TMAX * C), xRange, T, { accum: true });
+      this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
 
-      dispatchLn(`${key}:ln2`, L.ln2);
-      dispatchShift(`${key}:shiftF`, true, l, L.ffnMix, mixR(0));
-      this.matmul(pass, `${key}:fk`, L.ffnK, mixR(0), this.range('ffk', 0, TMAX * this.F), T, { act: 3 });
-      this.matmul(pass, `${key}:fv`, L.ffnV, this.range('ffk', 0, TMAX * this.F), xRange, T, { accum: true });
+      normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix);
+      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, [{ xOff: 0, yOff: 0, act: 3 }]);
+      this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
+      if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) {
+        pass.end();
+        device.queue.submit([enc.finish()]);
+        enc = device.createCommandEncoder();
+        pass = enc.beginComputePass();
+      }
     });
 
     if (R > 0) {
@@ -289,12 +298,13 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.setPipeline(lnG.pipeline);
       pass.setBindGroup(
         0,
-        this.group('lnOut', lnG, [this.buf.batch, this.buf.x, weights.lnOut[0], weights.lnOut[1], this.buf.xo, this.buf.rows]),
+        this.group('lnOut', lnG, [buf.batch, buf.x, weights.lnOut[0], weights.lnOut[1], buf.xo, buf.rows]),
       );
       pass.dispatchWorkgroups(R);
-      this.matmul(pass, 'head', weights.head, this.buf.xo, this.buf.logits, R, { useR: true });
+      this.matmul(pass, 'head', weights.head, buf.xo, buf.logits, R, [{ xOff: 0, yOff: 0 }], true);
     }
     pass.end();
+    return enc;
   }
 
   // ---- planning -----------------------------------------------------------------------------------------
@@ -414,8 +424,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       q.writeBuffer(this.buf.tok, 0, tok);
       q.writeBuffer(this.buf.jobs, 0, jobBuf);
       q.writeBuffer(this.buf.rows, 0, rows);
-      const enc = device.createCommandEncoder();
-      this.encodeSubPass(enc, sp);
+      const enc = this.encodeSubPass(device.createCommandEncoder(), sp);
       for (const [from, to, count] of copies) {
         enc.copyBufferToBuffer(this.buf.logits, from * rowBytes, staging!, to * rowBytes, count * rowBytes);
       }
@@ -503,7 +512,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.disposed = true;
     for (const b of Object.values(this.buf)) b.destroy();
     for (const b of this.layerUniforms) b.destroy();
-    for (const b of this.matUniforms.values()) b.destroy();
+    for (const u of this.matUniforms.values()) u.buffer.destroy();
     this.staging?.destroy();
   }
 }

@@ -1,6 +1,7 @@
 // Uploads an RWKV-7 checkpoint to the GPU in the layout the kernels read: every matrix as [out, in] row-major
 // (LoRA matrices transposed from their [in, out] storage and padded to a multiple of 32 so the kernels need no
-// edge cases), weights as f16 packed in u32 or as f32, small vectors always f32.
+// edge cases), weights as f16 or f32, small vectors always f32. Matrices used side by side (receptance, key,
+// value; the four LoRA stages) share one buffer so one dispatch computes them all.
 
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
@@ -8,54 +9,61 @@ import { uploadBuffer } from '../gpu/kernel';
 
 export type WeightPrecision = 'f16' | 'f32';
 
-export interface GpuMatrix {
-  buffer: GPUBuffer;
+/** One matrix inside a group buffer. */
+export interface MatrixSegment {
+  name: string;
   /** Output rows. */
   n: number;
   /** Input width (a multiple of 32). */
   k: number;
+  /** Offset in the group buffer, in units of 8 elements. */
+  wOff: number;
+}
+
+export interface MatrixGroup {
+  buffer: GPUBuffer;
+  segs: MatrixSegment[];
 }
 
 export interface LayerWeights {
-  ln1: [GPUBuffer, GPUBuffer];
-  ln2: [GPUBuffer, GPUBuffer];
+  /** [weight; bias] of ln1 and ln2, [2, C] each. */
+  ln1: GPUBuffer;
+  ln2: GPUBuffer;
   /** x_r, x_w, x_k, x_v, x_a, x_g: [6, C]. */
   attMix: GPUBuffer;
-  r: GpuMatrix;
-  k: GpuMatrix;
-  v: GpuMatrix;
-  o: GpuMatrix;
-  w1: GpuMatrix;
-  w2: GpuMatrix;
-  a1: GpuMatrix;
-  a2: GpuMatrix;
-  v1?: GpuMatrix;
-  v2?: GpuMatrix;
-  g1: GpuMatrix;
-  g2: GpuMatrix;
+  /** receptance, key, value. */
+  rkv: MatrixGroup;
+  /** First LoRA stages w1, a1, g1 and (after layer 0) v1. */
+  lora1: MatrixGroup;
+  /** Second LoRA stages w2, a2, g2 and (after layer 0) v2. */
+  lora2: MatrixGroup;
+  o: MatrixGroup;
   /** w0, a0, v0, k_k, k_a: [5, C]. */
   prep: GPUBuffer;
   /** r_k, ln_x.weight, ln_x.bias: [3, C]. */
   post: GPUBuffer;
   ffnMix: GPUBuffer;
-  ffnK: GpuMatrix;
-  ffnV: GpuMatrix;
+  ffnK: MatrixGroup;
+  ffnV: MatrixGroup;
 }
 
 export interface ModelWeights {
   precision: WeightPrecision;
-  emb: GpuMatrix;
+  emb: MatrixGroup;
   layers: LayerWeights[];
   lnOut: [GPUBuffer, GPUBuffer];
-  head: GpuMatrix;
+  head: MatrixGroup;
   /** Largest padded LoRA width, for sizing the LoRA scratch buffer. */
   maxLora: number;
+  /** Bytes of all weights on the GPU. */
   bytes: number;
 }
 
 const STORAGE = 0x80; // GPUBufferUsage.STORAGE, spelled out so this file loads before Dawn's globals exist.
 
 const pad32 = (n: number) => Math.ceil(n / 32) * 32;
+
+type HostMatrix = { name: string; data: Uint16Array | Float32Array; n: number; k: number };
 
 export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): ModelWeights {
   const C = info.nEmbd;
@@ -74,33 +82,26 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     if (!t) throw new Error(`missing tensor ${name}`);
     return t;
   };
+  const vals = (name: string) => toF32(get(name));
   const f32 = (label: string, data: Float32Array): GPUBuffer => {
     bytes += data.byteLength;
     return uploadBuffer(device, label, data, STORAGE);
   };
-  const vec = (name: string) => f32(name, Float32Array.from(toF32(get(name))));
   const stack = (label: string, parts: Float32Array[]) => {
     const out = new Float32Array(parts.length * C);
     parts.forEach((p, i) => out.set(p.subarray(0, C), i * C));
     return f32(label, out);
   };
-  const vals = (name: string) => toF32(get(name));
 
-  const matrixFromF32 = (label: string, data: Float32Array, n: number, k: number): GpuMatrix => {
-    const buf = precision === 'f16' ? f32ToF16(data) : data;
-    bytes += buf.byteLength;
-    return { buffer: uploadBuffer(device, label, buf, STORAGE), n, k };
-  };
+  const inPrecision = (data: Float32Array) => (precision === 'f16' ? f32ToF16(data) : data);
   /** A [out, in] matrix stored as such (torch Linear). */
-  const linear = (name: string): GpuMatrix => {
+  const linear = (name: string): HostMatrix => {
     const t = get(name);
     const [n, k] = t.shape;
-    const data = precision === 'f16' ? toF16Bits(t) : toF32(t);
-    bytes += data.byteLength;
-    return { buffer: uploadBuffer(device, name, data, STORAGE), n, k };
+    return { name, data: precision === 'f16' ? toF16Bits(t) : toF32(t), n, k };
   };
   /** A LoRA matrix stored [in, out]: transposed to [out, in], and the LoRA side padded to 32. */
-  const lora = (name: string, loraIsOut: boolean): GpuMatrix => {
+  const lora = (name: string, loraIsOut: boolean): HostMatrix => {
     const t = get(name);
     const [inDim, outDim] = t.shape;
     const src = toF32(t);
@@ -108,7 +109,29 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     const k = loraIsOut ? inDim : pad32(inDim);
     const out = new Float32Array(n * k);
     for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[o * k + i] = src[i * outDim + o];
-    return matrixFromF32(name, out, n, k);
+    return { name, data: inPrecision(out), n, k };
+  };
+  const group = (label: string, mats: HostMatrix[]): MatrixGroup => {
+    const total = mats.reduce((s, m) => s + m.data.length, 0);
+    let data: Uint16Array | Float32Array;
+    if (mats.length === 1) data = mats[0].data;
+    else {
+      data = precision === 'f16' ? new Uint16Array(total) : new Float32Array(total);
+      let off = 0;
+      for (const m of mats) {
+        data.set(m.data, off);
+        off += m.data.length;
+      }
+    }
+    const segs: MatrixSegment[] = [];
+    let off = 0;
+    for (const m of mats) {
+      if (m.k % 32 !== 0) throw new Error(`${m.name}: input width ${m.k} is not a multiple of 32`);
+      segs.push({ name: m.name, n: m.n, k: m.k, wOff: off / 8 });
+      off += m.n * m.k;
+    }
+    bytes += data.byteLength;
+    return { buffer: uploadBuffer(device, label, data, STORAGE), segs };
   };
 
   // The reference normalizes the embedding with blocks.0.ln0 once at load time; do the same.
@@ -134,27 +157,21 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     const p = `blocks.${l}.`;
     const a = `${p}att.`;
     const first = l === 0;
-    const w1 = lora(`${a}w1`, true);
-    const a1 = lora(`${a}a1`, true);
-    const g1 = lora(`${a}g1`, true);
-    const v1 = first ? undefined : lora(`${a}v1`, true);
-    maxLora = Math.max(maxLora, w1.n, a1.n, g1.n, v1?.n ?? 0);
+    const l1 = [lora(`${a}w1`, true), lora(`${a}a1`, true), lora(`${a}g1`, true)];
+    const l2 = [lora(`${a}w2`, false), lora(`${a}a2`, false), lora(`${a}g2`, false)];
+    if (!first) {
+      l1.push(lora(`${a}v1`, true));
+      l2.push(lora(`${a}v2`, false));
+    }
+    maxLora = Math.max(maxLora, ...l1.map((m) => m.n));
     layers.push({
-      ln1: [vec(`${p}ln1.weight`), vec(`${p}ln1.bias`)],
-      ln2: [vec(`${p}ln2.weight`), vec(`${p}ln2.bias`)],
+      ln1: stack(`${p}ln1`, [vals(`${p}ln1.weight`), vals(`${p}ln1.bias`)]),
+      ln2: stack(`${p}ln2`, [vals(`${p}ln2.weight`), vals(`${p}ln2.bias`)]),
       attMix: stack(`${a}mix`, ['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g'].map((n) => vals(a + n))),
-      r: linear(`${a}receptance.weight`),
-      k: linear(`${a}key.weight`),
-      v: linear(`${a}value.weight`),
-      o: linear(`${a}output.weight`),
-      w1,
-      w2: lora(`${a}w2`, false),
-      a1,
-      a2: lora(`${a}a2`, false),
-      v1,
-      v2: first ? undefined : lora(`${a}v2`, false),
-      g1,
-      g2: lora(`${a}g2`, false),
+      rkv: group(`${a}rkv`, [linear(`${a}receptance.weight`), linear(`${a}key.weight`), linear(`${a}value.weight`)]),
+      lora1: group(`${a}lora1`, l1),
+      lora2: group(`${a}lora2`, l2),
+      o: group(`${a}output.weight`, [linear(`${a}output.weight`)]),
       prep: stack(`${a}prep`, [
         vals(`${a}w0`),
         vals(`${a}a0`),
@@ -164,19 +181,19 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       ]),
       post: stack(`${a}post`, [vals(`${a}r_k`), vals(`${a}ln_x.weight`), vals(`${a}ln_x.bias`)]),
       ffnMix: stack(`${p}ffn.mix`, [vals(`${p}ffn.x_k`)]),
-      ffnK: linear(`${p}ffn.key.weight`),
-      ffnV: linear(`${p}ffn.value.weight`),
+      ffnK: group(`${p}ffn.key.weight`, [linear(`${p}ffn.key.weight`)]),
+      ffnV: group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)]),
     });
   }
+  const embGroup = group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C }]);
+  const head = group('head.weight', [linear('head.weight')]);
   return {
     precision,
-    emb: matrixFromF32('emb.weight', emb, V, C),
+    emb: embGroup,
     layers,
-    lnOut: [vec('ln_out.weight'), vec('ln_out.bias')],
-    head: linear('head.weight'),
+    lnOut: [f32('ln_out.weight', Float32Array.from(vals('ln_out.weight'))), f32('ln_out.bias', Float32Array.from(vals('ln_out.bias')))],
+    head,
     maxLora,
-    get bytes() {
-      return bytes;
-    },
+    bytes,
   };
 }
