@@ -1,0 +1,44 @@
+// Quick correctness check on whatever adapter this machine has (e.g. the H200 before benchmarking):
+// worst relative L2 error of the engine's logits against the golden reference, f32 and f16 weights,
+// decode (one token per call) and prefill (whole sequence) paths.
+//   RWKV_SHARED=path/to/shared node dist/bench/golden-check.js
+
+import * as path from 'path';
+import { createBackend } from '../engine/backend';
+import { acquireGpu } from '../engine/gpu/device';
+import { readSafetensors } from '../engine/loader/safetensors';
+import { toF32, toI32 } from '../engine/loader/dtype';
+import { GOLDEN } from '../test/paths';
+import { worstRelL2 } from '../test/metrics';
+
+export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, number>> {
+  const gpu = await acquireGpu();
+  const g = readSafetensors(path.join(GOLDEN, `${name}.golden.st`));
+  const tokens = Array.from(toI32(g.tensors.get('tokens')!));
+  const want = Float32Array.from(toF32(g.tensors.get('logits')!));
+  const V = want.length / tokens.length;
+  const out: Record<string, number> = {};
+  for (const precision of ['f32', 'f16'] as const) {
+    const be = await createBackend({ model: path.join(GOLDEN, `${name}.pth`), slots: 2, precision, gpu });
+    const [seq] = await be.run([{ slot: 0, tokens, output: 'all' }]);
+    const steps = new Float32Array(want.length);
+    for (let t = 0; t < tokens.length; t++) steps.set((await be.run([{ slot: 1, tokens: [tokens[t]], output: 'last' }]))[0]!, t * V);
+    out[`${name}.${precision}.sequence`] = worstRelL2(seq!, want, V);
+    out[`${name}.${precision}.stepwise`] = worstRelL2(steps, want, V);
+    be.dispose();
+  }
+  return out;
+}
+
+if (require.main === module) {
+  goldenCheck(process.argv[2]).then(
+    (r) => {
+      console.log(JSON.stringify(r, null, 1));
+      process.exit(0);
+    },
+    (e) => {
+      console.error(e);
+      process.exit(1);
+    },
+  );
+}
