@@ -6,8 +6,9 @@
 //   node dist/bench/copy-bandwidth.js [--bytes N]
 // prints the adapter facts and the bandwidth as JSON.
 
-import { randomFillSync } from 'node:crypto';
 import { acquireBenchGpu } from './device/acquire-gpu';
+import { progress } from './device/progress';
+import { fillRandom } from './device/random-fill';
 import { GpuSpanTimer, TimingMethod, calibrateRepetitions, median, timeWithWallClock } from './device/gpu-span-timer';
 
 export interface CopyBandwidth {
@@ -46,14 +47,16 @@ export async function measureCopyBandwidth(device: GPUDevice, bytes?: number): P
     throw new Error(`copy size ${size} is too small to measure bandwidth; use at least ${2 * CHECK_BYTES} bytes`);
   }
 
+  progress(`copy: filling ${size} bytes with random data`);
   // Random data, not zeros: zeros can take faster paths than real data (METHOD.md).
   const source = device.createBuffer({ size, usage: GPUBufferUsage.COPY_SRC, mappedAtCreation: true });
   const mapped = new Uint8Array(source.getMappedRange());
-  for (let offset = 0; offset < size; offset += 1 << 26) {
-    randomFillSync(mapped, offset, Math.min(1 << 26, size - offset));
-  }
-  const expectedHead = mapped.slice(0, CHECK_BYTES);
-  const expectedTail = mapped.slice(size - CHECK_BYTES);
+  const expectedHead = new Uint8Array(CHECK_BYTES);
+  const expectedTail = new Uint8Array(CHECK_BYTES);
+  fillRandom(mapped, (chunk, offset) => {
+    copyOverlap(chunk, offset, expectedHead, 0);
+    copyOverlap(chunk, offset, expectedTail, size - CHECK_BYTES);
+  });
   source.unmap();
   const destination = device.createBuffer({ size, usage: GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC });
   const timer = new GpuSpanTimer(device);
@@ -62,8 +65,10 @@ export async function measureCopyBandwidth(device: GPUDevice, bytes?: number): P
   };
 
   try {
+    progress('copy: warm-up');
     await timer.time(encodeCopies(3)); // warm-up: first-touch allocation, clocks ramping up
     const copiesPerSpan = await calibrateRepetitions(timer, encodeCopies, TARGET_SPAN_SECONDS);
+    progress(`copy: ${SPANS} spans of ${copiesPerSpan} copies (${timer.method})`);
     const perCopy: number[] = [];
     for (let span = 0; span < SPANS; span++) {
       perCopy.push((await timer.time(encodeCopies(copiesPerSpan))) / copiesPerSpan);
@@ -101,6 +106,13 @@ async function checkEnds(device: GPUDevice, buffer: GPUBuffer, size: number, hea
   if (!bytesEqual(got.subarray(0, CHECK_BYTES), head) || !bytesEqual(got.subarray(CHECK_BYTES), tail)) {
     throw new Error('copyBufferToBuffer produced wrong data: the bandwidth figure would be meaningless');
   }
+}
+
+/** Copies the part of `chunk` (at `chunkOffset` in the whole) that overlaps `window` (at `windowOffset`). */
+function copyOverlap(chunk: Uint8Array, chunkOffset: number, window: Uint8Array, windowOffset: number): void {
+  const start = Math.max(chunkOffset, windowOffset);
+  const end = Math.min(chunkOffset + chunk.length, windowOffset + window.length);
+  if (start < end) window.set(chunk.subarray(start - chunkOffset, end - chunkOffset), start - windowOffset);
 }
 
 function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {

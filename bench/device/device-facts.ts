@@ -2,11 +2,13 @@
 // bandwidth a plain WGSL kernel reaches. Engine-independent. Prints the full JSON, then a short
 // summary last (the device tool returns the end of the output).
 //
-//   node dist/bench/device/device-facts.js [--bytes N] [--out FILE]
+//   node dist/bench/device/device-facts.js [--bytes N] [--out FILE] [--deadline SECONDS]
+// BENCH_PROGRESS=1 reports each stage on stderr; --deadline ends a hung run naming its stage.
 
 import { writeFileSync } from 'node:fs';
 import { measureCopyBandwidth, parseBytesArgument } from '../copy-bandwidth';
 import { acquireBenchGpu } from './acquire-gpu';
+import { exitAfter, progress } from './progress';
 import { measureWgslReadBandwidth } from './read-bandwidth';
 
 async function main(): Promise<void> {
@@ -15,12 +17,17 @@ async function main(): Promise<void> {
   const outIndex = argv.indexOf('--out');
   const outFile = outIndex >= 0 ? argv[outIndex + 1] : undefined;
   if (outIndex >= 0 && !outFile) throw new Error('--out needs a file path');
+  const deadlineIndex = argv.indexOf('--deadline');
+  if (deadlineIndex >= 0) exitAfter(Number(argv[deadlineIndex + 1]));
+
+  progress('acquiring the WebGPU device');
 
   const gpu = await acquireBenchGpu();
   try {
     // Printed first so a failure in a measurement still leaves the adapter facts in the log.
     console.error(`adapter facts: ${JSON.stringify(gpu.facts)}`);
     const copy = await measureCopyBandwidth(gpu.device, bytes);
+    console.error(`copy: ${copy.gbPerS.toFixed(1)} GB/s read+write (${copy.method}; wall-clock ${copy.wallClockGbPerS.toFixed(1)})`);
     const read = await measureWgslReadBandwidth(gpu.device, { bytes });
     const report = { date: new Date().toISOString(), node: process.version, adapter: gpu.facts, copy, read };
     const json = JSON.stringify(report, null, 2);

@@ -8,7 +8,8 @@
 // The sum is checked against the CPU's (wrapping u32 addition), so a kernel that skipped data
 // cannot report a bandwidth.
 
-import { randomFillSync } from 'node:crypto';
+import { progress } from './progress';
+import { fillRandom } from './random-fill';
 import { GpuSpanTimer, TimingMethod, calibrateRepetitions, median } from './gpu-span-timer';
 
 export interface ReadProbeOptions {
@@ -121,14 +122,15 @@ export async function measureWgslReadBandwidth(device: GPUDevice, options: ReadP
   }
 
   // Random data (never zeros) and its wrapping u32 sum, the answer every variant must give.
+  progress(`read: filling ${bytes} bytes with random data`);
+  // The sum is taken over the host chunks, never the mapped range: that can be uncached
+  // write-combined memory, where reading is orders of magnitude slower (see fillRandom).
   const data = device.createBuffer({ size: bytes, usage: GPUBufferUsage.STORAGE, mappedAtCreation: true });
-  const words = new Uint32Array(data.getMappedRange());
   let expectedSum = 0;
-  for (let offset = 0; offset < words.length; offset += 1 << 24) {
-    const chunk = words.subarray(offset, Math.min(words.length, offset + (1 << 24)));
-    randomFillSync(chunk);
-    for (let k = 0; k < chunk.length; k++) expectedSum = (expectedSum + chunk[k]) >>> 0;
-  }
+  fillRandom(new Uint8Array(data.getMappedRange()), (chunk) => {
+    const words = new Uint32Array(chunk.buffer, chunk.byteOffset, chunk.byteLength / 4);
+    for (let k = 0; k < words.length; k++) expectedSum = (expectedSum + words[k]) >>> 0;
+  });
   data.unmap();
 
   const maxGroups = Math.max(...workgroupCounts);
@@ -138,6 +140,7 @@ export async function measureWgslReadBandwidth(device: GPUDevice, options: ReadP
   const rows: ReadProbeRow[] = [];
   try {
     for (const unroll of unrolls) {
+      progress(`read: building the unroll ${unroll} pipeline`);
       device.pushErrorScope('validation');
       const module = device.createShaderModule({ code: readProbeShader(workgroupSize, unroll) });
       const pipeline = await device.createComputePipelineAsync({ layout: 'auto', compute: { module, entryPoint: 'main' } });
@@ -158,6 +161,7 @@ export async function measureWgslReadBandwidth(device: GPUDevice, options: ReadP
           for (let p = 0; p < passes; p++) pass.dispatchWorkgroups(workgroups);
           pass.end();
         };
+        progress(`read: ${workgroups} workgroups, unroll ${unroll}`);
         // Poison the partial sums, run once, check: every workgroup wrote, nothing was skipped.
         device.queue.writeBuffer(partials, 0, new Uint32Array(maxGroups).fill(0xdeadbeef));
         await timer.time(encodePasses(1));
