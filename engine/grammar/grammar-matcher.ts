@@ -31,7 +31,7 @@ export interface ConstraintMatcher {
   readonly tokensAccepted: number;
 }
 
-/** Forced byte runs longer than this are cut: a longer token would not exist anyway. */
+/** Longest forced byte run followed; no vocabulary token is longer. */
 const MAX_FORCED_BYTES = 128;
 
 export class GrammarMatcher implements ConstraintMatcher {
@@ -76,7 +76,8 @@ export class GrammarMatcher implements ConstraintMatcher {
     const m = this.masks.get(this.state);
     if (m.count === 1 && m.some > 0) return m.some;
     if (m.count <= 1 || this.automaton.accepting(this.state)) return -1;
-    // Follow the bytes the grammar fixes, then take the longest token inside them.
+    // Follow the bytes the grammar fixes (one live byte at each step), then take the longest
+    // token inside them: the text starts with those bytes whatever would be sampled.
     const a = this.automaton;
     const forced: number[] = [];
     let s = this.state;

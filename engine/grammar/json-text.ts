@@ -43,9 +43,6 @@ export function jsonEncodeChars(e: Expr): Expr {
   }
 }
 
-/** Whitespace between JSON tokens: none, one space, or a newline and some indentation. */
-export const WS_BODY: Expr = opt(alt(lit(' '), seq(lit('\n'), rep(chars([0x09, 0x09, 0x20, 0x20]), 0, 20))));
-
 const DIGIT = chars([0x30, 0x39]);
 const NONZERO = chars([0x31, 0x39]);
 

@@ -19,7 +19,6 @@ import {
   jsonEncodeChars,
   NUMBER,
   numberRange,
-  WS_BODY,
 } from './json-text';
 import { regexBranches } from './regex-to-expr';
 import { mergeSchemas, Schema, SchemaObject, typeList } from './schema-merge';
@@ -29,6 +28,13 @@ export interface SchemaGrammar {
   /** Object key order the grammar writes: rank per key (keys not listed come last). */
   keyRank: Map<string, number>;
 }
+
+/**
+ * Output is compact JSON: no whitespace between tokens. That is the canonical text the grammar
+ * is exact for, it keeps models from padding, and it turns keys and punctuation into forced
+ * paths that skip sampling.
+ */
+const WS: Expr = EMPTY;
 
 const ANNOTATIONS = new Set([
   'title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly', '$schema',
@@ -90,10 +96,9 @@ class SchemaConverter {
   }
 
   run(): SchemaGrammar {
-    this.rule('ws', WS_BODY, 'whitespace');
     const body = this.convert(this.root, '#');
     if (!body) throw new ConstraintError('the schema accepts no value at all', '#');
-    this.rule('root', seq(ref('ws'), body, ref('ws')), '#');
+    this.rule('root', body, '#');
     return { ir: { rules: this.rules, root: 'root' }, keyRank: this.keyRank };
   }
 
@@ -402,7 +407,7 @@ class SchemaConverter {
   /** Any JSON value. */
   private anyValue(): Expr {
     return this.shared('value', () => {
-      const ws = ref('ws');
+      const ws = WS;
       const v = ref('value');
       const str = this.shared('string', () => seq(lit('"'), rep(this.jsonChars(), 0, Infinity), lit('"')));
       const member = seq(str, ws, lit(':'), ws, v);
@@ -425,7 +430,7 @@ class SchemaConverter {
     else if (itemExpr === null) maxItems = Math.min(maxItems, prefix.length);
     if (minItems > maxItems) return null;
     if (maxItems !== Infinity && maxItems > 10_000) throw new ConstraintError('maxItems above 10000 is not supported', place);
-    const ws = ref('ws');
+    const ws = WS;
     const sep = seq(ws, lit(','), ws);
     const at = (i: number) => (i < prefix.length ? prefixExprs[i]! : itemExpr!);
     // Build from the back: tail(i) = what may follow once i elements are written.
@@ -456,7 +461,7 @@ class SchemaConverter {
     const keys = [...new Set([...Object.keys(props), ...required])].sort(
       (a, b) => (this.keyRank.get(a) ?? Infinity) - (this.keyRank.get(b) ?? Infinity),
     );
-    const ws = ref('ws');
+    const ws = WS;
     const members: { key: string; expr: Expr; required: boolean }[] = [];
     for (const key of keys) {
       const schema = key in props ? props[key] : additional;

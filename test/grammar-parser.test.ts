@@ -1,0 +1,112 @@
+import * as assert from 'assert';
+import { compileConstraint, ConstraintError } from '../engine/grammar';
+import { detectDialect } from '../engine/grammar/grammar-parser';
+import { acceptsText } from './grammar-check-text';
+import { worldTokenizer } from './grammar-vocab';
+
+function grammar(text: string) {
+  return compileConstraint({ grammar: text }, worldTokenizer());
+}
+
+function refused(text: string, fragments: string[]): ConstraintError {
+  let err: unknown;
+  try {
+    grammar(text);
+  } catch (e) {
+    err = e;
+  }
+  assert.ok(err instanceof ConstraintError, `expected a ConstraintError for ${JSON.stringify(text)}, got ${err}`);
+  for (const f of fragments) assert.ok(err.message.includes(f), `message ${JSON.stringify(err.message)} lacks ${JSON.stringify(f)}`);
+  return err;
+}
+
+describe('grammar text (KBNF and GBNF)', function () {
+  this.timeout(60000);
+
+  it('recognises the dialect', () => {
+    assert.strictEqual(detectDialect("start ::= 'a' | b;\nb ::= \"c\";"), 'kbnf');
+    assert.strictEqual(detectDialect('root ::= "a" [b-c]\n# comment;\nx ::= "y"'), 'gbnf');
+  });
+
+  it('KBNF: strings, regex, [optional], {repeat}, groups, postfix operators and comments', () => {
+    const g = grammar(`
+      (* a sentence: greeting, optional name, numbers *)
+      start ::= greeting [' ' name] ':' { ' ' number } '!'?;
+      greeting ::= 'hello' | "hi";
+      name ::= #"[A-Z][a-z]+";
+      number ::= #"-?[0-9]+" ( '.' #"[0-9]+" )?;
+    `);
+    for (const ok of ['hello:', 'hi Bob: 1 2.5 -3!', 'hello Alice:!', 'hi: 42']) assert.ok(acceptsText(g, ok), ok);
+    for (const bad of ['hello', 'hey:', 'hi bob:', 'hi: 1.', 'hi:1', 'hello: 1!!']) assert.ok(!acceptsText(g, bad), bad);
+  });
+
+  it('KBNF: + and * postfix, nested groups, escapes in strings', () => {
+    const g = grammar(`start ::= ('a' | 'b')+ "\\n" ('x' 'y'*)*;`);
+    for (const ok of ['a\n', 'abba\nxyyx', 'b\nx']) assert.ok(acceptsText(g, ok), ok);
+    for (const bad of ['\n', 'a\ny', 'c\n']) assert.ok(!acceptsText(g, bad), bad);
+  });
+
+  it('GBNF: root, character classes, negation, ranges, {m,n}, comments, dot', () => {
+    const g = grammar(`
+      # a tiny key=value list
+      root ::= pair ("," pair){0,2}
+      pair ::= key "=" value
+      key  ::= [a-z_] [a-z0-9_]{0,7}
+      value ::= [0-9]{1,3} | "\\"" [^"\\n]* "\\"" | "." .
+    `);
+    for (const ok of ['a=1', 'x_1=999,y="héllo wörld 😀",z=2', 'k=.?']) assert.ok(acceptsText(g, ok), ok);
+    for (const bad of ['A=1', 'a=1234', 'a=1,b=2,c=3,d=4', 'abcdefghi=1', 'a="x\ny"']) assert.ok(!acceptsText(g, bad), bad);
+  });
+
+  it('GBNF: {m}, {m,} and alternatives continued on the next line', () => {
+    const g = grammar('root ::= "a"{3} "b"{2,}\n  | "c"');
+    for (const ok of ['aaabb', 'aaabbbb', 'c']) assert.ok(acceptsText(g, ok), ok);
+    for (const bad of ['aabb', 'aaab', 'cc']) assert.ok(!acceptsText(g, bad), bad);
+  });
+
+  it('tolerates right recursion and repetition of something that may be empty', () => {
+    const g = grammar('root ::= item*\nitem ::= "x"? "y"?\n');
+    assert.ok(acceptsText(g, 'xyyxx'));
+    const r = grammar('root ::= "(" root ")" | ""');
+    assert.ok(acceptsText(r, '((()))'));
+    assert.ok(!acceptsText(r, '(()'));
+  });
+
+  it('refuses an undefined rule, naming it and its place', () => {
+    const e = refused('root ::= greeting " " nme\ngreeting ::= "hi"\nname ::= [a-z]+', ["'nme'", 'line 1']);
+    assert.ok(e.place?.includes('line 1'));
+  });
+
+  it('refuses a grammar whose language is empty', () => {
+    refused('root ::= "a" loop\nloop ::= "b" loop', ['matches no string']);
+    refused('root ::= [^\\x00-\\U0010FFFF]', ['matches no string']);
+  });
+
+  it('refuses left recursion, naming the rule', () => {
+    refused('root ::= expr\nexpr ::= expr "+" term | term\nterm ::= [0-9]', ["'expr'", 'left-recursive']);
+    refused('root ::= a\na ::= b "x" | "y"\nb ::= "" | a "z"', ['left-recursive']);
+  });
+
+  it('refuses syntax errors with the line and column', () => {
+    refused('root ::= "a" (', ["missing ')'", 'line 1']);
+    refused('root ::= "abc', ['unterminated string']);
+    refused('root ::= [a-', ["missing ']'"]);
+    refused('root = "a"', ["expected '::='"]);
+    refused("start ::= 'a'\n   'b'\nx ::= 'c';", ["expected ';'", 'line 3']);
+    refused('root ::= "a"{3,1}', ['max below min']);
+  });
+
+  it('refuses regex features a grammar cannot express', () => {
+    refused('start ::= #"(a)\\1";', ['back-references']);
+    refused('start ::= #"a(?=b)";', ['lookaround']);
+    refused('start ::= #"\\bword";', ['word boundary']);
+    refused("start ::= #ex'a';", ['#e / #ex']);
+  });
+
+  it('validateOutput checks the whole text against the grammar', () => {
+    const g = grammar('root ::= "yes" | "no"');
+    assert.strictEqual(g.validateOutput('yes'), 'yes');
+    assert.throws(() => g.validateOutput('ye'), ConstraintError);
+    assert.throws(() => g.validateOutput('maybe'), ConstraintError);
+  });
+});
