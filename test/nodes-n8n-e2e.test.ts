@@ -1,0 +1,116 @@
+// End to end in a real n8n: the packed package loaded as a custom extension, a credential and a
+// workflow imported with `n8n import:*`, run with `n8n execute` on the tiny golden model.
+//
+// Opt-in: current n8n needs Node ≥ 24 (this package targets Node 20), its install is ~2.8 GB and
+// ~6 minutes, and native modules (sqlite3, kafka) fetch binaries from GitHub. Set N8N_E2E_BIN to an
+// n8n bin script (node_modules/n8n/bin/n8n) and N8N_E2E_NODE to a Node ≥ 24 binary to run it.
+
+import * as assert from 'assert';
+import { execFileSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { GOLDEN, REPO_ROOT } from './paths';
+
+const N8N_BIN = process.env.N8N_E2E_BIN;
+const NODE_BIN = process.env.N8N_E2E_NODE ?? process.execPath;
+const TINY = path.join(GOLDEN, 'v7-tiny.st');
+
+/** The package as npm would unpack it, with its runtime dependencies beside it (not n8n-workflow: n8n provides that). */
+function installPackage(root: string): string {
+  const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', root], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
+    .trim()
+    .split('\n')
+    .pop()!;
+  const pkgDir = path.join(root, 'ext', 'rwkv-flow');
+  fs.mkdirSync(pkgDir, { recursive: true });
+  execFileSync('tar', ['-xzf', path.join(root, tarball), '-C', pkgDir, '--strip-components=1']);
+  // Outside the extension folder so n8n's **/*.node.js scan does not walk it.
+  const modules = path.join(root, 'ext', 'node_modules');
+  fs.mkdirSync(modules);
+  for (const entry of fs.readdirSync(path.join(REPO_ROOT, 'node_modules'))) {
+    if (entry === 'n8n-workflow' || entry.startsWith('.')) continue;
+    fs.symlinkSync(path.join(REPO_ROOT, 'node_modules', entry), path.join(modules, entry));
+  }
+  return pkgDir;
+}
+
+function workflow() {
+  const cred = { rwkvModelApi: { id: 'rwkvTiny', name: 'RWKV tiny' } };
+  const node = (name: string, type: string, x: number, parameters: object, extra: object = {}) => ({
+    id: `00000000-0000-4000-8000-${String(x).padStart(12, '0')}`,
+    name,
+    type,
+    typeVersion: 1,
+    position: [x, 0],
+    parameters,
+    ...extra,
+  });
+  return {
+    id: 'rwkvE2e',
+    name: 'rwkv e2e',
+    active: false,
+    settings: { executionOrder: 'v1' },
+    nodes: [
+      node('Start', 'n8n-nodes-base.manualTrigger', 0, {}),
+      node('Prompts', 'n8n-nodes-base.set', 200, { mode: 'raw', jsonOutput: '{"prompts": ["1+1=", "2+2="]}', options: {} }, { typeVersion: 3.4 }),
+      node('Split', 'n8n-nodes-base.splitOut', 400, { fieldToSplitOut: 'prompts', options: {} }),
+      // The tiny model's vocabulary is 512 tokens, so prompts stay within digits and symbols.
+      node('Generate', 'CUSTOM.rwkvGenerate', 600, { inputMode: 'prompt', prompt: '={{ $json.prompts }}', maxTokens: 6, constraint: 'none', options: { seed: 1 } }, { credentials: cred }),
+      node('Choose', 'CUSTOM.rwkvChoose', 800, { prompt: '1+1=', choicesMode: 'list', choices: { choice: [{ text: '2' }, { text: '3' }] }, options: {} }, { credentials: cred }),
+      node('Embed', 'CUSTOM.rwkvEmbed', 1000, { text: '1+2', options: {} }, { credentials: cred }),
+    ],
+    connections: Object.fromEntries(
+      [['Start', 'Prompts'], ['Prompts', 'Split'], ['Split', 'Generate'], ['Generate', 'Choose'], ['Choose', 'Embed']].map(([a, b]) => [
+        a,
+        { main: [[{ node: b, type: 'main', index: 0 }]] },
+      ]),
+    ),
+  };
+}
+
+(N8N_BIN ? describe : describe.skip)('n8n end to end (n8n import + n8n execute)', function () {
+  this.timeout(600000);
+  let root: string;
+  let env: NodeJS.ProcessEnv;
+  const n8n = (...args: string[]) => execFileSync(NODE_BIN, [N8N_BIN!, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+
+  before(() => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-e2e-'));
+    const ext = installPackage(root);
+    env = {
+      ...process.env,
+      N8N_USER_FOLDER: path.join(root, 'home'),
+      N8N_CUSTOM_EXTENSIONS: ext,
+      N8N_DIAGNOSTICS_ENABLED: 'false',
+      N8N_RUNNERS_ENABLED: 'false',
+      RWKV_FLOW_IDLE_SECONDS: '0',
+    };
+    const creds = [{ id: 'rwkvTiny', name: 'RWKV tiny', type: 'rwkvModelApi', data: { modelPath: TINY, precision: 'f32', maxBatch: 4, chunkSize: 0, cacheMiB: 0, stateDir: '', maxQueue: 0 } }];
+    fs.writeFileSync(path.join(root, 'creds.json'), JSON.stringify(creds));
+    fs.writeFileSync(path.join(root, 'workflow.json'), JSON.stringify(workflow()));
+    n8n('import:credentials', `--input=${path.join(root, 'creds.json')}`);
+    n8n('import:workflow', `--input=${path.join(root, 'workflow.json')}`);
+  });
+  after(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('runs generate (two items, one batch), choose and embed on the real engine', () => {
+    const out = n8n('execute', '--id=rwkvE2e', '--rawOutput');
+    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: Record<string, { data: { main: { json: any }[][] } }[]> } } };
+    assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
+    const items = (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
+    const generated = items('Generate');
+    assert.strictEqual(generated.length, 2);
+    for (const g of generated) {
+      assert.strictEqual(typeof g.text, 'string');
+      assert.strictEqual(g.usage.completionTokens, 6);
+      assert.strictEqual(g.finishReason, 'length');
+    }
+    const chosen = items('Choose');
+    assert.strictEqual(chosen.length, 2);
+    assert.deepStrictEqual(chosen[0].ranking.map((r: { choice: string }) => r.choice).sort(), ['2', '3']);
+    const embedded = items('Embed');
+    assert.strictEqual(embedded[0].dimensions, 128);
+    assert.strictEqual(embedded[0].embedding.length, 128);
+  });
+});
