@@ -42,15 +42,14 @@ export function sampleConstrained(constraint: CompiledConstraint, vocabSize: num
   const run: SampleRun = { tokens: [], forcedSteps: 0, completed: false, maskMicros: [] };
   const scale = opts.logitScale ?? 2;
   while (!m.isDone()) {
+    // Close the output with its shortest completion once that would only just fit the budget.
     const left = opts.maxTokens - run.tokens.length;
-    if (left <= 64) {
-      const completion = m.completionTokens();
-      if (completion.length + 1 >= left) {
-        for (const t of completion) m.accept(t);
-        run.tokens.push(...completion);
-        run.completed = completion.length > 0;
-        break;
-      }
+    const completion = m.completionTokens();
+    if (completion.length + 2 >= left) {
+      for (const t of completion) m.accept(t);
+      run.tokens.push(...completion);
+      run.completed = completion.length > 0;
+      break;
     }
     const t0 = process.hrtime.bigint();
     m.fillMask(mask);

@@ -17,7 +17,7 @@ const PCHAR = `(?:[a-zA-Z0-9\\-._~!$&'()*+,;=:@]|${PCT})`;
 const URI =
   `[a-zA-Z][a-zA-Z0-9+\\-.]*:` +
   `(?://(?:(?:[a-zA-Z0-9\\-._~!$&'()*+,;=:]|${PCT})*@)?(?:[a-zA-Z0-9\\-._~!$&'()*+,;=]|${PCT})*(?::[0-9]*)?(?:/${PCHAR}*)*` +
-  `|/(?:${PCHAR}+(?:/${PCHAR}*)*)?|${PCHAR}+(?:/${PCHAR}*)*)?` +
+  `|/(?:${PCHAR}+(?:/${PCHAR}*)*)?|${PCHAR}+(?:/${PCHAR}*)*)` +
   `(?:\\?(?:${PCHAR}|[/?])*)?(?:#(?:${PCHAR}|[/?])*)?`;
 // The ajv-formats full email pattern, written out here.
 const EMAIL =

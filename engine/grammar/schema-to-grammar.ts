@@ -439,7 +439,8 @@ class SchemaConverter {
     if (maxItems === Infinity) tail = rep(seq(sep, itemExpr!), 0, Infinity);
     else tail = EMPTY;
     if (maxItems !== Infinity) {
-      for (let i = maxItems - 1; i >= fixed; i--) tail = rep(seq(sep, at(i), tail), 0, 1);
+      // Element 0 is written by `first` below, so the optional tail starts at index 1.
+      for (let i = maxItems - 1; i >= Math.max(fixed, 1); i--) tail = rep(seq(sep, at(i), tail), 0, 1);
     }
     for (let i = Math.min(fixed, maxItems) - 1; i >= 1; i--) {
       const step = seq(sep, at(i), tail);
