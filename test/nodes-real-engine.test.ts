@@ -1,0 +1,207 @@
+// The Node-RED nodes and the n8n nodes on the real shared engine (acquireEngine, WebGPU; lavapipe on
+// CI) with the tiny golden RWKV-7 model. Its vocabulary has 512 tokens, so prompts stay within
+// digits and symbols; the point here is the mechanics (batching, streaming, cancellation, slot and
+// lease release, states), not the text.
+
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import type { IExecuteFunctions } from 'n8n-workflow';
+import { sharedEngineCount } from '../engine/shared-engine';
+import { releaseIdleEngines } from '../nodes/n8n/engine-keeper';
+import { RwkvChoose } from '../nodes/RwkvChoose/RwkvChoose.node';
+import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
+import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
+import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
+import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { executeContext, type ContextOptions } from './nodes-n8n-context';
+import { GOLDEN, REPO_ROOT } from './paths';
+
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const helper = require('node-red-node-test-helper');
+helper.init(require.resolve('node-red'));
+
+type Msg = Record<string, any>;
+const TINY = path.join(GOLDEN, 'v7-tiny.st');
+const CREDENTIAL = { modelPath: TINY, precision: 'f32', maxBatch: 4, chunkSize: 0, cacheMiB: 0, stateDir: '', maxQueue: 0 };
+const NODES = ['rwkv-model.js', 'rwkv-generate.js', 'rwkv-choose.js', 'rwkv-embed.js', 'rwkv-load-state.js'].map((f) =>
+  require(path.join(REPO_ROOT, 'nodes', 'node-red', f)),
+);
+const MODEL = { id: 'm1', type: 'rwkv-model', modelPath: TINY, precision: 'f32', maxBatch: '4' };
+const flowWith = (node: Msg, outputs = 1) => [
+  MODEL,
+  { id: 'n1', model: 'm1', wires: Array.from({ length: outputs }, (_, i) => [`out${i + 1}`]), ...node },
+  ...Array.from({ length: outputs }, (_, i) => ({ id: `out${i + 1}`, type: 'helper' })),
+];
+const nextInput = (id: string) => new Promise<Msg>((resolve) => helper.getNode(id).once('input', resolve));
+const nextError = (id: string) => new Promise<unknown>((resolve) => helper.getNode(id).once('call:error', (c: Msg) => resolve(c.args[0])));
+const until = async (cond: () => boolean, what: string, ms = 60000) => {
+  const end = Date.now() + ms;
+  while (!cond() && Date.now() < end) await new Promise((r) => setTimeout(r, 10));
+  assert.ok(cond(), `timed out waiting for ${what}`);
+};
+
+describe('nodes on the real engine (tiny model)', function () {
+  this.timeout(180000);
+  before(function () {
+    if (!fs.existsSync(TINY)) this.skip();
+    setEngineProvider(undefined);
+  });
+
+  describe('Node-RED', () => {
+    before(() => helper.startServer());
+    after(() => helper.stopServer());
+    afterEach(async () => {
+      await helper.unload();
+      assert.strictEqual(sharedEngineCount(), 0, 'engine still loaded after the flow stopped');
+    });
+
+    it('generates with progress status and streams tokens on output 2', async () => {
+      await helper.load(NODES, flowWith({ type: 'rwkv-generate', maxTokens: '6', seed: '3', stream: true }, 2));
+      const status: string[] = [];
+      helper.getNode('n1').on('call:status', (c: Msg) => status.push(c.args[0].text));
+      const pieces: string[] = [];
+      helper.getNode('out2').on('input', (m: Msg) => pieces.push(m.payload));
+      const out = nextInput('out1');
+      helper.getNode('n1').receive({ payload: '1+1=' });
+      const msg = await out;
+      assert.strictEqual(msg.rwkv.usage.completionTokens, 6);
+      assert.strictEqual(msg.rwkv.usage.promptTokens, 4);
+      assert.strictEqual(msg.rwkv.finishReason, 'length');
+      assert.strictEqual(pieces.join(''), msg.payload);
+      await until(() => status.includes('done: 6 tokens (length)'), 'done status');
+      assert.ok(status.some((s) => /^prefill \d+\/4$/.test(s)), status.join(' | '));
+      assert.ok(status.some((s) => /^\d+ tokens$/.test(s)), status.join(' | '));
+    });
+
+    it('a redeploy during a long generation cancels it, frees the slot and unloads the model', async () => {
+      await helper.load(NODES, flowWith({ type: 'rwkv-generate', maxTokens: '100000' }, 2));
+      const sent: Msg[] = [];
+      helper.getNode('out1').on('input', (m: Msg) => sent.push(m));
+      let tokens = 0;
+      helper.getNode('n1').on('call:status', (c: Msg) => {
+        if (/tokens$/.test(c.args[0].text)) tokens++;
+      });
+      helper.getNode('n1').receive({ payload: '1+1=' });
+      await until(() => tokens >= 2, 'decoding');
+      const started = Date.now();
+      await helper.setFlows([MODEL], 'full');
+      assert.ok(Date.now() - started < 10000, 'close took too long');
+      assert.deepStrictEqual(sent, []);
+      // The config node was redeployed too: a fresh request runs on a fresh slot.
+      await helper.setFlows(flowWith({ type: 'rwkv-generate', maxTokens: '2' }, 2), 'full');
+      const out = nextInput('out1');
+      helper.getNode('n1').receive({ payload: '2+2=' });
+      assert.strictEqual((await out).rwkv.usage.completionTokens, 2);
+    });
+
+    it('chooses, embeds, and reports an engine error (bad grammar) without crashing', async () => {
+      await helper.load(NODES, [
+        ...flowWith({ type: 'rwkv-choose', choices: '2\n3' }),
+        { id: 'e1', type: 'rwkv-embed', model: 'm1', wires: [['out1']] },
+        { id: 'g1', type: 'rwkv-generate', model: 'm1', constraint: 'grammar', grammar: 'start ::= (', wires: [['out1'], []] },
+      ]);
+      let out = nextInput('out1');
+      helper.getNode('n1').receive({ payload: '1+1=' });
+      const chosen = await out;
+      assert.ok(['2', '3'].includes(chosen.payload));
+      assert.strictEqual(chosen.ranking.length, 2);
+      assert.ok(chosen.ranking[0].perplexity <= chosen.ranking[1].perplexity);
+
+      out = nextInput('out1');
+      helper.getNode('e1').receive({ payload: ['1+2', '3*4'] });
+      const embedded = await out;
+      assert.strictEqual(embedded.dimensions, 128);
+      assert.strictEqual(embedded.payload.length, 2);
+      assert.ok(embedded.payload[0].every((v: number) => Number.isFinite(v)));
+
+      const err = nextError('g1');
+      helper.getNode('g1').receive({ payload: '1' });
+      assert.match(String(await err), /grammar/i);
+    });
+
+    it('saves a conversation state and generates from it after loading it', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-real-'));
+      const file = path.join(dir, 'conv.cbor');
+      await helper.load(NODES, [
+        ...flowWith({ type: 'rwkv-load-state' }),
+        { id: 'g1', type: 'rwkv-generate', model: 'm1', maxTokens: '3', wires: [['out1'], []] },
+      ]);
+      let out = nextInput('out1');
+      helper.getNode('n1').receive({ operation: 'saveConversation', payload: '1+1=2\n\n', file });
+      const saved = (await out).payload;
+      assert.strictEqual(saved.tokens > 0, true);
+      assert.strictEqual(fs.statSync(file).size, saved.bytes);
+
+      out = nextInput('out1');
+      helper.getNode('n1').receive({ operation: 'loadConversation', file, name: 'conv' });
+      assert.strictEqual((await out).payload.state.name, 'conv');
+
+      out = nextInput('out1');
+      helper.getNode('g1').receive({ payload: '2+2=', state: 'conv' });
+      assert.strictEqual((await out).rwkv.usage.completionTokens, 3);
+      fs.rmSync(dir, { recursive: true });
+    });
+  });
+
+  describe('n8n execute()', () => {
+    beforeEach(() => {
+      process.env.RWKV_FLOW_IDLE_SECONDS = '0';
+    });
+    afterEach(async () => {
+      await releaseIdleEngines();
+      delete process.env.RWKV_FLOW_IDLE_SECONDS;
+      assert.strictEqual(sharedEngineCount(), 0);
+    });
+
+    async function run(node: { execute?: unknown }, opts: Omit<ContextOptions, 'credentials'>) {
+      const { ctx } = executeContext({ ...opts, credentials: CREDENTIAL });
+      const out = await (node.execute as (this: IExecuteFunctions) => Promise<{ json: Msg }[][]>).call(ctx);
+      return out[0].map((o) => o.json);
+    }
+
+    it('RWKV Generate: three items submitted together, each complete', async () => {
+      const out = await run(new RwkvGenerate(), {
+        items: [{ json: {} }, { json: {} }, { json: {} }],
+        params: { inputMode: 'prompt', prompt: (i: number) => `${i}+${i}=`, maxTokens: 4, constraint: 'none', options: { seed: 1 } },
+      });
+      assert.strictEqual(out.length, 3);
+      for (const o of out) {
+        assert.strictEqual(o.usage.completionTokens, 4);
+        assert.strictEqual(typeof o.text, 'string');
+      }
+    });
+
+    it('RWKV Generate: cancelling the execution stops the generation and releases the model', async () => {
+      const cancel = new AbortController();
+      const running = run(new RwkvGenerate(), {
+        cancelSignal: cancel.signal,
+        params: { inputMode: 'prompt', prompt: '1+1=', maxTokens: 100000, constraint: 'none', options: {} },
+      });
+      setTimeout(() => cancel.abort(), 1500);
+      await assert.rejects(running, /execution cancelled/);
+    });
+
+    it('RWKV Choose, RWKV Embed and RWKV Load State', async () => {
+      const [choice] = await run(new RwkvChoose(), {
+        params: { prompt: '1+1=', choicesMode: 'json', choicesJson: '["2", "3", "4"]', options: { calibrate: true } },
+      });
+      assert.strictEqual(choice.ranking.length, 3);
+      assert.strictEqual(choice.choice, choice.ranking[0].choice);
+
+      const [vector] = await run(new RwkvEmbed(), { params: { text: '1+2', options: { layer: 1 } } });
+      assert.strictEqual(vector.embedding.length, 128);
+
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-real-'));
+      const file = path.join(dir, 'c.cbor');
+      process.env.RWKV_FLOW_IDLE_SECONDS = '60'; // keep the engine (and its loaded states) between executions
+      const [saved] = await run(new RwkvLoadState(), { params: { operation: 'saveConversation', prompt: '1+1=2', file, state: '' } });
+      assert.ok(saved.bytes > 0);
+      await run(new RwkvLoadState(), { params: { operation: 'loadConversation', file, name: 'c' } });
+      const [listed] = await run(new RwkvLoadState(), { params: { operation: 'list' } });
+      assert.deepStrictEqual(listed.states.map((s: Msg) => s.name), ['c']);
+      fs.rmSync(dir, { recursive: true });
+    });
+  });
+});
