@@ -6,6 +6,7 @@ import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { measureCopyBandwidth } from './copy-bandwidth';
+import { measureWgslReadBandwidth } from './device/read-bandwidth';
 
 export interface ModelShape {
   name: string;
@@ -40,9 +41,17 @@ export async function benchEngine(
 ): Promise<Record<string, number | string>> {
   const log = opts.log ?? console.log;
   const secs = opts.seconds ?? 2;
-  const copy = await measureCopyBandwidth(gpu.device, Math.min(1 << 30, gpu.device.limits.maxBufferSize));
-  const results: Record<string, number | string> = { adapter: gpu.adapterName, copyGBps: +copy.gbPerS.toFixed(1) };
-  log(`copy bandwidth (read+write): ${copy.gbPerS.toFixed(1)} GB/s`);
+  const probeBytes = Math.min(1 << 30, gpu.device.limits.maxStorageBufferBindingSize, gpu.device.limits.maxBufferSize) & ~15;
+  const copy = await measureCopyBandwidth(gpu.device, probeBytes);
+  // Dawn's copyBufferToBuffer is far below what a kernel can read on some drivers (a fifth on the H200),
+  // so the weight-read rate is also put against a plain WGSL read of the same memory.
+  const read = await measureWgslReadBandwidth(gpu.device, { bytes: probeBytes, workgroupCounts: [2112, 8448], unrolls: [4] });
+  const results: Record<string, number | string> = {
+    adapter: gpu.adapterName,
+    copyGBps: +copy.gbPerS.toFixed(1),
+    wgslReadGBps: +read.best.gbPerS.toFixed(1),
+  };
+  log(`copy bandwidth (read+write): ${copy.gbPerS.toFixed(1)} GB/s; WGSL read: ${read.best.gbPerS.toFixed(1)} GB/s`);
   for (const shape of shapes) {
     const t0 = performance.now();
     const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: opts.vocab ?? 65536, dtype: 'f16', seed: 7 });
@@ -67,6 +76,7 @@ export async function benchEngine(
     const pre128 = await prefill(128);
     const pre512 = await prefill(512);
     const bwFrac = (stepBytes * dec1Tps) / (copy.gbPerS * 1e9);
+    const readFrac = (stepBytes * dec1Tps) / (read.best.gbPerS * 1e9);
     const p = shape.name;
     Object.assign(results, {
       [`${p}.loadSeconds`]: +load.toFixed(1),
@@ -76,10 +86,11 @@ export async function benchEngine(
       [`${p}.prefill512TokPerS`]: +pre512.toFixed(0),
       [`${p}.decodeB1WeightGBps`]: +((stepBytes * dec1Tps) / 1e9).toFixed(1),
       [`${p}.decodeB1FractionOfCopyBandwidth`]: +bwFrac.toFixed(3),
+      [`${p}.decodeB1FractionOfWgslRead`]: +readFrac.toFixed(3),
     });
     log(
       `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
-        `${(100 * bwFrac).toFixed(1)}% of copy), b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), ` +
+        `${(100 * bwFrac).toFixed(1)}% of copy, ${(100 * readFrac).toFixed(1)}% of WGSL read), b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), ` +
         `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s`,
     );
     be.dispose();
