@@ -49,9 +49,10 @@ export function mergeSchemas(a: SchemaObject, b: SchemaObject, place: string, ca
     const pb = (b.properties ?? {}) as Record<string, Schema>;
     const aa = a.additionalProperties as Schema | undefined;
     const ab = b.additionalProperties as Schema | undefined;
-    const props: Record<string, Schema> = {};
+    // No prototype: a key such as "__proto__" must stay an ordinary key.
+    const props: Record<string, Schema> = Object.create(null);
     for (const k of new Set([...Object.keys(pa), ...Object.keys(pb)])) {
-      props[k] = both(k in pa ? pa[k] : aa, k in pb ? pb[k] : ab) ?? true;
+      props[k] = both(Object.hasOwn(pa, k) ? pa[k] : aa, Object.hasOwn(pb, k) ? pb[k] : ab) ?? true;
     }
     out.properties = props;
     const add = both(aa, ab);

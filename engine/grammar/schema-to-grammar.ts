@@ -157,7 +157,7 @@ class SchemaConverter {
       throw new ConstraintError(`$ref ${JSON.stringify(refText)}: anchors are not supported, use a JSON pointer`, place);
     for (const raw of path === '' ? [] : path.slice(1).split('/')) {
       const key = decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~');
-      if (!node || typeof node !== 'object' || !(key in (node as object)))
+      if (!node || typeof node !== 'object' || !Object.hasOwn(node as object, key))
         throw new ConstraintError(`$ref ${JSON.stringify(refText)} points to nothing`, place);
       node = (node as Record<string, unknown>)[key];
     }
@@ -301,7 +301,7 @@ class SchemaConverter {
       const pa = (sa.properties ?? {}) as Record<string, Schema>;
       const pb = (sb.properties ?? {}) as Record<string, Schema>;
       for (const k of ra) {
-        if (!rb.includes(k) || typeof pa[k] !== 'object' || typeof pb[k] !== 'object') continue;
+        if (!rb.includes(k) || !Object.hasOwn(pa, k) || !Object.hasOwn(pb, k) || typeof pa[k] !== 'object' || typeof pb[k] !== 'object') continue;
         const va = this.signature(pa[k]).values, vb = this.signature(pb[k]).values;
         if (va && vb && [...va].every((v) => !vb.has(v))) return true;
       }
@@ -465,8 +465,9 @@ class SchemaConverter {
     const ws = WS;
     const members: { key: string; expr: Expr; required: boolean }[] = [];
     for (const key of keys) {
-      const schema = key in props ? props[key] : additional;
-      const valuePlace = key in props ? `${place}/properties/${escapePointer(key)}` : `${place}/additionalProperties`;
+      const declared = Object.hasOwn(props, key);
+      const schema = declared ? props[key] : additional;
+      const valuePlace = declared ? `${place}/properties/${escapePointer(key)}` : `${place}/additionalProperties`;
       const value = this.convert(schema, valuePlace);
       if (value === null) {
         if (required.has(key)) return null;
