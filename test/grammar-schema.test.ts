@@ -3,6 +3,7 @@ import { canonicalJson, compileConstraint, ConstraintError } from '../engine/gra
 import { schemaToGrammar } from '../engine/grammar/schema-to-grammar';
 import { acceptsText } from './grammar-check-text';
 import { SCHEMA_CASES } from './grammar-schema-cases';
+import { mulberry32 } from './grammar-sampler';
 import { worldTokenizer } from './grammar-vocab';
 
 function refusedSchema(schema: object, fragments: string[]): ConstraintError {
@@ -45,6 +46,38 @@ describe('JSON schema constraints', function () {
       assert.ok(valid > 0 && valid < instances.length, 'each case has valid and invalid instances');
     });
   }
+
+  it('number bounds, fractional and exclusive, match ajv exactly for random values', () => {
+    const rand = mulberry32(99);
+    const pickBound = () => {
+      const r = rand();
+      if (r < 0.15) return undefined;
+      const scale = [1, 10, 100, 0.01][Math.floor(rand() * 4)];
+      return Math.round((rand() * 20 - 10) * scale * 1000) / 1000;
+    };
+    for (let k = 0; k < 40; k++) {
+      const schema: Record<string, unknown> = { type: 'number' };
+      const lo = pickBound(), hi = pickBound();
+      if (lo !== undefined) schema[rand() < 0.5 ? 'minimum' : 'exclusiveMinimum'] = lo;
+      if (hi !== undefined) schema[rand() < 0.5 ? 'maximum' : 'exclusiveMaximum'] = hi;
+      if (lo === undefined && hi === undefined) continue;
+      let c;
+      try {
+        c = compileConstraint({ jsonSchema: schema }, worldTokenizer());
+      } catch (e) {
+        // An empty range is refused up front.
+        assert.ok(e instanceof ConstraintError && /accepts no value/.test(e.message), String(e));
+        continue;
+      }
+      const values = [lo, hi, 0, -0.5, 0.5].filter((v): v is number => v !== undefined);
+      for (let i = 0; i < 30; i++) values.push(Math.round((rand() * 40 - 20) * 10 ** Math.floor(rand() * 4)) / 10 ** Math.floor(rand() * 4));
+      for (const v of [...values, ...values.map((x) => x + 0.001), ...values.map((x) => x - 0.001)]) {
+        const text = JSON.stringify(v);
+        if (/e/.test(text)) continue;
+        assert.strictEqual(acceptsText(c, text), ajvAccepts(c, v), `${text} for ${JSON.stringify(schema)}`);
+      }
+    }
+  });
 
   it('writes object keys in schema order whatever the instance order', () => {
     const schema = { type: 'object', properties: { z: { type: 'integer' }, a: { type: 'integer' } } };

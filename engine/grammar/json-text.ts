@@ -100,28 +100,6 @@ export function integerRange(lo: number, hi: number): Expr {
   return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
 }
 
-/** A canonical fraction: digits ending in a non-zero digit (JSON.stringify never writes 1.50). */
-const FRACTION: Expr = seq(lit('.'), rep(DIGIT, 0, Infinity), NONZERO);
-
-/**
- * Numbers v with lo <= v <= hi (strict where exclusive), written without exponent. Exact for
- * integer bounds; for fractional bounds the grammar keeps to a safe inner range.
- */
-export function numberRange(lo: number, loExcl: boolean, hi: number, hiExcl: boolean): Expr {
-  const minInt = lo === -Infinity ? -Infinity : Number.isInteger(lo) ? (loExcl ? lo + 1 : lo) : Math.ceil(lo);
-  const maxInt = hi === Infinity ? Infinity : Number.isInteger(hi) ? (hiExcl ? hi - 1 : hi) : Math.floor(hi);
-  const alts: Expr[] = [integerRange(minInt, maxInt)];
-  // I.F lies strictly between I and I+1.
-  const posLo = Math.max(0, lo === -Infinity ? 0 : Math.ceil(lo));
-  const posHi = hi === Infinity ? Infinity : Math.floor(hi) - 1;
-  if (posLo <= posHi) alts.push(seq(uintRange(posLo, posHi), FRACTION));
-  // -I.F lies strictly between -(I+1) and -I.
-  const negLo = Math.max(0, hi === Infinity ? 0 : Math.ceil(-hi));
-  const negHi = lo === -Infinity ? Infinity : Math.floor(-lo) - 1;
-  if (negLo <= negHi) alts.push(seq(lit('-'), uintRange(negLo, negHi), FRACTION));
-  return alt(...alts);
-}
-
 /**
  * JSON text of a value with object keys in a fixed order: keys listed in `keyOrder` first (in
  * that order), then the others as they come. The grammar writes objects in the same order.

@@ -9,6 +9,7 @@ import addFormats from 'ajv-formats';
 import { ConstraintError } from './constraint-error';
 import { complementSet, CodePointSet } from './code-point-set';
 import { alt, EMPTY, Expr, GrammarIR, GrammarRule, lit, NOTHING, ref, rep, seq } from './grammar-ir';
+import { decimalRange } from './decimal-range';
 import { formatExpr } from './json-formats';
 import {
   ALL_CHARS,
@@ -18,7 +19,6 @@ import {
   jsonChar,
   jsonEncodeChars,
   NUMBER,
-  numberRange,
 } from './json-text';
 import { regexBranches } from './regex-to-expr';
 import { mergeSchemas, Schema, SchemaObject, typeList } from './schema-merge';
@@ -374,7 +374,7 @@ class SchemaConverter {
     }
     if (!bounded) return NUMBER;
     if (lo > hi || (lo === hi && (loExcl || hiExcl))) return null;
-    return numberRange(lo, loExcl, hi, hiExcl);
+    return decimalRange(lo, loExcl, hi, hiExcl, place);
   }
 
   private jsonChars(): Expr {
