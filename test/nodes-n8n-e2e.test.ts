@@ -15,6 +15,8 @@ import { GOLDEN, REPO_ROOT } from './paths';
 const N8N_BIN = process.env.N8N_E2E_BIN;
 const NODE_BIN = process.env.N8N_E2E_NODE ?? process.execPath;
 const TINY = path.join(GOLDEN, 'v7-tiny.st');
+/** Full World vocabulary, so chat prompts ("User: ...") tokenize within the model. */
+const VOCAB_MODEL = path.join(GOLDEN, 'v7-vocab.pth');
 
 /** The package as npm would unpack it, with its runtime dependencies beside it (not n8n-workflow: n8n provides that). */
 function installPackage(root: string): string {
@@ -69,11 +71,53 @@ function workflow() {
   };
 }
 
+/** Basic LLM Chain and AI Agent (no tools), each on the RWKV Chat Model sub-node. */
+function chatWorkflow() {
+  const cred = { rwkvModelApi: { id: 'rwkvVocab', name: 'RWKV vocab' } };
+  let n = 0;
+  const node = (name: string, type: string, typeVersion: number, x: number, parameters: object, extra: object = {}) => ({
+    id: `00000000-0000-4000-9000-${String(++n).padStart(12, '0')}`,
+    name,
+    type,
+    typeVersion,
+    position: [x, name.endsWith('Model') ? 200 : 0],
+    parameters,
+    ...extra,
+  });
+  const lm = (to: string) => ({ ai_languageModel: [[{ node: to, type: 'ai_languageModel', index: 0 }]] });
+  return {
+    id: 'rwkvE2eChat',
+    name: 'rwkv e2e chat',
+    active: false,
+    settings: { executionOrder: 'v1' },
+    nodes: [
+      node('Start', 'n8n-nodes-base.manualTrigger', 1, 0, {}),
+      node('Chain', '@n8n/n8n-nodes-langchain.chainLlm', 1.7, 200, { promptType: 'define', text: 'Say hello.' }),
+      node('Agent', '@n8n/n8n-nodes-langchain.agent', 3, 400, { promptType: 'define', text: 'Say goodbye.', options: {} }),
+      node('Chain Model', 'CUSTOM.lmChatRwkv', 1, 200, { maxTokens: 8, options: { seed: 1 } }, { credentials: cred }),
+      node('Agent Model', 'CUSTOM.lmChatRwkv', 1, 400, { maxTokens: 8, options: { seed: 2 } }, { credentials: cred }),
+    ],
+    connections: {
+      Start: { main: [[{ node: 'Chain', type: 'main', index: 0 }]] },
+      Chain: { main: [[{ node: 'Agent', type: 'main', index: 0 }]] },
+      'Chain Model': lm('Chain'),
+      'Agent Model': lm('Agent'),
+    },
+  };
+}
+
 (N8N_BIN ? describe : describe.skip)('n8n end to end (n8n import + n8n execute)', function () {
   this.timeout(600000);
   let root: string;
   let env: NodeJS.ProcessEnv;
-  const n8n = (...args: string[]) => execFileSync(NODE_BIN, [N8N_BIN!, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  const n8n = (...args: string[]) => {
+    try {
+      return execFileSync(NODE_BIN, [N8N_BIN!, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    } catch (err) {
+      const e = err as { stdout?: string; stderr?: string };
+      throw new Error(`n8n ${args.join(' ')} failed:\n${(e.stdout ?? '').slice(-3000)}\n${(e.stderr ?? '').slice(-3000)}`);
+    }
+  };
 
   before(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-e2e-'));
@@ -86,19 +130,30 @@ function workflow() {
       N8N_RUNNERS_ENABLED: 'false',
       RWKV_FLOW_IDLE_SECONDS: '0',
     };
-    const creds = [{ id: 'rwkvTiny', name: 'RWKV tiny', type: 'rwkvModelApi', data: { modelPath: TINY, precision: 'f32', maxBatch: 4, chunkSize: 0, cacheMiB: 0, stateDir: '', maxQueue: 0 } }];
+    const data = { precision: 'f32', maxBatch: 4, chunkSize: 0, cacheMiB: 0, stateDir: '', maxQueue: 0 };
+    const creds = [
+      { id: 'rwkvTiny', name: 'RWKV tiny', type: 'rwkvModelApi', data: { ...data, modelPath: TINY } },
+      { id: 'rwkvVocab', name: 'RWKV vocab', type: 'rwkvModelApi', data: { ...data, modelPath: VOCAB_MODEL } },
+    ];
     fs.writeFileSync(path.join(root, 'creds.json'), JSON.stringify(creds));
-    fs.writeFileSync(path.join(root, 'workflow.json'), JSON.stringify(workflow()));
     n8n('import:credentials', `--input=${path.join(root, 'creds.json')}`);
-    n8n('import:workflow', `--input=${path.join(root, 'workflow.json')}`);
+    for (const wf of [workflow(), chatWorkflow()]) {
+      const file = path.join(root, `${wf.id}.json`);
+      fs.writeFileSync(file, JSON.stringify(wf));
+      n8n('import:workflow', `--input=${file}`);
+    }
   });
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-  it('runs generate (two items, one batch), choose and embed on the real engine', () => {
-    const out = n8n('execute', '--id=rwkvE2e', '--rawOutput');
+  function execute(id: string) {
+    const out = n8n('execute', `--id=${id}`, '--rawOutput');
     const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: Record<string, { data: { main: { json: any }[][] } }[]> } } };
     assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
-    const items = (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
+    return (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
+  }
+
+  it('runs generate (two items, one batch), choose and embed on the real engine', () => {
+    const items = execute('rwkvE2e');
     const generated = items('Generate');
     assert.strictEqual(generated.length, 2);
     for (const g of generated) {
@@ -112,5 +167,14 @@ function workflow() {
     const embedded = items('Embed');
     assert.strictEqual(embedded[0].dimensions, 128);
     assert.strictEqual(embedded[0].embedding.length, 128);
+  });
+
+  it('RWKV Chat Model answers in a Basic LLM Chain and in an AI Agent', () => {
+    const items = execute('rwkvE2eChat');
+    const [chain] = items('Chain');
+    assert.strictEqual(typeof chain.text, 'string');
+    assert.ok(chain.text.length > 0);
+    const [agent] = items('Agent');
+    assert.strictEqual(typeof agent.output, 'string');
   });
 });

@@ -12,6 +12,9 @@ import { RwkvChoose } from '../nodes/RwkvChoose/RwkvChoose.node';
 import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
 import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
 import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
+import { LmChatRwkv } from '../nodes/LmChatRwkv/LmChatRwkv.node';
+import type { Message } from '../nodes/n8n/ai-node-sdk';
+import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
 import { FakeEngineProvider } from './nodes-fake-engine';
 import { executeContext, type ContextOptions } from './nodes-n8n-context';
@@ -255,8 +258,72 @@ describe('n8n nodes (fake engine)', function () {
     });
   });
 
+  describe('RWKV Chat Model (AI sub-node)', () => {
+    const text = (role: Message['role'], t: string): Message => ({ role, content: [{ type: 'text', text: t }] });
+    const model = () => new RwkvChatModel({ modelPath: '/models/chat.st' }, { maxTokens: 50, temperature: 0.5, samplerKind: 'typical' });
+
+    it('generates a reply to SDK messages in the RWKV dialogue format', async () => {
+      const result = await model().generate([text('system', 'Be brief.'), text('user', 'Hi there'), text('assistant', 'Hello.'), text('user', 'Bye now')], {
+        maxTokens: 20,
+        topP: 0.3,
+        stopSequences: ['END'],
+      });
+      const req = provider.engine.requests[0];
+      assert.strictEqual(req.prompt, 'System: Be brief.\n\nUser: Hi there\n\nAssistant: Hello.\n\nUser: Bye now\n\nAssistant:');
+      assert.strictEqual(req.maxTokens, 20);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', 'END']);
+      assert.deepStrictEqual(req.sampler, { kind: 'typical', temperature: 0.5, topP: 0.3 });
+      assert.deepStrictEqual(result.message, { role: 'assistant', content: [{ type: 'text', text: 'echo: Bye now Assistant:' }] });
+      assert.strictEqual(result.finishReason, 'stop');
+      assert.strictEqual(result.usage!.completionTokens, 4);
+    });
+
+    it('streams text deltas without the leading space, then finish with usage', async () => {
+      const chunks = [];
+      for await (const c of model().stream([text('user', 'one two')], { maxTokens: 3, stop: [] })) chunks.push(c);
+      assert.deepStrictEqual(chunks, [
+        { type: 'text-delta', delta: 'echo:' },
+        { type: 'text-delta', delta: ' one' },
+        { type: 'text-delta', delta: ' two' },
+        { type: 'finish', finishReason: 'length', usage: { promptTokens: 25, completionTokens: 3, totalTokens: 28 } },
+      ]);
+      assert.strictEqual(provider.held, 0, 'the stream did not give the engine back');
+    });
+
+    it('passes the AI node abort signal to the engine', async () => {
+      provider.engine.options.tokenDelayMs = 20;
+      const abort = new AbortController();
+      const running = model().generate([text('user', 'many words to echo slowly here')], { signal: abort.signal });
+      setTimeout(() => abort.abort(), 30);
+      await assert.rejects(running, /generation cancelled/);
+      assert.strictEqual(provider.engine.active, 0);
+    });
+
+    it('accepts an agent without tools and refuses tools with a clear error', () => {
+      const m = model();
+      assert.strictEqual(m.withTools([]), m);
+      assert.throws(() => m.withTools([{ name: 'calculator' }]), /cannot call tools \(calculator\)/);
+    });
+
+    it('rejects tool results and non-text content naming the message', async () => {
+      await assert.rejects(model().generate([{ role: 'tool', content: [{ type: 'tool-result' }] }]), /messages\[0\]: tool results cannot be given/);
+      await assert.rejects(model().generate([{ role: 'user', content: [{ type: 'file' }] }]), /messages\[0\]: content of type "file" is not supported/);
+    });
+
+    it('supplyData explains when n8n has no AI node SDK', async () => {
+      const { ctx } = executeContext({ params: { maxTokens: 10, options: {} } });
+      await assert.rejects(new LmChatRwkv().supplyData!.call(ctx as never, 0), /needs an n8n version with the AI node SDK/);
+    });
+
+    it('is an AI language-model sub-node', () => {
+      const d = new LmChatRwkv().description;
+      assert.deepStrictEqual(d.inputs, []);
+      assert.deepStrictEqual(d.outputs, ['ai_languageModel']);
+    });
+  });
+
   describe('descriptions', () => {
-    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState()];
+    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv()];
 
     it('use the RWKV Model credential, which declares every model setting', () => {
       const credential = new RwkvModelApi();

@@ -15,6 +15,7 @@ import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
 import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
 import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { executeContext, type ContextOptions } from './nodes-n8n-context';
 import { GOLDEN, REPO_ROOT } from './paths';
 
@@ -24,6 +25,8 @@ helper.init(require.resolve('node-red'));
 
 type Msg = Record<string, any>;
 const TINY = path.join(GOLDEN, 'v7-tiny.st');
+/** Full World vocabulary (2 layers), for chat prompts whose "User:"/"Assistant:" tokens the tiny model lacks. */
+const VOCAB_MODEL = path.join(GOLDEN, 'v7-vocab.pth');
 const CREDENTIAL = { modelPath: TINY, precision: 'f32', maxBatch: 4, chunkSize: 0, cacheMiB: 0, stateDir: '', maxQueue: 0 };
 const NODES = ['rwkv-model.js', 'rwkv-generate.js', 'rwkv-choose.js', 'rwkv-embed.js', 'rwkv-load-state.js'].map((f) =>
   require(path.join(REPO_ROOT, 'nodes', 'node-red', f)),
@@ -202,6 +205,36 @@ describe('nodes on the real engine (tiny model)', function () {
       const [listed] = await run(new RwkvLoadState(), { params: { operation: 'list' } });
       assert.deepStrictEqual(listed.states.map((s: Msg) => s.name), ['c']);
       fs.rmSync(dir, { recursive: true });
+    });
+  });
+
+  describe('RWKV Chat Model (n8n AI sub-node)', () => {
+    before(function () {
+      if (!fs.existsSync(VOCAB_MODEL)) this.skip();
+      process.env.RWKV_FLOW_IDLE_SECONDS = '0';
+    });
+    after(() => {
+      delete process.env.RWKV_FLOW_IDLE_SECONDS;
+      assert.strictEqual(sharedEngineCount(), 0);
+    });
+
+    it('generates and streams a reply to chat messages', async () => {
+      const model = new RwkvChatModel({ modelPath: VOCAB_MODEL, precision: 'f32', maxBatch: 2 }, { maxTokens: 6, seed: 1 });
+      const messages = [
+        { role: 'system' as const, content: [{ type: 'text', text: 'Be brief.' }] },
+        { role: 'user' as const, content: [{ type: 'text', text: 'Hello there' }] },
+      ];
+      const result = await model.generate(messages);
+      assert.strictEqual(result.usage!.completionTokens, 6);
+      assert.strictEqual(result.finishReason, 'length');
+      const deltas: string[] = [];
+      let finish: unknown;
+      for await (const chunk of model.stream(messages, { maxTokens: 4 })) {
+        if (chunk.type === 'text-delta') deltas.push(chunk.delta);
+        else finish = chunk;
+      }
+      assert.ok(deltas.length > 0);
+      assert.deepStrictEqual((finish as { usage: { completionTokens: number } }).usage.completionTokens, 4);
     });
   });
 });

@@ -27,8 +27,14 @@ function releaseKept(key: string, entry: Kept): Promise<void> {
   return entry.lease.then((l) => l.release(), () => undefined);
 }
 
-/** Runs fn with the engine for this configuration, loading it if needed and keeping it warm after. */
-export async function withEngine<T>(config: EngineConfig, fn: (engine: Engine) => Promise<T>): Promise<T> {
+/** A use of a kept engine; call done() when finished so the idle countdown can start. */
+export interface EngineUse {
+  engine: Engine;
+  done(): Promise<void>;
+}
+
+/** The engine for this configuration, loading it if needed and keeping it warm after the last use. */
+export async function useEngine(config: EngineConfig): Promise<EngineUse> {
   const key = JSON.stringify(config);
   let entry = kept.get(key);
   if (!entry) {
@@ -38,27 +44,37 @@ export async function withEngine<T>(config: EngineConfig, fn: (engine: Engine) =
   const mine = entry;
   mine.users++;
   clearTimeout(mine.timer);
-  try {
-    let lease: EngineLease;
-    try {
-      lease = await mine.lease;
-    } catch (err) {
-      // A failed load is not kept: the next execution tries again (the file may have appeared).
-      if (kept.get(key) === mine) kept.delete(key);
-      throw err;
-    }
-    return await fn(lease.engine);
-  } finally {
+  const done = async () => {
     mine.users--;
-    if (mine.users === 0 && kept.get(key) === mine) {
-      const idle = idleMilliseconds();
-      if (idle === 0) await releaseKept(key, mine);
-      else {
-        mine.timer = setTimeout(() => void releaseKept(key, mine), idle);
-        mine.timer.unref(); // a warm model must not keep the process alive
-      }
-    }
+    if (mine.users > 0 || kept.get(key) !== mine) return;
+    const idle = idleMilliseconds();
+    if (idle === 0) return releaseKept(key, mine);
+    mine.timer = setTimeout(() => void releaseKept(key, mine), idle);
+    mine.timer.unref(); // a warm model must not keep the process alive
+  };
+  try {
+    return { engine: (await mine.lease).engine, done: once(done) };
+  } catch (err) {
+    // A failed load is not kept: the next execution tries again (the file may have appeared).
+    if (kept.get(key) === mine) kept.delete(key);
+    await done();
+    throw err;
   }
+}
+
+/** Runs fn with the engine for this configuration (see useEngine). */
+export async function withEngine<T>(config: EngineConfig, fn: (engine: Engine) => Promise<T>): Promise<T> {
+  const use = await useEngine(config);
+  try {
+    return await fn(use.engine);
+  } finally {
+    await use.done();
+  }
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let called: Promise<void> | undefined;
+  return () => (called ??= fn());
 }
 
 /** Releases every kept lease that no execution is using (shutdown, tests). */
