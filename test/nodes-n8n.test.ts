@@ -144,6 +144,16 @@ describe('n8n nodes (fake engine)', function () {
       assert.strictEqual(out[0].json.text, ' echo: one two');
     });
 
+    it('ends a failed stream with an error chunk', async () => {
+      provider.engine.options.tokenDelayMs = 20;
+      const cancel = new AbortController();
+      const { ctx, chunks } = executeContext({ streaming: true, cancelSignal: cancel.signal, params: { ...GENERATE, prompt: 'a b c d e f g' } });
+      setTimeout(() => cancel.abort(), 50);
+      await assert.rejects(new RwkvGenerate().execute!.call(ctx), /execution cancelled/);
+      assert.strictEqual(chunks[0].type, 'begin');
+      assert.deepStrictEqual(chunks[chunks.length - 1], { type: 'error', itemIndex: 0, content: 'generation cancelled' });
+    });
+
     it('does not stream when the option is off or n8n is not streaming', async () => {
       let r = await run(new RwkvGenerate(), { streaming: true, params: { ...GENERATE, prompt: 'x', options: { enableStreaming: false } } });
       assert.deepStrictEqual(r.chunks, []);

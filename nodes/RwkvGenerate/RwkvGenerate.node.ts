@@ -185,14 +185,29 @@ export class RwkvGenerate implements INodeType {
     return executeItems(this, async (i, engine, signal) => {
       const options = this.getNodeParameter('options', i, {}) as GenerateOptions;
       const prepared = prepareGenerate(generateInput(this, i, options));
-      const stream = streaming && options.enableStreaming !== false;
-      if (stream) this.sendChunk('begin', i);
-      const result = await runGeneration(engine, prepared, {
-        signal,
-        onEvent: stream ? (e) => e.type === 'delta' && e.text !== '' && this.sendChunk('item', i, e.text) : undefined,
-      });
-      if (stream) this.sendChunk('end', i);
-      return result as unknown as IDataObject;
+      if (!(streaming && options.enableStreaming !== false)) {
+        return (await runGeneration(engine, prepared, { signal })) as unknown as IDataObject;
+      }
+      // Chunks go out in order (sendChunk is async in recent n8n). Streaming is best effort: a
+      // client that went away must not fail the generation, whose result is the node's output.
+      let chunks: Promise<unknown> = Promise.resolve();
+      const send = (type: 'begin' | 'item' | 'end' | 'error', text?: string) => {
+        chunks = chunks.then(() => this.sendChunk(type, i, text)).catch(() => undefined);
+      };
+      send('begin');
+      try {
+        const result = await runGeneration(engine, prepared, {
+          signal,
+          onEvent: (e) => e.type === 'delta' && e.text !== '' && send('item', e.text),
+        });
+        send('end');
+        return result as unknown as IDataObject;
+      } catch (err) {
+        send('error', (err as Error).message);
+        throw err;
+      } finally {
+        await chunks;
+      }
     });
   }
 }
