@@ -1,12 +1,14 @@
 // String formats as grammars over the decoded characters (the caller JSON-encodes them). Each
 // follows what ajv-formats ("full" mode) accepts, so generated values pass the final check:
 // date and date-time know month lengths and leap years; time requires a time zone like
-// ajv-formats v3. Leap seconds (23:59:60) are left out.
+// ajv-formats v3. Of the leap seconds ajv-formats accepts (any hh:mm:60 that is 23:59:60 in
+// UTC) only those written in UTC are included: the others need a grammar branch per local
+// time and offset (tens of thousands of positions) for a value no one generates on purpose.
 
 import { ConstraintError } from './constraint-error';
 import { Expr } from './grammar-ir';
+import { alt, chars, seq } from './grammar-ir';
 import { regexBranches } from './regex-to-expr';
-import { alt, seq } from './grammar-ir';
 
 const DATE = String.raw`(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[048]|[2468][048]|[13579][26])00)-02-29)`;
 const TIME = String.raw`(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?))`;
@@ -25,20 +27,30 @@ const EMAIL =
 
 const FORMAT_REGEX: Record<string, string> = {
   date: DATE,
-  time: TIME,
-  'date-time': `${DATE}[Tt ]${TIME}`,
   email: EMAIL,
   uuid: `(?:urn:uuid:)?${HEX}{8}-(?:${HEX}{4}-){3}${HEX}{12}`,
   uri: URI,
   ipv4: String.raw`(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`,
 };
 
-export const SUPPORTED_FORMATS = Object.keys(FORMAT_REGEX);
+export const SUPPORTED_FORMATS = ['date', 'time', 'date-time', ...Object.keys(FORMAT_REGEX).filter((f) => f !== 'date')];
+
+function regexExpr(source: string, name: string): Expr {
+  return alt(...regexBranches(source, '', `format '${name}'`).map((b) => b.expr));
+}
+
+const LEAP_SECOND_UTC = String.raw`23:59:60(?:\.[0-9]+)?(?:[zZ]|[+-]00(?::?00)?)`;
+
+function timeExpr(): Expr {
+  return alt(regexExpr(TIME, 'time'), regexExpr(LEAP_SECOND_UTC, 'time'));
+}
 
 /** The decoded characters a format allows, as a grammar expression; throws for unknown formats. */
 export function formatExpr(format: string, place: string): Expr {
+  if (format === 'time') return timeExpr();
+  if (format === 'date-time') return seq(regexExpr(DATE, 'date-time'), chars([0x20, 0x20, 0x54, 0x54, 0x74, 0x74]), timeExpr());
   const source = FORMAT_REGEX[format];
   if (source === undefined)
     throw new ConstraintError(`format '${format}' is not supported (supported: ${SUPPORTED_FORMATS.join(', ')})`, place);
-  return alt(...regexBranches(source, '', `format '${format}'`).map((b) => seq(b.expr)));
+  return regexExpr(source, format);
 }

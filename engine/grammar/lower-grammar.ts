@@ -66,6 +66,15 @@ class Lowering {
       throw new ConstraintError(`grammar too large after expanding repetitions (over ${MAX_POSITIONS} positions)`);
   }
 
+  /** Byte-set id of each single byte, the common case (literals). */
+  private singleByteSets = new Int32Array(256).fill(-1);
+
+  private singleByte(b: number): number {
+    let id = this.singleByteSets[b];
+    if (id < 0) id = this.singleByteSets[b] = this.byteSet([[b, b]]);
+    return id;
+  }
+
   private byteSet(ranges: [number, number][]): number {
     const key = ranges.map((r) => `${r[0]}-${r[1]}`).join(',');
     let id = this.byteSetIds.get(key);
@@ -89,7 +98,7 @@ class Lowering {
       case 'seq':
         return e.items.flatMap((x) => this.lowerSeq(x, owner, place));
       case 'lit':
-        return Array.from(e.bytes, (b) => this.byteSet([[b, b]]));
+        return Array.from(e.bytes, (b) => this.singleByte(b));
       case 'bytes':
         return [this.byteSet(e.ranges)];
       case 'chars':
