@@ -208,7 +208,7 @@ describe('nodes on the real engine (tiny model)', function () {
     });
   });
 
-  describe('RWKV Chat Model (n8n AI sub-node)', () => {
+  describe('full-vocabulary model: chat prompts and JSON schema', () => {
     before(function () {
       if (!fs.existsSync(VOCAB_MODEL)) this.skip();
       process.env.RWKV_FLOW_IDLE_SECONDS = '0';
@@ -218,7 +218,25 @@ describe('nodes on the real engine (tiny model)', function () {
       assert.strictEqual(sharedEngineCount(), 0);
     });
 
-    it('generates and streams a reply to chat messages', async () => {
+    it('RWKV Generate: chat messages with a JSON schema give the parsed JSON', async () => {
+      const { ctx } = executeContext({
+        credentials: { ...CREDENTIAL, modelPath: VOCAB_MODEL },
+        params: {
+          inputMode: 'messages',
+          messages: { message: [{ role: 'user', content: 'Is water wet? Answer in JSON.' }] },
+          maxTokens: 20,
+          constraint: 'jsonSchema',
+          jsonSchema: '{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"],"additionalProperties":false}',
+          options: { seed: 4 },
+        },
+      });
+      const [[item]] = await new RwkvGenerate().execute!.call(ctx);
+      assert.strictEqual(typeof (item.json.json as { ok: unknown }).ok, 'boolean');
+      assert.deepStrictEqual(item.json.json, JSON.parse(item.json.text as string));
+      assert.strictEqual(item.json.finishReason, 'grammar');
+    });
+
+    it('RWKV Chat Model (AI sub-node) generates and streams a reply to chat messages', async () => {
       const model = new RwkvChatModel({ modelPath: VOCAB_MODEL, precision: 'f32', maxBatch: 2 }, { maxTokens: 6, seed: 1 });
       const messages = [
         { role: 'system' as const, content: [{ type: 'text', text: 'Be brief.' }] },
