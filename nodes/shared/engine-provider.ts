@@ -19,6 +19,6 @@ export function acquireLease(config: EngineConfig): Promise<EngineLease> {
   // Loaded lazily: requiring the engine pulls in WebGPU, which the editors (and the n8n node
   // description loader) never need.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const shared = require('../../engine/shared-engine') as { acquireEngine: EngineProvider };
+  const shared = require('../../engine/shared-engine') as typeof import('../../engine/shared-engine');
   return shared.acquireEngine(config);
 }
