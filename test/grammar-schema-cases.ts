@@ -86,7 +86,7 @@ export const SCHEMA_CASES: SchemaCase[] = [
   { keyword: 'format', schema: { type: 'string', format: 'date-time' }, instances: ['2024-01-02T03:04:05Z', '2024-01-02t03:04:05.5+01:00', '2024-01-02 03:04:05Z', '2024-01-02T03:04:05', '2024-01-32T00:00:00Z'] },
   { keyword: 'format', schema: { type: 'string', format: 'email' }, instances: ['a.b@example.com', 'x+y@sub.domain.org', 'no-at-sign', 'a@b', '@example.com', 'a..b@example.com'] },
   { keyword: 'format', schema: { type: 'string', format: 'uuid' }, instances: ['123e4567-e89b-12d3-a456-426614174000', 'urn:uuid:123E4567-E89B-12D3-A456-426614174000', '123e4567e89b12d3a456426614174000', 'g23e4567-e89b-12d3-a456-426614174000'] },
-  { keyword: 'format', schema: { type: 'string', format: 'uri' }, instances: ['https://example.com/a/b?c=d#e', 'urn:isbn:0451450523', 'mailto:a@b.c', '/relative/path', 'http://exa mple.com', 'ftp://host:21/file', '1http://x', 'x:'] },
+  { keyword: 'format', schema: { type: 'string', format: 'uri' }, instances: ['https://example.com/a/b?c=d#e', 'urn:isbn:0451450523', 'mailto:a@b.c', '/relative/path', 'http://exa mple.com', 'ftp://host:21/file', '1http://x', 'x:', 'ftp://[::1]/', 'http://[v7.x]/', 'http://[1:2]/'] },
   { keyword: 'format', schema: { type: 'string', format: 'ipv4' }, instances: ['192.168.0.1', '256.1.1.1', '1.2.3', '01.2.3.4'] },
   { keyword: 'minimum', schema: { type: 'integer', minimum: -15, maximum: 120 }, instances: [-15, -16, 0, 99, 120, 121, 1000, -100] },
   { keyword: 'minimum', schema: { type: 'integer', exclusiveMinimum: 0, exclusiveMaximum: 10 }, instances: [0, 1, 9, 10] },
