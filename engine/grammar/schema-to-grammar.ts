@@ -175,6 +175,9 @@ class SchemaConverter {
       this.rules.set(name, { name, body: NOTHING, place: ptr });
       const body = this.convert(node, ptr);
       this.rules.get(name)!.body = body ?? NOTHING;
+      // A target that accepts nothing makes the reference accept nothing (recursive uses made
+      // while converting it keep the empty rule, which the grammar checks then drop).
+      if (body === null) return null;
     }
     return ref(name, place);
   }
