@@ -169,6 +169,15 @@ describe('constraint matcher over the World vocabulary', function () {
     assert.throws(() => m.accept(tok().vocabSize + 5), ConstraintError);
   });
 
+  it('says so when a reduced vocabulary cannot continue the output', () => {
+    const enc = new TextEncoder();
+    const pieces = ['', 'a', 'b'];
+    const vocab = { vocabSize: 3, tokenBytes: (id: number) => (id > 0 && id < 3 ? enc.encode(pieces[id]) : undefined) };
+    const m = compileConstraint({ grammar: 'root ::= "a" "c"' }, vocab).newMatcher();
+    m.accept(1);
+    assert.throws(() => m.fillMask(new Uint32Array(1)), /no token of this vocabulary can continue/);
+  });
+
   it('works with a small vocabulary given as plain data', () => {
     const pieces = ['', '{', '}', '"', 'a', 'b', ':', ',', '"a"', '1', '2'];
     const enc = new TextEncoder();

@@ -61,12 +61,6 @@ export class CompiledGrammarConstraint implements CompiledConstraint {
     return this.check(text);
   }
 
-  /** Whether the grammar accepts the whole text. */
-  accepts(text: string): boolean {
-    const s = this.automaton.run(this.automaton.initial, new TextEncoder().encode(text));
-    return s !== DEAD && this.automaton.accepting(s);
-  }
-
   private checkGrammar(text: string): string {
     const bytes = new TextEncoder().encode(text);
     let s = this.automaton.initial;
