@@ -325,6 +325,7 @@ class SchemaConverter {
       } else {
         const check = enumValidator().compile(rest);
         values = values.filter((v) => check(v));
+        enumValidator().removeSchema(rest);
       }
     }
     const seen = new Set<string>();

@@ -38,7 +38,11 @@ export function compileSchemaValidator(schema: object | boolean): ValidateFuncti
     // Compile without caching by $id in the shared instance: two requests may reuse an $id.
     const id = typeof schema === 'object' ? (schema as Record<string, unknown>).$id : undefined;
     if (typeof id === 'string') instance().removeSchema(id);
-    return instance().compile(schema);
+    const validate = instance().compile(schema);
+    // The compiled function keeps working; dropping the cache entry keeps a long-running
+    // process from holding every schema it was ever sent.
+    instance().removeSchema(schema as object);
+    return validate;
   } catch (e) {
     throw new ConstraintError(`invalid JSON schema: ${(e as Error).message}`, '#');
   }
