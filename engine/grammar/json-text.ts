@@ -21,10 +21,37 @@ export function escapeChar(cp: number): string {
 export function jsonChar(set: CodePointSet): Expr {
   const raw = subtractSet(set, NEEDS_ESCAPE);
   const escaped = intersectSets(set, NEEDS_ESCAPE);
+  const spellings: string[] = [];
+  for (let i = 0; i < escaped.length; i += 2) for (let c = escaped[i]; c <= escaped[i + 1]; c++) spellings.push(escapeChar(c));
   const alts: Expr[] = [];
   if (raw.length) alts.push(chars(raw));
-  for (let i = 0; i < escaped.length; i += 2) for (let c = escaped[i]; c <= escaped[i + 1]; c++) alts.push(lit(escapeChar(c)));
-  return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
+  if (spellings.length) alts.push(asciiStringSet(spellings));
+  return alt(...alts);
+}
+
+/**
+ * A set of ASCII strings as a prefix tree, so the recognizer follows one branch per common
+ * prefix (all escapes start with a backslash) instead of one per string.
+ */
+export function asciiStringSet(strings: string[]): Expr {
+  const byFirst = new Map<number, string[]>();
+  const alts: Expr[] = [];
+  for (const s of strings) {
+    if (s === '') {
+      alts.push(EMPTY);
+      continue;
+    }
+    const c = s.charCodeAt(0);
+    if (!byFirst.has(c)) byFirst.set(c, []);
+    byFirst.get(c)!.push(s.slice(1));
+  }
+  const lastChars: number[] = [];
+  for (const [c, rests] of byFirst) {
+    if (rests.length === 1 && rests[0] === '') lastChars.push(c, c);
+    else alts.push(seq(chars([c, c]), asciiStringSet(rests)));
+  }
+  if (lastChars.length) alts.push(chars(normalizeSet(lastChars)));
+  return alt(...alts);
 }
 
 /** Replaces every code-point class in an expression by its JSON string spelling. */
