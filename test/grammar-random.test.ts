@@ -4,8 +4,8 @@ import { randomSchema } from './grammar-random-schemas';
 import { sampleConstrained } from './grammar-sampler';
 import { worldTokenizer } from './grammar-vocab';
 
-const SCHEMAS = 220;
-const MAX_TOKENS = 160;
+const SCHEMAS = 200;
+const MAX_TOKENS = 128;
 
 describe('random generation through the mask', function () {
   this.timeout(600000);
