@@ -64,6 +64,38 @@ describe('grammar text (KBNF and GBNF)', function () {
     for (const bad of ['aabb', 'aaab', 'cc']) assert.ok(!acceptsText(g, bad), bad);
   });
 
+  it('GBNF: a llama.cpp-style JSON grammar with multi-line rules, empty alternatives and escapes', () => {
+    const g = grammar(String.raw`
+root   ::= object
+value  ::= object | array | string | number | ("true" | "false" | "null") ws
+
+object ::=
+  "{" ws (
+            string ":" ws value
+    ("," ws string ":" ws value)*
+  )? "}" ws
+
+array  ::=
+  "[" ws (
+            value
+    ("," ws value)*
+  )? "]" ws
+
+string ::=
+  "\"" (
+    [^"\\\x7F\x00-\x1F] |
+    "\\" (["\\bfnrt] | "u" [0-9a-fA-F]{4}) # escapes
+  )* "\"" ws
+
+number ::= ("-"? ([0-9] | [1-9] [0-9]{0,15})) ("." [0-9]+)? ([eE] [-+]? [0-9] [1-9]{0,15})? ws
+
+# Optional space: by convention, applied in this grammar after literal chars when allowed
+ws ::= | " " | "\n" [ \t]{0,20}
+`);
+    for (const ok of ['{}', '{"a": [1, 2.5, -3e4, true, null], "b": {"c": "d\\n\\u00e9"}}', '{\n  "k": "v"\n}']) assert.ok(acceptsText(g, ok), ok);
+    for (const bad of ['[]', '{"a": }', '{"a": 01}', '{"a": "x"', '{"a": "\u0001"}']) assert.ok(!acceptsText(g, bad), bad);
+  });
+
   it('tolerates right recursion and repetition of something that may be empty', () => {
     const g = grammar('root ::= item*\nitem ::= "x"? "y"?\n');
     assert.ok(acceptsText(g, 'xyyxx'));
