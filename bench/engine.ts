@@ -37,7 +37,7 @@ async function timeIt(minSeconds: number, minReps: number, step: () => Promise<u
 export async function benchEngine(
   gpu: GpuContext,
   shapes: ModelShape[],
-  opts: { vocab?: number; seconds?: number; log?: (s: string) => void } = {},
+  opts: { vocab?: number; seconds?: number; crossover?: boolean; log?: (s: string) => void } = {},
 ): Promise<Record<string, number | string>> {
   const log = opts.log ?? console.log;
   const secs = opts.seconds ?? 2;
@@ -75,6 +75,21 @@ export async function benchEngine(
     };
     const pre128 = await prefill(128);
     const pre512 = await prefill(512);
+    // Where the streaming matrix kernel (weights once per 8 tokens) stops beating the tiled one.
+    const crossover: Record<string, number> = {};
+    if (opts.crossover) {
+      const dflt = be.vecMaxRows;
+      for (const batch of [8, 16, 32]) {
+        for (const [label, vecMax] of [['tiled', 0], ['streaming', 64]] as const) {
+          be.vecMaxRows = vecMax;
+          const jobs = () => Array.from({ length: batch }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
+          const r = await timeIt(secs / 2, 3, () => be.run(jobs()));
+          crossover[`${shape.name}.decodeB${batch}.${label}TokPerS`] = +((batch * r.reps) / r.seconds).toFixed(0);
+        }
+      }
+      be.vecMaxRows = dflt;
+      log(`${shape.name} kernel crossover: ${JSON.stringify(crossover)}`);
+    }
     const bwFrac = (stepBytes * dec1Tps) / (copy.gbPerS * 1e9);
     const readFrac = (stepBytes * dec1Tps) / (read.best.gbPerS * 1e9);
     const p = shape.name;
@@ -87,6 +102,7 @@ export async function benchEngine(
       [`${p}.decodeB1WeightGBps`]: +((stepBytes * dec1Tps) / 1e9).toFixed(1),
       [`${p}.decodeB1FractionOfCopyBandwidth`]: +bwFrac.toFixed(3),
       [`${p}.decodeB1FractionOfWgslRead`]: +readFrac.toFixed(3),
+      ...crossover,
     });
     log(
       `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +

@@ -17,7 +17,7 @@ type Section = (ctx: { gpu: Awaited<ReturnType<typeof acquireGpu>>; onGpu: boole
 const SECTIONS: Record<string, Section> = {
   engine: ({ gpu, onGpu, seconds }) => {
     const which = arg('shapes') ?? (onGpu ? 'official' : 'smoke');
-    return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096 });
+    return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096, crossover: true });
   },
   tokenizer: () => benchTokenizer(),
 };

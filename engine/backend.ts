@@ -15,11 +15,13 @@ export interface BackendOptions {
   maxTokens?: number;
   /** Most logits rows one pass returns. */
   maxRows?: number;
+  /** Token count up to which matrix products use the streaming kernel (see RuntimeOptions). */
+  vecMaxRows?: number;
   /** Reuse an existing device (tests, several models in one process). */
   gpu?: GpuContext;
 }
 
-export type Backend = InferenceBackend & { adapterName: string; weightBytes: number };
+export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number };
 
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
@@ -36,6 +38,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     slots: opts.slots,
     maxTokens: opts.maxTokens ?? 256,
     maxRows: opts.maxRows ?? 64,
+    vecMaxRows: opts.vecMaxRows,
   });
   return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
 }

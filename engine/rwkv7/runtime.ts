@@ -15,6 +15,11 @@ export interface RuntimeOptions {
   maxTokens: number;
   /** Most logits rows in one sub-pass. */
   maxRows: number;
+  /**
+   * Up to this many tokens a matrix product streams the weights once per 8 tokens (bandwidth-bound
+   * kernel) instead of tiling 64 tokens (compute-bound kernel). Default 32.
+   */
+  vecMaxRows?: number;
 }
 
 const U = () => GPUBufferUsage;
@@ -55,6 +60,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly F: number;
   private readonly TMAX: number;
   private readonly RMAX: number;
+  /** Tuning knob (benchmarks): see RuntimeOptions.vecMaxRows. */
+  vecMaxRows: number;
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -78,6 +85,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.F = info.ffnDim;
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
+    this.vecMaxRows = opts.vecMaxRows ?? 32;
     const H = info.nHead;
     const N = info.headSize;
     this.layerStride = 2 * this.C + H * N * N;
@@ -134,10 +142,10 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   // ---- kernels ------------------------------------------------------------------------------------------
 
-  private matmulKernel(variant: 'mm_vec' | 'mm_gemm') {
+  private matmulKernel(variant: 'mm_vec' | 'mm_gemm', tb: number) {
     const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
-    return this.kernel(variant, () =>
-      makeKernel(this.device, [sub, this.wprelude, 'mm_common', variant], {}, ['uniform', 'read', 'read', 'rw', 'uniform']),
+    return this.kernel(`${variant}${tb}`, () =>
+      makeKernel(this.device, [sub, this.wprelude, 'mm_common', variant], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 
@@ -178,12 +186,13 @@ export class Rwkv7Runtime implements InferenceBackend {
     io: SegmentIO[],
     useR = false,
   ) {
-    const variant = rows <= 4 ? 'mm_vec' : 'mm_gemm';
-    const k = this.matmulKernel(variant);
+    const variant = rows <= this.vecMaxRows ? 'mm_vec' : 'mm_gemm';
+    const tb = rows <= 4 ? 4 : 8;
+    const k = this.matmulKernel(variant, tb);
     const u = this.groupUniform(key, g, io, useR);
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${variant}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
-    if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / 4));
+    pass.setBindGroup(0, this.group(`${variant}${tb}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
+    if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / tb));
     else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / 64));
   }
 

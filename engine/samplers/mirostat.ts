@@ -2,7 +2,7 @@
 // bound mu (plus the first one beyond it), draw among them, and move mu toward the target
 // surprise tau by the learning rate eta. mu starts at 2*tau and is capped at 4*tau.
 
-import { drawWeighted } from './probability';
+import { Candidates, drawWeighted } from './probability';
 
 export class MirostatState {
   private maxSurprise: number;
@@ -14,12 +14,13 @@ export class MirostatState {
     this.maxSurprise = 2 * tau;
   }
 
-  pick(probs: Float32Array, u: number): number {
+  pick(c: Candidates, u: number): number {
+    const probs = c.probs;
     const threshold = Math.pow(2, -this.maxSurprise);
     // Candidates: every token at or above the threshold, plus the most probable one below it.
     const above: number[] = [];
     let bestBelow = -1;
-    for (let i = 0; i < probs.length; i++) {
+    for (let i = 0; i < c.count; i++) {
       const p = probs[i];
       if (p >= threshold) above.push(i);
       else if (p > 0 && (bestBelow < 0 || p > probs[bestBelow])) bestBelow = i;
@@ -33,6 +34,6 @@ export class MirostatState {
     for (let i = 0; i < weights.length; i++) mass += weights[i];
     const surprise = Math.log2(mass) - Math.log2(probs[token]);
     this.maxSurprise = Math.min(this.maxSurprise - this.eta * (surprise - this.tau), 4 * this.tau);
-    return token;
+    return c.rows[token];
   }
 }

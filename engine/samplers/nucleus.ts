@@ -2,14 +2,15 @@
 // stop once the cumulative probability has passed top_p (the token crossing it is kept), then
 // reshape the kept probabilities by temperature (p^(1/T)) and draw.
 
-import { drawWeighted, topIndices } from './probability';
+import { Candidates, drawWeighted } from './probability';
 
-export function pickNucleus(probs: Float32Array, topK: number, topP: number, temperature: number, u: number): number {
-  const sorted = topIndices(probs.length, topK, (i) => (probs[i] > 0 ? probs[i] : -Infinity));
+export function pickNucleus(c: Candidates, topK: number, topP: number, temperature: number, u: number): number {
+  const probs = c.probs;
+  const sorted = c.best(topK, (j) => probs[j]);
   let kept = 0;
   let cum = 0;
   while (kept < sorted.length && cum <= topP) cum += probs[sorted[kept++]];
-  const candidates = sorted.subarray(0, Math.max(1, kept));
-  const weights = Float64Array.from(candidates, (row) => Math.pow(probs[row], 1 / temperature));
-  return drawWeighted(candidates, weights, u);
+  const chosen = sorted.subarray(0, Math.max(1, kept));
+  const weights = Float64Array.from(chosen, (j) => Math.pow(probs[j], 1 / temperature));
+  return c.rows[drawWeighted(chosen, weights, u)];
 }

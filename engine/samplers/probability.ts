@@ -1,6 +1,54 @@
 // Numeric helpers shared by the samplers. They work on one slot's logits over the model's rows
 // (up to 65536), so they avoid full sorts where a bounded selection does.
 
+/**
+ * Rows whose logit is within this many nats of the best one. Everything further down weighs at most
+ * 65536 * e^-30 ≈ 6e-9 of the total together, below f32 rounding, so dropping it changes no draw.
+ */
+const LOG_CUTOFF = 30;
+
+/** The rows that carry probability and their probabilities (normalized over them), in row order. */
+export class Candidates {
+  rows: Int32Array;
+  probs: Float64Array;
+  count = 0;
+
+  constructor(capacity: number) {
+    this.rows = new Int32Array(capacity);
+    this.probs = new Float64Array(capacity);
+  }
+
+  /**
+   * Softmax restricted to the rows within LOG_CUTOFF of the maximum: exp() only for those, which for a
+   * confident model are far fewer than the vocabulary. Returns false when every logit is -Infinity (or NaN).
+   */
+  fromLogits(x: Float32Array): boolean {
+    let max = -Infinity;
+    for (let i = 0; i < x.length; i++) if (x[i] > max) max = x[i];
+    if (max === -Infinity || Number.isNaN(max)) return false;
+    const threshold = max - LOG_CUTOFF;
+    const rows = this.rows;
+    let n = 0;
+    for (let i = 0; i < x.length; i++) if (x[i] >= threshold) rows[n++] = i;
+    const probs = this.probs;
+    let sum = 0;
+    for (let j = 0; j < n; j++) {
+      const e = Math.exp(x[rows[j]] - max);
+      probs[j] = e;
+      sum += e;
+    }
+    const inv = 1 / sum;
+    for (let j = 0; j < n; j++) probs[j] *= inv;
+    this.count = n;
+    return true;
+  }
+
+  /** Candidate positions (not rows) of the k best by `score(position)`, best first; k <= 0 means all. */
+  best(k: number, score: (j: number) => number): Int32Array {
+    return topIndices(this.count, k, score);
+  }
+}
+
 /** Softmax in place; -Infinity logits get probability 0. Returns false when every logit is -Infinity. */
 export function softmaxInPlace(x: Float32Array): boolean {
   let max = -Infinity;

@@ -6,13 +6,14 @@ import { RequestError } from '../errors';
 import { MirostatState } from './mirostat';
 import { pickNucleus } from './nucleus';
 import { RepetitionPenalty } from './penalties';
-import { argmax, softmaxInPlace } from './probability';
+import { argmax, Candidates } from './probability';
 import type { ResolvedSamplerOptions } from './sampler-options';
 import { SeededRandom } from './seeded-random';
 import { pickTypical } from './typical';
 
 export class TokenSampler {
   private readonly scratch: Float32Array;
+  private readonly candidates: Candidates;
   private readonly biasRows: [number, number][] = [];
   private readonly penalty: RepetitionPenalty;
   private readonly mirostat: MirostatState | null;
@@ -28,6 +29,7 @@ export class TokenSampler {
     worldToRow: (id: number) => number,
   ) {
     this.scratch = new Float32Array(rows);
+    this.candidates = new Candidates(rows);
     for (const [id, bias] of options.logitBias) {
       const row = worldToRow(id);
       if (row < 0 || row >= rows) throw new RequestError(`sampler.logitBias token id ${id} is not in the model's vocabulary`);
@@ -56,11 +58,12 @@ export class TokenSampler {
       row = argmax(x);
       if (row < 0) throw new Error('no token is allowed at this point (all logits masked)');
     } else {
-      if (!softmaxInPlace(x)) throw new Error('no token is allowed at this point (all logits masked)');
+      const c = this.candidates;
+      if (!c.fromLogits(x)) throw new Error('no token is allowed at this point (all logits masked)');
       const o = this.options;
-      if (this.mirostat) row = this.mirostat.pick(x, u);
-      else if (o.kind === 'typical') row = pickTypical(x, o.topK, o.tau, o.temperature, u);
-      else row = pickNucleus(x, o.topK, o.topP, o.temperature, u);
+      if (this.mirostat) row = this.mirostat.pick(c, u);
+      else if (o.kind === 'typical') row = pickTypical(c, o.topK, o.tau, o.temperature, u);
+      else row = pickNucleus(c, o.topK, o.topP, o.temperature, u);
     }
     if (this.options.kind !== 'mirostat') this.penalty.record(row);
     return row;

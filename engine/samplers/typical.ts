@@ -2,16 +2,17 @@
 // distribution's entropy, keep up to top_k of them until their probability mass passes tau, then
 // apply temperature and draw.
 
-import { drawWeighted, topIndices } from './probability';
+import { Candidates, drawWeighted } from './probability';
 
-export function pickTypical(probs: Float32Array, topK: number, tau: number, temperature: number, u: number): number {
+export function pickTypical(c: Candidates, topK: number, tau: number, temperature: number, u: number): number {
+  const probs = c.probs;
   let entropy = 0;
-  for (let i = 0; i < probs.length; i++) if (probs[i] > 0) entropy -= probs[i] * Math.log(probs[i]);
-  const sorted = topIndices(probs.length, topK, (i) => (probs[i] > 0 ? -Math.abs(-Math.log(probs[i]) - entropy) : -Infinity));
+  for (let j = 0; j < c.count; j++) if (probs[j] > 0) entropy -= probs[j] * Math.log(probs[j]);
+  const sorted = c.best(topK, (j) => (probs[j] > 0 ? -Math.abs(-Math.log(probs[j]) - entropy) : -Infinity));
   let kept = 0;
   let cum = 0;
   while (kept < sorted.length && cum <= tau) cum += probs[sorted[kept++]];
-  const candidates = sorted.subarray(0, Math.max(1, kept));
-  const weights = Float64Array.from(candidates, (row) => Math.pow(probs[row], 1 / temperature));
-  return drawWeighted(candidates, weights, u);
+  const chosen = sorted.subarray(0, Math.max(1, kept));
+  const weights = Float64Array.from(chosen, (j) => Math.pow(probs[j], 1 / temperature));
+  return c.rows[drawWeighted(chosen, weights, u)];
 }
