@@ -30,8 +30,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let t0 = wid.y * TB;
   var acc: array<vec4<f32>, TQ>;
   if (o < s.n) {
-    for (var k = lane * 8u; k < s.k; k += 256u) {
-      let m = load_w8(s.w_off + (o * s.k + k) / 8u);
+    let wrow = s.w_off + (o * s.k) / 8u;
+    var k = lane * 8u;
+    // Two weight loads per trip keep more memory requests in flight per lane.
+    for (; k + 256u < s.k; k += 512u) {
+      let m = load_w8(wrow + k / 8u);
+      let m2 = load_w8(wrow + (k + 256u) / 8u);
+      for (var tt = 0u; tt < TB; tt++) {
+        if (t0 + tt < rows) {
+          let xi = s.x_off + ((t0 + tt) * s.k + k) / 4u;
+          acc[tt / 4u][tt % 4u] += dot(m[0], x[xi]) + dot(m[1], x[xi + 1u]) + dot(m2[0], x[xi + 64u]) + dot(m2[1], x[xi + 65u]);
+        }
+      }
+    }
+    if (k < s.k) {
+      let m = load_w8(wrow + k / 8u);
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + k) / 4u;
