@@ -10,6 +10,8 @@ export interface ConstraintMatcherLike {
   accept(token: number): void;
   isAccepting(): boolean;
   isDone(): boolean;
+  /** The fewest tokens (World ids) that finish the grammar from here; empty when accepting. */
+  completionTokens(): number[];
 }
 
 export interface CompiledConstraintLike {

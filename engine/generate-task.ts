@@ -12,6 +12,9 @@ import type { Feed, SlotTask, TaskStart } from './slot-task';
 import { StopMatcher } from './stop-matcher';
 import type { VocabMapping } from './vocab-mapping';
 
+/** Budget (tokens) below which a constrained request checks whether it must start closing its output. */
+const CLOSING_WINDOW = 64;
+
 export const END_OF_TEXT = 0;
 
 type StopReason = Extract<GenerateEvent, { type: 'stop' }>['reason'];
@@ -110,10 +113,23 @@ export class GenerateTask implements SlotTask {
     return { tokens: [row], output: 'last' };
   }
 
-  /** Sample a row, honouring the grammar: forced tokens skip sampling; end of text only when accepting. */
+  /**
+   * Sample a row, honouring the grammar: forced tokens skip sampling; end of text only when accepting.
+   * When the token budget left is no more than the grammar's shortest completion, the output is closed
+   * along that completion, so a length-limited constrained request still returns conforming output.
+   */
   private pick(logits: Float32Array): number {
     const m = this.matcher;
     if (!m) return this.p.sampler.sample(logits);
+    const left = this.p.maxTokens - this.completion;
+    if (left <= CLOSING_WINDOW) {
+      const closing = m.completionTokens();
+      if (closing.length >= left) {
+        const id = closing.length === 0 ? END_OF_TEXT : closing[0];
+        const row = this.p.mapping.worldToRow(id);
+        if (row >= 0) return row;
+      }
+    }
     const forced = m.forcedToken();
     if (forced !== null) {
       const row = this.p.mapping.worldToRow(forced);

@@ -356,6 +356,7 @@ describe('scheduler: failures stay per request', () => {
           },
           isAccepting: () => false,
           isDone: () => false,
+          completionTokens: () => [],
         }),
         validateOutput: () => true,
       }),
@@ -385,6 +386,7 @@ describe('scheduler: failures stay per request', () => {
             accept: () => void at++,
             isAccepting: () => at === target.length,
             isDone: () => false,
+            completionTokens: () => Array.from(target.subarray(at), (b) => b + 1),
           };
         },
         validateOutput: (t: string) => t === '{"a":1}',
@@ -413,6 +415,31 @@ describe('scheduler: grammar module integration', () => {
     const json = await collect(engine.generate({ prompt: 'JSON:', jsonSchema: schema, maxTokens: 60, sampler: { seed: 2 } }));
     if (json.stop.reason !== 'length') assert.strictEqual(typeof (json.stop.json as { ok: unknown }).ok, 'boolean');
     assert.throws(() => engine.generate({ prompt: 'x', grammar: 'root ::= "unterminated' }), /grammar|string|quote|expect/i);
+    await engine.close();
+  });
+
+  it('closes schema output along the shortest completion when the token budget runs out', async function () {
+    this.timeout(60000);
+    const { WorldTokenizer } = await import('../engine/tokenizer.js');
+    const { compileConstraint } = await import('../engine/grammar/index.js');
+    const tokenizer = WorldTokenizer.bundled();
+    const fake = new FakeBackend({ slots: 4, vocab: 65536 });
+    const engine = new RwkvEngine({ backend: fake, tokenizer, compileConstraint: compileConstraint as never });
+    // Free-text fields the random model would fill for ever: only closing can end these in budget.
+    const schema = {
+      type: 'object',
+      properties: { title: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } }, n: { type: 'integer' } },
+      required: ['title', 'tags', 'n'],
+      additionalProperties: false,
+    };
+    for (const [seed, maxTokens] of [[1, 24], [2, 30], [3, 40], [4, 60]]) {
+      const r = await collect(engine.generate({ prompt: 'JSON:', jsonSchema: schema, maxTokens, sampler: { seed, temperature: 1.5, topP: 1 } }));
+      assert.ok(r.stop.completionTokens <= maxTokens, `used ${r.stop.completionTokens} of ${maxTokens}`);
+      const v = r.stop.json as { title: unknown; tags: unknown; n: unknown };
+      assert.strictEqual(typeof v.title, 'string', r.stop.text);
+      assert.ok(Array.isArray(v.tags), r.stop.text);
+      assert.ok(Number.isInteger(v.n), r.stop.text);
+    }
     await engine.close();
   });
 });
