@@ -255,6 +255,11 @@ export class RwkvEngine implements Engine {
   }
 
   /** Stop the engine. drain: let queued and running requests finish first. */
+  /** Set when the GPU device behind this engine was lost: the shared registry then builds a new engine. */
+  get broken(): string | null {
+    return this.backend.lost ?? null;
+  }
+
   async close(opts: { drain?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;

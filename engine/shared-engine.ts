@@ -10,12 +10,16 @@ import { createEngine, resolveModelPath } from './engine-factory';
 
 export interface ClosableEngine extends Engine {
   close(opts?: { drain?: boolean }): Promise<void>;
+  /** Non-null once the engine can no longer serve (GPU device lost); it is then rebuilt on next use. */
+  readonly broken?: string | null;
 }
 
 export type EngineFactory = (config: EngineConfig) => Promise<ClosableEngine>;
 
 interface Entry {
   configKey: string;
+  config: EngineConfig;
+  factory: EngineFactory;
   engine: Promise<ClosableEngine>;
   /** Set once the engine has loaded. */
   resolved?: ClosableEngine;
@@ -50,14 +54,8 @@ export async function acquireEngine(config: EngineConfig = {}, factory: EngineFa
   const key = modelKey(config, factory);
   const wanted = configKey(config);
   let entry = reg.entries.get(key);
-  if (!entry || entry.configKey !== wanted) {
-    const previous = entry;
-    entry = { configKey: wanted, engine: factory(config), refs: previous?.refs ?? 0 };
-    reg.entries.set(key, entry);
-    const created = entry;
-    created.engine.then((e) => (created.resolved = e), () => {});
-    if (previous) void previous.engine.then((e) => e.close({ drain: true }), () => {});
-  }
+  if (!entry || entry.configKey !== wanted) entry = replaceEntry(key, config, factory);
+  else entry = rebuildIfBroken(key) ?? entry;
   entry.refs++;
   const mine = entry;
   let engine: ClosableEngine;
@@ -87,6 +85,24 @@ export async function acquireEngine(config: EngineConfig = {}, factory: EngineFa
   };
 }
 
+/** Installs a new engine for `key`, taking over the previous one's leases; the previous one drains and closes. */
+function replaceEntry(key: string, config: EngineConfig, factory: EngineFactory): Entry {
+  const reg = registry();
+  const previous = reg.entries.get(key);
+  const entry: Entry = { configKey: configKey(config), config, factory, engine: factory(config), refs: previous?.refs ?? 0 };
+  reg.entries.set(key, entry);
+  entry.engine.then((e) => (entry.resolved = e), () => {});
+  if (previous) void previous.engine.then((e) => e.close({ drain: true }), () => {});
+  return entry;
+}
+
+/** A new engine in place of one whose GPU device was lost, so the flows recover without a restart. */
+function rebuildIfBroken(key: string): Entry | null {
+  const entry = registry().entries.get(key);
+  if (!entry?.resolved?.broken) return null;
+  return replaceEntry(key, entry.config, entry.factory);
+}
+
 /** Number of engines alive in this process (for tests and diagnostics). */
 export function sharedEngineCount(): number {
   return registry().entries.size;
@@ -111,14 +127,14 @@ class EngineHandle implements Engine {
 
   private async current(): Promise<ClosableEngine> {
     if (this.released) throw new EngineClosedError('this engine lease was released');
-    const entry = registry().entries.get(this.key);
+    const entry = rebuildIfBroken(this.key) ?? registry().entries.get(this.key);
     if (!entry) throw new EngineClosedError();
     this.last = await entry.engine;
     return this.last;
   }
 
   generate(req: GenerateRequest, opts?: { signal?: AbortSignal }): AsyncIterable<GenerateEvent> {
-    const entry = registry().entries.get(this.key);
+    const entry = rebuildIfBroken(this.key) ?? registry().entries.get(this.key);
     // Fast path: the engine is loaded and current, so validation errors throw right here.
     if (!this.released && entry?.resolved) return (this.last = entry.resolved).generate(req, opts);
     const self = this;

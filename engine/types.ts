@@ -76,4 +76,6 @@ export interface InferenceBackend {
   resetState(slot: number): void;
   copyState(fromSlot: number, toSlot: number): void;
   dispose(): void;
+  /** Why the backend can no longer run (its GPU device was lost); null while healthy. */
+  readonly lost?: string | null;
 }

@@ -54,6 +54,24 @@ describe('scheduler: shared engine', () => {
     assert.ok(made[2].backend.disposed && made[1].backend.disposed);
   });
 
+  it('rebuilds an engine whose GPU device was lost, for existing leases and new ones', async () => {
+    const a = await acquireEngine({ modelPath: 'm-lost', maxBatch: 2 }, factory);
+    assert.strictEqual((await a.engine.embed('abc')).length, 4);
+    // The device goes away: the backend reports it, and its runs fail.
+    Object.defineProperty(made[0].backend, 'lost', { value: 'GPU device lost (unknown): test' });
+    made[0].backend.run = () => Promise.reject(new Error('GPU device lost (unknown): test'));
+    // The next use through the old lease is served by a fresh engine.
+    assert.strictEqual((await a.engine.embed('abc')).length, 4);
+    assert.strictEqual(made.length, 2);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.ok(made[0].backend.disposed, 'the broken engine was closed');
+    const b = await acquireEngine({ modelPath: 'm-lost', maxBatch: 2 }, factory);
+    assert.strictEqual(made.length, 2, 'a healthy engine is shared, not rebuilt');
+    await a.release();
+    await b.release();
+    assert.ok(made[1].backend.disposed);
+  });
+
   it('shares the registry through a global symbol', () => {
     const g = globalThis as unknown as Record<symbol, unknown>;
     assert.ok(g[Symbol.for('rwkv-flow.shared-engines.v1')]);

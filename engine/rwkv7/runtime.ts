@@ -374,6 +374,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     return p;
   }
 
+  get lost(): string | null {
+    return this.gpu.lostReason;
+  }
+
   private checkAlive() {
     if (this.disposed) throw new Error('the RWKV backend was disposed');
     if (this.gpu.lostReason) throw new Error(this.gpu.lostReason);
