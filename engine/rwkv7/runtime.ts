@@ -35,6 +35,32 @@ interface Segment {
   outMode: 'last' | 'all' | 'none';
 }
 
+/** The pass commands of one sub-pass, recorded once per batch shape and replayed every step. */
+type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number } | 'submit';
+
+class Recorder {
+  readonly ops: Op[] = [];
+  private pipeline: GPUComputePipeline | null = null;
+  private group: GPUBindGroup | null = null;
+
+  setPipeline(p: GPUComputePipeline) {
+    this.pipeline = p;
+  }
+
+  setBindGroup(_index: 0, g: GPUBindGroup) {
+    this.group = g;
+  }
+
+  dispatchWorkgroups(x: number, y = 1) {
+    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y });
+  }
+
+  /** Submit what is recorded so far, so the GPU starts while the rest is encoded. */
+  submit() {
+    this.ops.push('submit');
+  }
+}
+
 /** Where one matrix of a group reads and writes (float offsets into the bound buffers). */
 interface SegmentIO {
   xOff: number;
@@ -68,6 +94,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly layerUniforms: GPUBuffer[] = [];
   private readonly matUniforms = new Map<string, { buffer: GPUBuffer; virtualRows: number }>();
   private readonly groups = new Map<string, GPUBindGroup>();
+  private readonly recorded = new Map<string, Op[]>();
   private staging: GPUBuffer | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
@@ -177,7 +204,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
   private matmul(
-    pass: GPUComputePassEncoder,
+    pass: Recorder,
     key: string,
     g: MatrixGroup,
     x: GPUBuffer,
@@ -207,16 +234,44 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   // ---- the forward pass ---------------------------------------------------------------------------------
 
-  private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass) {
+  /**
+   * Encodes one sub-pass. Its commands depend only on the batch shape (tokens, jobs, output rows), so
+   * they are recorded once per shape and replayed: per-step encoding is then a bare loop of native calls.
+   */
+  private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass): GPUCommandEncoder {
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows}`;
+    let ops = this.recorded.get(key);
+    if (!ops) {
+      ops = this.record(sp.tokens, sp.segments.length, sp.rows);
+      if (this.recorded.size >= 64) this.recorded.delete(this.recorded.keys().next().value!);
+      this.recorded.set(key, ops);
+    }
+    let pass = enc.beginComputePass();
+    let pipeline: GPUComputePipeline | null = null;
+    for (const op of ops) {
+      if (op === 'submit') {
+        pass.end();
+        this.device.queue.submit([enc.finish()]);
+        enc = this.device.createCommandEncoder();
+        pass = enc.beginComputePass();
+        pipeline = null;
+        continue;
+      }
+      if (op.pipeline !== pipeline) pass.setPipeline((pipeline = op.pipeline));
+      pass.setBindGroup(0, op.group);
+      pass.dispatchWorkgroups(op.x, op.y);
+    }
+    pass.end();
+    return enc;
+  }
+
+  private record(T: number, J: number, R: number): Op[] {
     const { device, C, TMAX, weights, buf } = this;
-    const T = sp.tokens;
-    const J = sp.segments.length;
-    const R = sp.rows;
     const H = this.info.nHead;
     const cs = this.consts;
     const REG = TMAX * C;
     const LREG = TMAX * weights.maxLora;
-    let pass = enc.beginComputePass();
+    const pass = new Recorder();
 
     const emb = this.kernel('embed', () =>
       makeKernel(device, [this.wprelude, 'embed'], { C }, ['uniform', 'read', 'read', 'rw']),
@@ -292,12 +347,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix);
       this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, [{ xOff: 0, yOff: 0, act: 3 }]);
       this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
-      if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) {
-        pass.end();
-        device.queue.submit([enc.finish()]);
-        enc = device.createCommandEncoder();
-        pass = enc.beginComputePass();
-      }
+      if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) pass.submit();
     });
 
     if (R > 0) {
@@ -312,8 +362,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.dispatchWorkgroups(R);
       this.matmul(pass, 'head', weights.head, buf.xo, buf.logits, R, [{ xOff: 0, yOff: 0 }], true);
     }
-    pass.end();
-    return enc;
+    return pass.ops;
   }
 
   // ---- planning -----------------------------------------------------------------------------------------
