@@ -13,7 +13,9 @@ if [ "$(uname -s)" = Linux ]; then
 fi
 
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  npm ci --no-audit --no-fund
+  # `npm install`, not `npm ci`: npm 11's ci refuses every lock file here over cbor-x's optional
+  # per-platform packages ("Missing: @cbor-extract/... from lock file"); install still follows the lock.
+  npm install --no-audit --no-fund
 fi
 
 npx tsc -p tsconfig.json
