@@ -9,22 +9,8 @@ struct Batch { T: u32, J: u32, R: u32, pad: u32 }
 @group(0) @binding(5) var<storage, read> rows: array<u32>;
 
 const C: u32 = {{C}}u;
-const WG: u32 = 256u;
 const GATHER: bool = {{GATHER}};
 const EPS: f32 = 1e-5;
-var<workgroup> red: array<f32, WG>;
-
-fn wg_sum(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
 
 @compute @workgroup_size(WG)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: vec3u) {

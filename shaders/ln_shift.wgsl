@@ -19,21 +19,7 @@ const M: u32 = {{M}}u;
 const TMAX: u32 = {{TMAX}}u;
 const STATE: u32 = {{STATE}}u;
 const FFN: bool = {{FFN}};
-const WG: u32 = 256u;
 const EPS: f32 = 1e-5;
-var<workgroup> red: array<f32, WG>;
-
-fn wg_sum(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WG / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
 
 /** Mean and 1/std of row `row` of x. */
 fn stats(row: u32, lid: u32) -> vec2<f32> {

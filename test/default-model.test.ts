@@ -13,25 +13,10 @@ import { describeModel } from '../engine/model-spec';
 import { WorldTokenizer } from '../engine/tokenizer';
 import type { Checkpoint, ModelInfo } from '../engine/types';
 import { REPO_ROOT } from './paths';
+import { worstRelL2 } from './metrics';
 
 const MODEL = path.join(REPO_ROOT, 'models', 'default.st');
 const EXPECTED = path.join(REPO_ROOT, 'test', 'fixtures', 'default-model.expected.st');
-
-/** Largest per-row relative L2 error of `got` against `want`, rows of width `width`. */
-function worstRelL2(got: Float32Array, want: Float32Array, width: number): number {
-  assert.equal(got.length, want.length, 'length mismatch');
-  let worst = 0;
-  for (let r = 0; r < want.length / width; r++) {
-    let num = 0;
-    let den = 0;
-    for (let i = r * width; i < (r + 1) * width; i++) {
-      num += (got[i] - want[i]) ** 2;
-      den += want[i] ** 2;
-    }
-    worst = Math.max(worst, Math.sqrt(num / Math.max(den, 1e-30)));
-  }
-  return worst;
-}
 
 /** Mean negative log-likelihood (nats) of tokens[t+1] under logits row t. */
 function meanNll(logits: Float32Array, tokens: number[], vocab: number): number {

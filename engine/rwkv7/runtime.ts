@@ -282,7 +282,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
     const lnShift = (ffn: boolean) =>
       this.kernel(`lnShift${ffn}`, () =>
-        makeKernel(device, ['ln_shift'], { ...cs, M: ffn ? 1 : 6, FFN: ffn }, [
+        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, M: ffn ? 1 : 6, FFN: ffn }, [
           'uniform', 'uniform', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
         ]),
       );
@@ -352,7 +352,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
     if (R > 0) {
       const lnG = this.kernel('lnGather', () =>
-        makeKernel(device, ['layer_norm'], { C, GATHER: true }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
+        makeKernel(device, ['wg_sum', 'layer_norm'], { C, GATHER: true }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
       );
       pass.setPipeline(lnG.pipeline);
       pass.setBindGroup(
