@@ -66,6 +66,9 @@ export class PrefixCache {
   /** Store the state after `tokens`. The arrays are kept as given: don't modify them afterwards. */
   insert(tokens: ArrayLike<number>, state: Float32Array, logits: Float32Array): boolean {
     if (tokens.length === 0) return false;
+    // A view into a larger buffer (a backend call's results) would pin all of that buffer.
+    if (logits.byteLength !== logits.buffer.byteLength) logits = logits.slice();
+    if (state.byteLength !== state.buffer.byteLength) state = state.slice();
     const cost = PrefixCache.entryBytes(state, logits);
     if (cost > this.maxBytes) return false;
     let node = this.root;

@@ -313,6 +313,9 @@ export class Scheduler {
   /** Free the task's slot and tell it why it ended. */
   private end(run: Running, notify: () => void): void {
     if (this.running.get(run.slot.index) === run) this.running.delete(run.slot.index);
+    // An idle slot keeps its last logits for a continuing request; own them so they don't pin a step's buffer.
+    const last = run.slot.lastLogits;
+    if (last && last.byteLength !== last.buffer.byteLength) run.slot.lastLogits = last.slice();
     this.pool.release(run.slot);
     Scheduler.safely(notify);
   }

@@ -69,6 +69,7 @@ export interface InferenceBackend {
   /**
    * Advance any subset of slots by any number of tokens in one batched pass (one GPU round trip).
    * Result i belongs to jobs[i]: logits [vocab] for 'last', [n*vocab] for 'all', null for 'none'.
+   * Results may be views into one buffer per call: copy one before keeping it beyond the step.
    */
   run(jobs: SlotJob[]): Promise<(Float32Array | null)[]>;
   readState(slot: number): Promise<StateSnapshot>;

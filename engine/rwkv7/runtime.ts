@@ -499,9 +499,13 @@ export class Rwkv7Runtime implements InferenceBackend {
     }
     await staging.mapAsync(GPUMapMode.READ, 0, totalRows * rowBytes);
     try {
-      const all = new Float32Array(staging.getMappedRange(0, totalRows * rowBytes));
+      // One copy for the whole call, handed out as views: one allocation a step instead of one per slot
+      // keeps the garbage collector out of the decode loop. Holders that keep a view beyond the step
+      // (prefix cache, idle slots) copy it.
+      const all = new Float32Array(totalRows * V);
+      all.set(new Float32Array(staging.getMappedRange(0, totalRows * rowBytes)));
       return jobs.map((j, i) =>
-        rowsPerJob[i] ? all.slice(jobRowBase[i] * V, (jobRowBase[i] + rowsPerJob[i]) * V) : null,
+        rowsPerJob[i] ? all.subarray(jobRowBase[i] * V, (jobRowBase[i] + rowsPerJob[i]) * V) : null,
       );
     } finally {
       staging.unmap();
