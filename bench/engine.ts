@@ -79,7 +79,7 @@ export async function benchEngine(
     const crossover: Record<string, number> = {};
     if (opts.crossover) {
       const dflt = be.vecMaxRows;
-      for (const batch of [8, 16, 32]) {
+      for (const batch of [8, 16, 32, 64]) {
         for (const [label, vecMax] of [['tiled', 0], ['streaming', 64]] as const) {
           be.vecMaxRows = vecMax;
           const jobs = () => Array.from({ length: batch }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
