@@ -6,6 +6,7 @@
 import { AbortError, EngineClosedError, QueueFullError } from './errors';
 import type { InitialState } from './initial-states';
 import type { Feed, SlotTask } from './slot-task';
+import { PrefillPacer } from './prefill-pacer';
 import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
 import type { InferenceBackend, OutputMode, SlotJob } from './types';
 
@@ -16,6 +17,8 @@ export interface SchedulerOptions {
   maxQueue: number;
   /** Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'). */
   cacheMinTokens: number;
+  /** Share of their speed decoding requests keep while a prompt prefills (default 0.75). */
+  decodeKeep?: number;
 }
 
 export interface SchedulerStats {
@@ -58,6 +61,8 @@ export class Scheduler {
   /** 'drain': finish what is queued and running; 'now': stop after the current step. */
   private closing: 'drain' | 'now' | null = null;
 
+  private readonly pacer: PrefillPacer;
+
   constructor(
     private readonly backend: InferenceBackend,
     readonly options: SchedulerOptions,
@@ -65,6 +70,7 @@ export class Scheduler {
     if (!Number.isInteger(options.chunkSize) || options.chunkSize < 1) throw new RangeError(`chunkSize must be an integer >= 1, got ${options.chunkSize}`);
     if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new RangeError(`maxQueue must be an integer >= 0, got ${options.maxQueue}`);
     this.pool = new SlotPool(backend.slots);
+    this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
   }
 
   get queued(): number {
@@ -140,7 +146,10 @@ export class Scheduler {
         await new Promise((r) => setImmediate(r));
         continue;
       }
+      const started = performance.now();
       await this.step(plan);
+      const decoding = plan.some((p) => p.tokens.length === 1);
+      if (decoding) this.pacer.record(performance.now() - started, plan.some((p) => p.tokens.length > 1));
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -223,7 +232,8 @@ export class Scheduler {
       else if (left > 1) chunked.push(run);
     }
     chunked.sort((a, b) => a.seq - b.seq);
-    const take = single.length > 0 ? chunked.slice(0, 1) : chunked;
+    // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
+    const take = single.length === 0 ? chunked : this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
     const jobs = single;
     for (const run of take) {
       const n = Math.min(this.options.chunkSize, run.feed.length - run.fed);

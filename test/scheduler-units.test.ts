@@ -1,3 +1,4 @@
+import { PrefillPacer } from '../engine/prefill-pacer';
 import * as assert from 'assert';
 import { PrefixCache } from '../engine/prefix-cache';
 import { StopMatcher } from '../engine/stop-matcher';
@@ -188,5 +189,54 @@ describe('scheduler units: samplers', () => {
     const top = Array.from(topIndices(values.length, 10, (i) => values[i]));
     const sorted = values.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0]).slice(0, 10).map((p) => p[1]);
     assert.deepStrictEqual(top, sorted);
+  });
+});
+
+describe('scheduler: prefill pacing', () => {
+  it('takes a chunk every step until both step costs are known, then paces to keep the decode share', () => {
+    const p = new PrefillPacer(0.75, 1);
+    assert.strictEqual(p.interval(), 1);
+    assert.ok(p.chunkAllowed());
+    p.record(50, true); // a mixed step: 50 ms
+    assert.strictEqual(p.interval(), 2, 'one decode-only step to learn its cost');
+    assert.ok(!p.chunkAllowed());
+    p.record(25, false); // decode-only: 25 ms, so m = 2
+    // k / (k - 1 + 2) >= 0.75  ->  k >= 3
+    assert.strictEqual(p.interval(), 3);
+    assert.ok(!p.chunkAllowed());
+    p.record(25, false);
+    assert.ok(p.chunkAllowed());
+    p.record(50, true);
+    assert.ok(!p.chunkAllowed());
+  });
+
+  it('keeps the promised share of decode speed for any cost ratio', () => {
+    for (const keep of [0.5, 0.7, 0.75, 0.9]) {
+      for (const m of [1, 1.1, 1.5, 2, 3.7]) {
+        const p = new PrefillPacer(keep, 1);
+        p.record(10 * m, true);
+        p.record(10, false);
+        const k = p.interval();
+        if (k === 8) continue; // capped so the prompt cannot starve (next test)
+        assert.ok(k / (k - 1 + m) >= keep - 1e-9, `keep ${keep}, m ${m}: k ${k} keeps ${k / (k - 1 + m)}`);
+        if (k > 1) assert.ok((k - 1) / (k - 2 + m) < keep, `keep ${keep}, m ${m}: k ${k} is not the smallest`);
+      }
+    }
+  });
+
+  it('never starves a prompt, and does not pace chunks that cost next to nothing', () => {
+    const p = new PrefillPacer(0.9, 1);
+    p.record(1000, true);
+    p.record(10, false);
+    assert.strictEqual(p.interval(), 8);
+    const q = new PrefillPacer(0.9, 1);
+    q.record(0.5, true);
+    q.record(0.01, false);
+    assert.strictEqual(q.interval(), 1);
+  });
+
+  it('refuses a share outside (0, 1)', () => {
+    assert.throws(() => new PrefillPacer(1), /keep must be in \(0, 1\)/);
+    assert.throws(() => new PrefillPacer(0), /keep must be in/);
   });
 });

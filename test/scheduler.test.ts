@@ -1,4 +1,5 @@
 import * as assert from 'assert';
+import type { SlotJob } from '../engine/types';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -68,10 +69,19 @@ describe('scheduler: continuous batching', function () {
       for (;;) if ((await first.next()).done) break;
     })();
     await Promise.all([long, rest]);
-    const prefillSteps = fake.calls.filter((c) => c.some((j) => j.tokens.length > 1));
+    const isChunk = (c: SlotJob[]) => c.some((j) => j.tokens.length > 1);
+    const prefillSteps = fake.calls.filter(isChunk);
     assert.ok(prefillSteps.length >= 200 / 8 - 1);
-    const withDecode = prefillSteps.filter((c) => c.some((j) => j.tokens.length === 1));
+    // From the first chunk of the long prompt to its last, every step advanced the decoding slot
+    // (chunks may be paced to every few steps, never the other way round).
+    const from = fake.calls.findIndex((c) => c.some((j) => j.tokens.length === 8)); // the long prompt's first chunk
+    const isDecode = (c: SlotJob[]) => c.some((j) => j.tokens.length === 1);
+    const lastChunk = fake.calls.length - 1 - [...fake.calls].reverse().findIndex(isChunk);
+    const lastDecode = fake.calls.length - 1 - [...fake.calls].reverse().findIndex(isDecode);
+    const window = fake.calls.slice(from, Math.min(lastChunk, lastDecode) + 1);
+    const withDecode = window.filter(isDecode);
     assert.ok(withDecode.length >= 20, `decode advanced during prefill in only ${withDecode.length} steps`);
+    assert.strictEqual(withDecode.length, window.length, 'a step during the prefill left the decoding slot waiting');
     await engine.close();
   });
 
