@@ -55,7 +55,7 @@ export async function benchEngine(
   for (const shape of shapes) {
     const t0 = performance.now();
     const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: opts.vocab ?? 65536, dtype: 'f16', seed: 7 });
-    const be = await createBackend({ model: ck, slots: 32, precision: 'f16', maxTokens: 512, maxRows: 32, gpu });
+    const be = await createBackend({ model: ck, slots: 64, precision: 'f16', maxTokens: 512, maxRows: 64, gpu });
     const load = (performance.now() - t0) / 1000;
     const C = shape.nEmbd;
     const V = be.info.vocabSize;
