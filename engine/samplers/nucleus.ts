@@ -6,7 +6,7 @@ import { Candidates, drawWeighted } from './probability';
 
 export function pickNucleus(c: Candidates, topK: number, topP: number, temperature: number, u: number): number {
   const probs = c.probs;
-  const sorted = c.best(topK, (j) => probs[j]);
+  const sorted = c.mostProbable(topK);
   let kept = 0;
   let cum = 0;
   while (kept < sorted.length && cum <= topP) cum += probs[sorted[kept++]];

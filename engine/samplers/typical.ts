@@ -2,13 +2,16 @@
 // distribution's entropy, keep up to top_k of them until their probability mass passes tau, then
 // apply temperature and draw.
 
-import { Candidates, drawWeighted } from './probability';
+import { Candidates, drawWeighted, topK } from './probability';
 
-export function pickTypical(c: Candidates, topK: number, tau: number, temperature: number, u: number): number {
-  const probs = c.probs;
-  let entropy = 0;
-  for (let j = 0; j < c.count; j++) if (probs[j] > 0) entropy -= probs[j] * Math.log(probs[j]);
-  const sorted = c.best(topK, (j) => (probs[j] > 0 ? -Math.abs(-Math.log(probs[j]) - entropy) : -Infinity));
+export function pickTypical(c: Candidates, topKCount: number, tau: number, temperature: number, u: number): number {
+  const { probs, offsets, logZ, count } = c;
+  // ln p = offset - logZ, so the entropy and every surprise come without a log per row.
+  let entropy = logZ;
+  for (let j = 0; j < count; j++) entropy -= probs[j] * offsets[j];
+  const closeness = new Float64Array(count);
+  for (let j = 0; j < count; j++) closeness[j] = probs[j] > 0 ? -Math.abs(logZ - offsets[j] - entropy) : -Infinity;
+  const sorted = topK(closeness, count, topKCount);
   let kept = 0;
   let cum = 0;
   while (kept < sorted.length && cum <= tau) cum += probs[sorted[kept++]];
