@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import { acquireGpu } from '../engine/gpu/device';
 import { benchEngine, OFFICIAL_SHAPES, SMOKE_SHAPES } from './engine';
+import { benchSamplers } from './samplers';
 import { benchTokenizer } from './tokenizer';
 
 function arg(name: string): string | undefined {
@@ -20,6 +21,7 @@ const SECTIONS: Record<string, Section> = {
     return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096, crossover: true });
   },
   tokenizer: () => benchTokenizer(),
+  samplers: () => benchSamplers(),
 };
 
 /** Sections added by other parts of the engine register here (see registerBenchSection). */
