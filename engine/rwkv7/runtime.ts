@@ -22,15 +22,13 @@ export interface RuntimeOptions {
   vecMaxRows?: number;
 }
 
-const U = () => GPUBufferUsage;
-
 interface Segment {
   job: number;
   slot: number;
   tokens: ArrayLike<number>;
   from: number;
   to: number;
-  /** Output row of the segment's first token in the job's result, or -1 per token for no output. */
+  /** For output 'all': the row of the segment's first token in the job's result. */
   outFrom: number;
   outMode: 'last' | 'all' | 'none';
 }
