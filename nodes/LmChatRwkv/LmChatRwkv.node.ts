@@ -10,6 +10,7 @@ import {
 } from 'n8n-workflow';
 import { loadAiNodeSdk } from '../n8n/ai-node-sdk';
 import { CREDENTIAL_NAME, modelConfigFor } from '../n8n/credential-config';
+import { INITIAL_STATE_OPTION, SAMPLER_OPTIONS, sortedOptions } from '../n8n/option-properties';
 import { RwkvChatModel, type ChatDefaults } from '../n8n/rwkv-chat-model';
 
 export class LmChatRwkv implements INodeType {
@@ -43,26 +44,7 @@ export class LmChatRwkv implements INodeType {
         type: 'collection',
         placeholder: 'Add Option',
         default: {},
-        options: [
-          { displayName: 'Frequency Penalty', name: 'frequencyPenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.3 },
-          { displayName: 'Initial State', name: 'state', type: 'string', default: '', description: 'Name of a state loaded with RWKV Load State' },
-          { displayName: 'Presence Penalty', name: 'presencePenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.3 },
-          {
-            displayName: 'Sampler',
-            name: 'samplerKind',
-            type: 'options',
-            options: [
-              { name: 'Nucleus (Top-P)', value: 'nucleus' },
-              { name: 'Typical', value: 'typical' },
-              { name: 'Mirostat', value: 'mirostat' },
-            ],
-            default: 'nucleus',
-          },
-          { displayName: 'Seed', name: 'seed', type: 'number', typeOptions: { minValue: 0 }, default: 0 },
-          { displayName: 'Temperature', name: 'temperature', type: 'number', typeOptions: { minValue: 0, numberPrecision: 2 }, default: 1 },
-          { displayName: 'Top K', name: 'topK', type: 'number', typeOptions: { minValue: 0 }, default: 128, description: '0 = no limit' },
-          { displayName: 'Top P', name: 'topP', type: 'number', typeOptions: { minValue: 0, maxValue: 1, numberPrecision: 3 }, default: 0.5 },
-        ],
+        options: sortedOptions([INITIAL_STATE_OPTION, ...SAMPLER_OPTIONS]),
       },
     ],
   };

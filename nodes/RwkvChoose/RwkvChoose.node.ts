@@ -3,6 +3,7 @@
 
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { prepareChoose, runChoose, type ChooseInput } from '../shared/choose-request';
+import { INITIAL_STATE_OPTION } from '../n8n/option-properties';
 import { CREDENTIAL_NAME } from '../n8n/credential-config';
 import { executeItems } from '../n8n/execute-items';
 
@@ -70,7 +71,7 @@ export class RwkvChoose implements INodeType {
             default: false,
             description: 'Whether to correct for how likely each choice is without the prompt, so short common words do not always win',
           },
-          { displayName: 'Initial State', name: 'state', type: 'string', default: '', description: 'Name of a state loaded with RWKV Load State' },
+          INITIAL_STATE_OPTION,
         ],
       },
     ],

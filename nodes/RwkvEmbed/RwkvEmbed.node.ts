@@ -2,6 +2,7 @@
 
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { prepareEmbed, runEmbed, type EmbedInput } from '../shared/embed-request';
+import { INITIAL_STATE_OPTION } from '../n8n/option-properties';
 import { CREDENTIAL_NAME } from '../n8n/credential-config';
 import { executeItems } from '../n8n/execute-items';
 
@@ -26,7 +27,7 @@ export class RwkvEmbed implements INodeType {
         placeholder: 'Add Option',
         default: {},
         options: [
-          { displayName: 'Initial State', name: 'state', type: 'string', default: '', description: 'Name of a state loaded with RWKV Load State' },
+          INITIAL_STATE_OPTION,
           {
             displayName: 'Layer',
             name: 'layer',

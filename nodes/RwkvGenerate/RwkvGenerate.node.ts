@@ -4,6 +4,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { prepareGenerate, type GenerateInput } from '../shared/generate-request';
 import { runGeneration } from '../shared/generation-runner';
+import { INITIAL_STATE_OPTION, SAMPLER_OPTIONS, sortedOptions } from '../n8n/option-properties';
 import { CREDENTIAL_NAME } from '../n8n/credential-config';
 import { executeItems } from '../n8n/execute-items';
 
@@ -136,7 +137,7 @@ export class RwkvGenerate implements INodeType {
         type: 'collection',
         placeholder: 'Add Option',
         default: {},
-        options: [
+        options: sortedOptions([
           {
             displayName: 'Enable Streaming',
             name: 'enableStreaming',
@@ -144,24 +145,8 @@ export class RwkvGenerate implements INodeType {
             default: true,
             description: 'Whether to stream the text to a webhook or chat trigger whose response mode is "Streaming"',
           },
-          { displayName: 'Frequency Penalty', name: 'frequencyPenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.3 },
-          { displayName: 'Initial State', name: 'state', type: 'string', default: '', description: 'Name of a state loaded with RWKV Load State' },
-          { displayName: 'Mirostat Eta', name: 'mirostatEta', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.1 },
-          { displayName: 'Mirostat Tau', name: 'mirostatTau', type: 'number', typeOptions: { numberPrecision: 3 }, default: 3 },
-          { displayName: 'Penalty Decay', name: 'penaltyDecay', type: 'number', typeOptions: { numberPrecision: 6 }, default: 0.99654026 },
-          { displayName: 'Presence Penalty', name: 'presencePenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.3 },
-          {
-            displayName: 'Sampler',
-            name: 'samplerKind',
-            type: 'options',
-            options: [
-              { name: 'Nucleus (Top-P)', value: 'nucleus' },
-              { name: 'Typical', value: 'typical' },
-              { name: 'Mirostat', value: 'mirostat' },
-            ],
-            default: 'nucleus',
-          },
-          { displayName: 'Seed', name: 'seed', type: 'number', typeOptions: { minValue: 0 }, default: 0, description: 'Fixed seed for reproducible output' },
+          INITIAL_STATE_OPTION,
+          ...SAMPLER_OPTIONS,
           {
             displayName: 'Stop Sequences',
             name: 'stop',
@@ -171,11 +156,7 @@ export class RwkvGenerate implements INodeType {
             description: 'One stop sequence (\\n for a newline) or a JSON array of them',
           },
           { displayName: 'System Prompt', name: 'system', type: 'string', typeOptions: { rows: 2 }, default: '', description: 'Put first in chat mode' },
-          { displayName: 'Tau (Typical)', name: 'tau', type: 'number', typeOptions: { numberPrecision: 3 }, default: 0.5 },
-          { displayName: 'Temperature', name: 'temperature', type: 'number', typeOptions: { minValue: 0, numberPrecision: 2 }, default: 1 },
-          { displayName: 'Top K', name: 'topK', type: 'number', typeOptions: { minValue: 0 }, default: 128, description: '0 = no limit' },
-          { displayName: 'Top P', name: 'topP', type: 'number', typeOptions: { minValue: 0, maxValue: 1, numberPrecision: 3 }, default: 0.5 },
-        ],
+        ]),
       },
     ],
   };

@@ -1,0 +1,42 @@
+// Option fields that several n8n nodes offer, defined once: the initial state, and the ai00 sampler
+// settings with the engine's own defaults (so the editor shows what an empty field means).
+
+import type { INodeProperties } from 'n8n-workflow';
+import { AI00_DEFAULTS as d } from '../../engine/samplers/sampler-options';
+
+export const INITIAL_STATE_OPTION: INodeProperties = {
+  displayName: 'Initial State',
+  name: 'state',
+  type: 'string',
+  default: '',
+  description: 'Name of a state loaded with RWKV Load State',
+};
+
+export const SAMPLER_OPTIONS: INodeProperties[] = [
+  { displayName: 'Frequency Penalty', name: 'frequencyPenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: d.frequencyPenalty },
+  { displayName: 'Mirostat Eta', name: 'mirostatEta', type: 'number', typeOptions: { numberPrecision: 3 }, default: d.mirostatEta },
+  { displayName: 'Mirostat Tau', name: 'mirostatTau', type: 'number', typeOptions: { numberPrecision: 3 }, default: d.mirostatTau },
+  { displayName: 'Penalty Decay', name: 'penaltyDecay', type: 'number', typeOptions: { numberPrecision: 6 }, default: d.penaltyDecay },
+  { displayName: 'Presence Penalty', name: 'presencePenalty', type: 'number', typeOptions: { numberPrecision: 3 }, default: d.presencePenalty },
+  {
+    displayName: 'Sampler',
+    name: 'samplerKind',
+    type: 'options',
+    options: [
+      { name: 'Nucleus (Top-P)', value: 'nucleus' },
+      { name: 'Typical', value: 'typical' },
+      { name: 'Mirostat', value: 'mirostat' },
+    ],
+    default: 'nucleus',
+  },
+  { displayName: 'Seed', name: 'seed', type: 'number', typeOptions: { minValue: 0 }, default: 0, description: 'Fixed seed for reproducible output' },
+  { displayName: 'Tau (Typical)', name: 'tau', type: 'number', typeOptions: { numberPrecision: 3 }, default: d.tau },
+  { displayName: 'Temperature', name: 'temperature', type: 'number', typeOptions: { minValue: 0, numberPrecision: 2 }, default: d.temperature },
+  { displayName: 'Top K', name: 'topK', type: 'number', typeOptions: { minValue: 0 }, default: d.topK, description: '0 = no limit' },
+  { displayName: 'Top P', name: 'topP', type: 'number', typeOptions: { minValue: 0, maxValue: 1, numberPrecision: 3 }, default: d.topP },
+];
+
+/** Option fields in the alphabetical order n8n's editor lists them in. */
+export function sortedOptions(options: INodeProperties[]): INodeProperties[] {
+  return [...options].sort((a, b) => a.displayName.localeCompare(b.displayName));
+}
