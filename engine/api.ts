@@ -14,6 +14,8 @@ export interface EngineConfig {
   stateDir?: string;
   /** Bounded queue of requests waiting for a slot. */
   maxQueue?: number;
+  /** Share of their speed decoding requests keep while a long prompt prefills (0..1, default 0.75). */
+  decodeKeep?: number;
 }
 
 export interface SamplerOptions {

@@ -81,6 +81,7 @@ export class RwkvEngine implements Engine {
       chunkSize: config.chunkSize ?? ENGINE_DEFAULTS.chunkSize,
       maxQueue: config.maxQueue ?? ENGINE_DEFAULTS.maxQueue,
       cacheMinTokens: parts.cacheMinTokens ?? ENGINE_DEFAULTS.cacheMinTokens,
+      decodeKeep: config.decodeKeep,
     });
     this.stateDir = config.stateDir;
     this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;

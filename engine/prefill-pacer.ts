@@ -23,7 +23,7 @@ export class PrefillPacer {
     readonly keep = 0.75,
     private readonly smoothing = 0.25,
   ) {
-    if (!(keep > 0 && keep < 1)) throw new RangeError(`keep must be in (0, 1), got ${keep}`);
+    if (!(keep > 0 && keep < 1)) throw new RangeError(`decodeKeep must be in (0, 1), got ${keep}`);
   }
 
   /** Steps per prefill chunk while slots decode (1 = every step). */

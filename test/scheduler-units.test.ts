@@ -236,7 +236,7 @@ describe('scheduler: prefill pacing', () => {
   });
 
   it('refuses a share outside (0, 1)', () => {
-    assert.throws(() => new PrefillPacer(1), /keep must be in \(0, 1\)/);
-    assert.throws(() => new PrefillPacer(0), /keep must be in/);
+    assert.throws(() => new PrefillPacer(1), /decodeKeep must be in \(0, 1\)/);
+    assert.throws(() => new PrefillPacer(0), /decodeKeep must be in/);
   });
 });
