@@ -7,3 +7,10 @@ export { createEngine, resolveModelPath, DEFAULT_MODEL_FILE } from './engine-fac
 export { RequestError, QueueFullError, AbortError, EngineClosedError, StateFileError } from './errors';
 export { AI00_DEFAULTS } from './samplers';
 export type { InferenceBackend, ModelInfo, SlotJob, StateSnapshot } from './types';
+// Lower layers, for programs that drive the model directly. `createBackend` starts WebGPU only when called.
+export { createBackend, type Backend, type BackendOptions } from './backend';
+export { WorldTokenizer } from './tokenizer';
+export { StreamDecoder } from './stream-decoder';
+export { loadCheckpoint } from './loader/checkpoint';
+export { describeModel } from './model-spec';
+export { compileConstraint, ConstraintError } from './grammar';
