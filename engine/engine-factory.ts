@@ -43,6 +43,12 @@ export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
     let tokenizer = WorldTokenizer.bundled();
     const map: Int32Array | undefined = backend.info.vocabMap;
     if (map) tokenizer = tokenizer.restrict(Array.from(map).filter((id) => id !== 0));
+    else if (backend.info.vocabSize < tokenizer.vocabSize) {
+      // A model with fewer rows than the World vocabulary (and no map) knows only the first ids: prompts,
+      // grammar masks and forced tokens must all stay below its size.
+      const known = Array.from({ length: backend.info.vocabSize - 1 }, (_, i) => i + 1).filter((id) => tokenizer.tokenBytes(id));
+      tokenizer = tokenizer.restrict(known);
+    }
     return new RwkvEngine({ backend, tokenizer, config });
   } catch (e) {
     backend.dispose();

@@ -181,9 +181,11 @@ describe('nodes on the real engine (tiny model)', function () {
 
     it('RWKV Generate: cancelling the execution stops the generation and releases the model', async () => {
       const cancel = new AbortController();
+      // A random model ends its text by itself within a few hundred tokens; a grammar of one long literal
+      // keeps end of text out of reach, so only the cancellation can stop this generation.
       const running = run(new RwkvGenerate(), {
         cancelSignal: cancel.signal,
-        params: { inputMode: 'prompt', prompt: '1+1=', maxTokens: 100000, constraint: 'none', options: {} },
+        params: { inputMode: 'prompt', prompt: '1+1=', maxTokens: 100000, constraint: 'grammar', grammar: `root ::= "${'ab'.repeat(20000)}"`, options: {} },
       });
       setTimeout(() => cancel.abort(), 1500);
       await assert.rejects(running, /execution cancelled/);
