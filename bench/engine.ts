@@ -75,19 +75,24 @@ export async function benchEngine(
     };
     const pre128 = await prefill(128);
     const pre512 = await prefill(512);
-    // Where the streaming matrix kernel (weights once per 8 tokens) stops beating the tiled one.
+    // Where the streaming matrix kernel (weights once per 8 tokens) stops beating the tiled ones.
     const crossover: Record<string, number> = {};
     if (opts.crossover) {
-      const dflt = be.vecMaxRows;
+      const dflt = [be.vecMaxRows, be.gemmTile] as const;
       for (const batch of [8, 16, 32, 64]) {
-        for (const [label, vecMax] of [['tiled', 0], ['streaming', 64]] as const) {
+        for (const [label, vecMax, tile] of [['tiled', 0, 64], ['tiled16', 0, 16], ['streaming', 64, 64]] as const) {
           be.vecMaxRows = vecMax;
+          be.gemmTile = tile;
           const jobs = () => Array.from({ length: batch }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
           const r = await timeIt(secs / 2, 3, () => be.run(jobs()));
           crossover[`${shape.name}.decodeB${batch}.${label}TokPerS`] = +((batch * r.reps) / r.seconds).toFixed(0);
         }
       }
-      be.vecMaxRows = dflt;
+      for (const tile of [64, 16] as const) {
+        be.gemmTile = tile;
+        crossover[`${shape.name}.prefill128.tile${tile}TokPerS`] = +(await prefill(128)).toFixed(0);
+      }
+      [be.vecMaxRows, be.gemmTile] = dflt;
       log(`${shape.name} kernel crossover: ${JSON.stringify(crossover)}`);
     }
     const bwFrac = (stepBytes * dec1Tps) / (copy.gbPerS * 1e9);

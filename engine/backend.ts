@@ -17,11 +17,13 @@ export interface BackendOptions {
   maxRows?: number;
   /** Token count up to which matrix products use the streaming kernel (see RuntimeOptions). */
   vecMaxRows?: number;
+  /** Tokens per tile of the tiled matrix kernel (see RuntimeOptions). */
+  gemmTile?: 16 | 64;
   /** Reuse an existing device (tests, several models in one process). */
   gpu?: GpuContext;
 }
 
-export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number };
+export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number; gemmTile: 16 | 64 };
 
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
@@ -39,6 +41,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     maxTokens: opts.maxTokens ?? 256,
     maxRows: opts.maxRows ?? 64,
     vecMaxRows: opts.vecMaxRows,
+    gemmTile: opts.gemmTile,
   });
   return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
 }

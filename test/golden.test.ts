@@ -42,9 +42,10 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     gpu = await acquireGpu();
   });
 
-  const cases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number; vecMaxRows?: number }[] = [
-    // Every product on the tiled (prefill) kernel, even single tokens.
+  const cases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number; vecMaxRows?: number; gemmTile?: 16 | 64 }[] = [
+    // Every product on the tiled (prefill) kernels, even single tokens.
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f32', tol: TOL.f32, vecMaxRows: 0 },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, gemmTile: 16 },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f32', tol: TOL.f32 },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16 },
     { model: 'v7-tiny.st', golden: 'v7-tiny', precision: 'f32', tol: TOL.f16 }, // the .st holds f16 weights
@@ -54,12 +55,12 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
   ];
 
   for (const c of cases) {
-    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? ', tiled kernel only' : ''}`, () => {
+    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}`, () => {
       let be: Backend;
       let g: Golden;
       before(async () => {
         g = loadGolden(c.golden);
-        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gpu });
+        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile, gpu });
       });
       after(() => be?.dispose());
 

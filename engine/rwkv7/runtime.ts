@@ -20,6 +20,8 @@ export interface RuntimeOptions {
    * kernel) instead of tiling 64 tokens (compute-bound kernel). Default 32.
    */
   vecMaxRows?: number;
+  /** Tokens per tile of the tiled kernel: 64 (default) or 16 (more workgroups for mid-size batches). */
+  gemmTile?: 16 | 64;
 }
 
 interface Segment {
@@ -84,8 +86,9 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly F: number;
   private readonly TMAX: number;
   private readonly RMAX: number;
-  /** Tuning knob (benchmarks): see RuntimeOptions.vecMaxRows. */
+  /** Tuning knobs (benchmarks): see RuntimeOptions. */
   vecMaxRows: number;
+  gemmTile: 16 | 64;
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -111,6 +114,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
     this.vecMaxRows = opts.vecMaxRows ?? 32;
+    this.gemmTile = opts.gemmTile ?? 64;
     const H = info.nHead;
     const N = info.headSize;
     this.layerStride = 2 * this.C + H * N * N;
@@ -167,7 +171,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   // ---- kernels ------------------------------------------------------------------------------------------
 
-  private matmulKernel(variant: 'mm_vec' | 'mm_gemm', tb: number) {
+  private matmulKernel(variant: 'mm_vec' | 'mm_gemm' | 'mm_gemm16', tb: number) {
     const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
     return this.kernel(`${variant}${tb}`, () =>
       makeKernel(this.device, [sub, this.wprelude, 'mm_common', variant], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
@@ -211,14 +215,14 @@ export class Rwkv7Runtime implements InferenceBackend {
     io: SegmentIO[],
     useR = false,
   ) {
-    const variant = rows <= this.vecMaxRows ? 'mm_vec' : 'mm_gemm';
+    const variant = rows <= this.vecMaxRows ? 'mm_vec' : this.gemmTile === 16 ? 'mm_gemm16' : 'mm_gemm';
     const tb = rows <= 4 ? 4 : 8;
     const k = this.matmulKernel(variant, tb);
     const u = this.groupUniform(key, g, io, useR);
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(0, this.group(`${variant}${tb}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
     if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / tb));
-    else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / 64));
+    else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / (variant === 'mm_gemm16' ? 16 : 64)));
   }
 
   private get consts() {
@@ -237,7 +241,7 @@ export class Rwkv7Runtime implements InferenceBackend {
    * they are recorded once per shape and replayed: per-step encoding is then a bare loop of native calls.
    */
   private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass): GPUCommandEncoder {
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows);
