@@ -3,7 +3,6 @@
 // 64 tokens of a 2048-wide matrix); this one makes four times as many and reads each weight tile once per
 // 16 tokens.
 var<workgroup> xs: array<array<vec4<f32>, 4>, 32>;
-var<workgroup> ws: array<array<vec4<f32>, 16>, 32>;
 
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
@@ -21,21 +20,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
       let kq = lid % 8u;
       var v = vec4<f32>(0.0);
       if (t0 + t < rows) { v = x[s.x_off + ((t0 + t) * s.k + k0) / 4u + kq]; }
-      xs[kq * 4u][t / 4u][t % 4u] = v.x;
-      xs[kq * 4u + 1u][t / 4u][t % 4u] = v.y;
-      xs[kq * 4u + 2u][t / 4u][t % 4u] = v.z;
-      xs[kq * 4u + 3u][t / 4u][t % 4u] = v.w;
+      store_x(kq, t, v);
     }
-    {
-      let o = lid / 4u;
-      let kc = (lid % 4u) * 8u;
-      var m = mat2x4<f32>();
-      if (o0 + o < s.n) { m = load_w8(s.w_off + ((o0 + o) * s.k + k0 + kc) / 8u); }
-      for (var q = 0u; q < 4u; q++) {
-        ws[kc + q][o / 4u][o % 4u] = m[0][q];
-        ws[kc + 4u + q][o / 4u][o % 4u] = m[1][q];
-      }
-    }
+    load_weight_tile(s, o0, k0, lid);
     workgroupBarrier();
     for (var k = 0u; k < 32u; k++) {
       acc += xs[k][tr / 4u][tr % 4u] * ws[k][tc];

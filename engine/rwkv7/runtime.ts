@@ -171,10 +171,13 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   // ---- kernels ------------------------------------------------------------------------------------------
 
+  /** The matrix kernel; `tb` (tokens per pass) only shapes the streaming kernel. */
   private matmulKernel(variant: 'mm_vec' | 'mm_gemm' | 'mm_gemm16', tb: number) {
     const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
-    return this.kernel(`${variant}${tb}`, () =>
-      makeKernel(this.device, [sub, this.wprelude, 'mm_common', variant], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
+    const parts = variant === 'mm_vec' ? [variant] : ['gemm_tiles', variant];
+    const key = variant === 'mm_vec' ? `${variant}${tb}` : variant;
+    return this.kernel(key, () =>
+      makeKernel(this.device, [sub, this.wprelude, 'mm_common', ...parts], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 
@@ -220,7 +223,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const k = this.matmulKernel(variant, tb);
     const u = this.groupUniform(key, g, io, useR);
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${variant}${tb}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
+    pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
     if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / tb));
     else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / (variant === 'mm_gemm16' ? 16 : 64)));
   }
