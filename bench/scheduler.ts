@@ -130,14 +130,19 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
     // 1. Aggregate decode throughput against concurrency.
     for (const c of o.concurrency) {
       const tasks = Array.from({ length: c }, (_, i) => task(randomPrompt(16, vocab, seed++), o.decodeTokens, i));
+      const before = { ...scheduler.stats, at: performance.now() };
       tasks.forEach((t) => scheduler.submit(t));
       await Promise.all(tasks.map((t) => t.done));
+      // Share of the wall time spent waiting on backend.run (GPU + read-back); the rest is CPU sampling and bookkeeping.
+      const wall = performance.now() - before.at;
+      results[`backend_share_c${c}`] = round((scheduler.stats.backendMs - before.backendMs) / wall, 3);
+      results[`step_ms_c${c}`] = round(wall / (scheduler.stats.steps - before.steps), 2);
       // Count from the moment every request was decoding, so short prefills don't dilute it.
       const from = Math.max(...tasks.map((t) => t.firstTokenAt));
       const to = Math.max(...tasks.map((t) => t.tokenTimes[t.tokenTimes.length - 1]));
       const tokens = tasks.reduce((n, t) => n + t.tokenTimes.filter((x) => x > from).length, 0);
       results[`decode_tps_c${c}`] = round(tokens / ((to - from) / 1000), 1);
-      log(`decode c=${c}: ${results[`decode_tps_c${c}`]} tok/s`);
+      log(`decode c=${c}: ${results[`decode_tps_c${c}`]} tok/s, ${results[`step_ms_c${c}`]} ms/step, backend ${results[`backend_share_c${c}`]} of it`);
     }
     const base = results[`decode_tps_c${o.concurrency[0]}`];
     for (const c of o.concurrency) results[`decode_tps_c${c}_ratio`] = round(results[`decode_tps_c${c}`] / base, 2);
