@@ -118,6 +118,7 @@ export class RwkvEngine implements Engine {
         constraint,
         parseJson: !!req.jsonSchema,
         channel,
+        topCapacity: this.backend.topCapacity ?? 0,
       });
     return this.stream(build, opts.signal);
   }

@@ -10,6 +10,7 @@ import type { InitialState } from './initial-states';
 import type { TokenSampler } from './samplers';
 import type { Feed, SlotTask, TaskStart } from './slot-task';
 import { StopMatcher } from './stop-matcher';
+import type { JobResult, TopLogits } from './types';
 import type { VocabMapping } from './vocab-mapping';
 
 /** Budget (tokens) below which a constrained request checks whether it must start closing its output. */
@@ -32,6 +33,8 @@ export interface GenerateTaskParams {
   /** Parse the final text as JSON (jsonSchema requests). */
   parseJson: boolean;
   channel: EventChannel<GenerateEvent>;
+  /** Entries of the backend's 'top' output (0: none); decode steps use it when the sampler can. */
+  topCapacity?: number;
 }
 
 export class GenerateTask implements SlotTask {
@@ -51,6 +54,8 @@ export class GenerateTask implements SlotTask {
   private text = '';
   private unreportedTokens: number[] = [];
   private finished = false;
+  /** Decode steps read back the GPU-reduced top of the logits instead of the whole row. */
+  private readonly useTop: boolean;
 
   constructor(params: GenerateTaskParams) {
     this.p = params;
@@ -61,6 +66,7 @@ export class GenerateTask implements SlotTask {
     this.matcher = params.constraint ? params.constraint.newMatcher() : null;
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
     this.allowedRows = this.matcher ? new Uint8Array(params.mapping.rows) : null;
+    this.useTop = !this.matcher && params.sampler.canSampleTop(params.topCapacity ?? 0);
   }
 
   onQueued(position: number): void {
@@ -80,9 +86,9 @@ export class GenerateTask implements SlotTask {
     return this.next(logits);
   }
 
-  onFed(logits: Float32Array | null): Feed | null {
-    if (!logits) throw new Error('decode step returned no logits');
-    return this.next(logits);
+  onFed(result: JobResult): Feed | null {
+    if (!result) throw new Error('decode step returned no logits');
+    return this.next(result);
   }
 
   onAbort(): void {
@@ -95,7 +101,7 @@ export class GenerateTask implements SlotTask {
     this.p.channel.fail(error);
   }
 
-  private next(logits: Float32Array): Feed | null {
+  private next(logits: Float32Array | TopLogits): Feed | null {
     if (this.finished) return null;
     if (this.firstToken === 0) this.firstToken = performance.now();
     if (this.completion >= this.p.maxTokens) return this.finish('length');
@@ -110,6 +116,7 @@ export class GenerateTask implements SlotTask {
     if (this.stop.stopped) return this.finish('stop');
     if (this.matcher?.isDone()) return this.finish('grammar');
     if (this.completion >= this.p.maxTokens) return this.finish('length');
+    if (this.useTop) return { tokens: [row], output: 'top', adjust: this.p.sampler.adjustments() };
     return { tokens: [row], output: 'last' };
   }
 
@@ -118,7 +125,8 @@ export class GenerateTask implements SlotTask {
    * When the token budget left is no more than the grammar's shortest completion, the output is closed
    * along that completion, so a length-limited constrained request still returns conforming output.
    */
-  private pick(logits: Float32Array): number {
+  private pick(logits: Float32Array | TopLogits): number {
+    if (!(logits instanceof Float32Array)) return this.p.sampler.sampleTop(logits);
     const m = this.matcher;
     if (!m) return this.p.sampler.sample(logits);
     const left = this.p.maxTokens - this.completion;

@@ -8,7 +8,7 @@ import type { InitialState } from './initial-states';
 import type { Feed, SlotTask } from './slot-task';
 import { PrefillPacer } from './prefill-pacer';
 import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
-import type { InferenceBackend, OutputMode, SlotJob } from './types';
+import type { InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
 
 export interface SchedulerOptions {
   /** Tokens per prefill chunk. */
@@ -39,6 +39,7 @@ interface Running {
   feed: readonly number[];
   fed: number;
   output: OutputMode;
+  adjust: LogitAdjust | undefined;
   /** Logits of earlier chunks of an 'all' feed. */
   collected: Float32Array[];
 }
@@ -47,6 +48,7 @@ interface PlannedJob {
   run: Running;
   tokens: number[];
   output: OutputMode;
+  adjust?: LogitAdjust;
 }
 
 export class Scheduler {
@@ -199,7 +201,7 @@ export class Scheduler {
     }
     slot.initial = task.initial;
     this.stats.cachedPromptTokens += start;
-    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', feed: prompt.slice(start), fed: 0, output: 'last', collected: [] };
+    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
     this.running.set(slot.index, run);
     task.onStart?.({ slot: slot.index, promptTokens: prompt.length, cachedTokens: start });
     if (run.feed.length === 0) {
@@ -228,7 +230,7 @@ export class Scheduler {
     const chunked: Running[] = [];
     for (const run of this.running.values()) {
       const left = run.feed.length - run.fed;
-      if (left === 1) single.push({ run, tokens: [run.feed[run.fed]], output: run.output });
+      if (left === 1) single.push({ run, tokens: [run.feed[run.fed]], output: run.output, adjust: run.adjust });
       else if (left > 1) chunked.push(run);
     }
     chunked.sort((a, b) => a.seq - b.seq);
@@ -239,15 +241,15 @@ export class Scheduler {
       const n = Math.min(this.options.chunkSize, run.feed.length - run.fed);
       const last = run.fed + n === run.feed.length;
       const output: OutputMode = run.output === 'all' ? 'all' : last ? run.output : 'none';
-      jobs.push({ run, tokens: run.feed.slice(run.fed, run.fed + n) as number[], output });
+      jobs.push({ run, tokens: run.feed.slice(run.fed, run.fed + n) as number[], output, adjust: last ? run.adjust : undefined });
     }
     return jobs;
   }
 
   private async step(plan: PlannedJob[]): Promise<void> {
-    const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output }));
+    const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output, ...(p.adjust ? { adjust: p.adjust } : {}) }));
     const t0 = performance.now();
-    let results: (Float32Array | null)[];
+    let results: JobResult[];
     try {
       results = await this.backend.run(jobs);
       if (results.length !== jobs.length) throw new Error(`backend returned ${results.length} results for ${jobs.length} jobs`);
@@ -273,19 +275,21 @@ export class Scheduler {
       run.fed += tokens.length;
       if (run.phase === 'run' && run.feed.length === 1) this.stats.decodeTokens++;
       else this.stats.chunkTokens += tokens.length;
-      if (output === 'none') slot.lastLogits = null;
-      else if (result) slot.lastLogits = output === 'all' ? result.slice(result.length - vocab) : result;
-      if (output === 'all' && result) run.collected.push(result);
+      // A 'top' result is not a logits row: nothing a continuing request could start from.
+      const logits = result instanceof Float32Array ? result : null;
+      if (!logits) slot.lastLogits = null;
+      else slot.lastLogits = output === 'all' ? logits.slice(logits.length - vocab) : logits;
+      if (output === 'all' && logits) run.collected.push(logits);
       if (run.phase === 'prefill') Scheduler.safely(() => run.task.onPrefillProgress?.(run.fed, run.feed.length));
       if (run.fed < run.feed.length) continue;
       try {
-        const logits = run.output === 'all' ? Scheduler.concat(run.collected) : result;
+        const fed = run.output === 'all' ? Scheduler.concat(run.collected) : result;
         run.collected = [];
         if (run.phase === 'prefill') {
-          if (!logits) throw new Error('backend returned no logits for the end of the prompt');
-          await this.finishPrefill(run, logits);
+          if (!(fed instanceof Float32Array)) throw new Error('backend returned no logits for the end of the prompt');
+          await this.finishPrefill(run, fed);
         } else {
-          this.apply(run, run.task.onFed(logits));
+          this.apply(run, run.task.onFed(fed));
         }
       } catch (error) {
         this.end(run, () => run.task.onError(Scheduler.asError(error)));
@@ -314,9 +318,11 @@ export class Scheduler {
       return;
     }
     if (!next.tokens || next.tokens.length === 0) throw new Error('a task fed no tokens');
+    if (next.output === 'top' && !(this.backend.topCapacity! > 0)) throw new Error("the backend has no 'top' output");
     run.feed = next.tokens;
     run.fed = 0;
     run.output = next.output;
+    run.adjust = next.adjust;
     run.collected = [];
   }
 

@@ -2,13 +2,15 @@
 // then a dialogue: after each batch the task sees its logits and says what to feed next.
 // generate, choose, embed and saveConversation are all tasks.
 
-import type { OutputMode, StateSnapshot } from './types';
+import type { JobResult, LogitAdjust, OutputMode, StateSnapshot } from './types';
 import type { InitialState } from './initial-states';
 
 export interface Feed {
   /** Model rows to feed, at least one. */
   tokens: number[];
   output: OutputMode;
+  /** With output 'top' (one token): added to the logits row before it is reduced. */
+  adjust?: LogitAdjust;
 }
 
 export interface TaskStart {
@@ -36,8 +38,8 @@ export interface SlotTask {
    * feed next, or null when the task is done (the slot frees at once).
    */
   onPrefilled(logits: Float32Array, state: StateSnapshot | null): Feed | null;
-  /** The previous Feed ran: logits per its output mode ('all': n*vocab, 'none': null). */
-  onFed(logits: Float32Array | null): Feed | null;
+  /** The previous Feed ran: its result per output mode ('all': n*vocab logits, 'top': TopLogits, 'none': null). */
+  onFed(result: JobResult): Feed | null;
   /** Ended by its AbortSignal (queued or running). */
   onAbort(): void;
   /** Ended by an error (its own callback threw, the backend failed, or the engine closed). */

@@ -41,15 +41,47 @@ export interface ModelInfo {
   vocabMap?: Int32Array;
 }
 
-/** Which logits a slot wants back from one `run`. */
-export type OutputMode = 'last' | 'all' | 'none';
+/**
+ * Which logits a slot wants back from one `run`: the last token's row ('last'), every token's ('all'),
+ * nothing ('none'), or the last row reduced on the GPU to its largest entries ('top', see TopLogits).
+ */
+export type OutputMode = 'last' | 'all' | 'none' | 'top';
 
-export interface SlotJob {
+/** Sparse additions to a logits row (logit bias, repetition penalties); rows must be distinct. */
+export interface LogitAdjust {
+  rows: Int32Array;
+  deltas: Float32Array;
+}
+
+export interface SlotJob<O extends OutputMode = OutputMode> {
   slot: number;
   /** Tokens (model row indices) to feed, in order. May be empty only with output 'none'. */
   tokens: ArrayLike<number>;
-  output: OutputMode;
+  output: O;
+  /** Output 'top' only: added to the last row before it is reduced. */
+  adjust?: LogitAdjust;
 }
+
+/**
+ * A logits row reduced on the GPU (output 'top'), after its LogitAdjust: the `capacity` largest entries
+ * (all finite ones when fewer), best first with ties by lower row, plus the softmax normalizer over the
+ * whole row. Sampling from these is exact for greedy and for nucleus with top_k <= capacity, and the
+ * read-back is a few KiB instead of the vocabulary.
+ */
+export interface TopLogits {
+  readonly kind: 'top';
+  rows: Int32Array;
+  logits: Float32Array;
+  /** Largest logit of the row (-Infinity when none is finite). */
+  max: number;
+  /** ln of sum(exp(logit - max)) over every finite logit of the row. */
+  logZ: number;
+  /** Finite logits in the whole row. */
+  finite: number;
+}
+
+/** What `run` gives back for one job: logits ('last', 'all'), a TopLogits ('top') or null ('none'). */
+export type JobResult = Float32Array | TopLogits | null;
 
 /**
  * The state of one slot copied to the CPU: all layers, f32, in the layout of `stateLayout`.
@@ -68,10 +100,14 @@ export interface InferenceBackend {
   readonly stateSize: number;
   /**
    * Advance any subset of slots by any number of tokens in one batched pass (one GPU round trip).
-   * Result i belongs to jobs[i]: logits [vocab] for 'last', [n*vocab] for 'all', null for 'none'.
-   * Results may be views into one buffer per call: copy one before keeping it beyond the step.
+   * Result i belongs to jobs[i]: logits [vocab] for 'last', [n*vocab] for 'all', null for 'none',
+   * a TopLogits for 'top'. Results may be views into one buffer per call: copy one before keeping it
+   * beyond the step.
    */
-  run(jobs: SlotJob[]): Promise<(Float32Array | null)[]>;
+  run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
+  run(jobs: SlotJob[]): Promise<JobResult[]>;
+  /** Entries a 'top' result holds; 0 when the backend has no 'top' output. */
+  readonly topCapacity?: number;
   readState(slot: number): Promise<StateSnapshot>;
   writeState(slot: number, state: StateSnapshot): void;
   resetState(slot: number): void;

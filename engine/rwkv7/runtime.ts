@@ -4,9 +4,10 @@
 // A call larger than the scratch buffers is split into sub-passes that are all submitted before the single
 // read-back, so a call costs one GPU round trip.
 
-import type { InferenceBackend, ModelInfo, SlotJob, StateSnapshot } from '../types';
+import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import type { GpuContext } from '../gpu/device';
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
+import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 
 export interface RuntimeOptions {
@@ -32,7 +33,7 @@ interface Segment {
   to: number;
   /** For output 'all': the row of the segment's first token in the job's result. */
   outFrom: number;
-  outMode: 'last' | 'all' | 'none';
+  outMode: 'last' | 'all' | 'none' | 'top';
 }
 
 /** The pass commands of one sub-pass, recorded once per batch shape and replayed every step. */
@@ -80,6 +81,7 @@ interface SubPass {
 export class Rwkv7Runtime implements InferenceBackend {
   readonly slots: number;
   readonly stateSize: number;
+  readonly topCapacity = TOP_CAPACITY;
   private readonly device: GPUDevice;
   private readonly C: number;
   private readonly V: number;
@@ -97,6 +99,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly groups = new Map<string, GPUBindGroup>();
   private readonly recorded = new Map<string, Op[]>();
   private staging: GPUBuffer | null = null;
+  private topReducer: TopLogitsReducer | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
 
@@ -381,6 +384,8 @@ export class Rwkv7Runtime implements InferenceBackend {
       if (seen.has(j.slot)) throw new Error(`job ${i}: slot ${j.slot} appears twice in one call`);
       seen.add(j.slot);
       if (j.tokens.length === 0 && j.output !== 'none') throw new Error(`job ${i}: no tokens but output '${j.output}'`);
+      if (j.output === 'top') this.top.check(j.adjust, i);
+      else if (j.adjust) throw new Error(`job ${i}: adjust is for output 'top' only`);
       for (let t = 0; t < j.tokens.length; t++) {
         const id = j.tokens[t];
         if (!Number.isInteger(id) || id < 0 || id >= this.V)
@@ -400,16 +405,16 @@ export class Rwkv7Runtime implements InferenceBackend {
       while (pos < n) {
         let room = this.TMAX - cur.tokens;
         if (j.output === 'all') room = Math.min(room, this.RMAX - cur.rows);
-        const needsLastRow = j.output === 'last';
+        const needsLastRow = j.output === 'last' || j.output === 'top';
         if (room <= 0 || (needsLastRow && pos + room >= n && cur.rows >= this.RMAX)) {
           flush();
           continue;
         }
         const to = Math.min(n, pos + room);
-        const outMode = j.output === 'all' ? 'all' : j.output === 'last' && to === n ? 'last' : 'none';
+        const outMode = j.output === 'all' ? 'all' : needsLastRow && to === n ? j.output : 'none';
         cur.segments.push({ job: ji, slot: j.slot, tokens: j.tokens, from: pos, to, outFrom: j.output === 'all' ? pos : 0, outMode });
         cur.tokens += to - pos;
-        cur.rows += outMode === 'all' ? to - pos : outMode === 'last' ? 1 : 0;
+        cur.rows += outMode === 'all' ? to - pos : outMode === 'none' ? 0 : 1;
         pos = to;
       }
     });
@@ -438,7 +443,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     if (this.gpu.error) throw new Error(this.gpu.error);
   }
 
-  run(jobs: SlotJob[]): Promise<(Float32Array | null)[]> {
+  run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
+  run(jobs: SlotJob[]): Promise<JobResult[]>;
+  run(jobs: SlotJob[]): Promise<JobResult[]> {
     let planned: ReturnType<Rwkv7Runtime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -448,24 +455,34 @@ export class Rwkv7Runtime implements InferenceBackend {
     return this.serialize(() => this.execute(jobs, planned.passes, planned.rowsPerJob));
   }
 
-  private async execute(jobs: SlotJob[], passes: SubPass[], rowsPerJob: number[]) {
+  private get top(): TopLogitsReducer {
+    return (this.topReducer ??= new TopLogitsReducer(this.device, this.V, this.slots, this.buf.logits));
+  }
+
+  private async execute(jobs: SlotJob[], passes: SubPass[], rowsPerJob: number[]): Promise<JobResult[]> {
     const { device, V } = this;
     const totalRows = rowsPerJob.reduce((a, b) => a + b, 0);
     const rowBytes = V * 4;
-    const staging = totalRows > 0 ? this.stagingBuffer(totalRows * rowBytes) : null;
-    // Where each job's rows land in the staging buffer.
+    const fullBytes = totalRows * rowBytes;
+    // Where each job's rows land in the staging buffer; 'top' results follow all full rows.
     const jobRowBase: number[] = [];
+    const topIndex: number[] = [];
     let acc = 0;
-    for (const r of rowsPerJob) {
+    let tops = 0;
+    jobs.forEach((j, i) => {
       jobRowBase.push(acc);
-      acc += r;
-    }
-    for (const sp of passes) {
+      acc += rowsPerJob[i];
+      topIndex.push(j.output === 'top' ? tops++ : -1);
+    });
+    const topBytes = tops > 0 ? this.top.bytes(tops) : 0;
+    const staging = fullBytes + topBytes > 0 ? this.stagingBuffer(fullBytes + topBytes) : null;
+    passes.forEach((sp, spi) => {
       const ids = new Uint32Array(sp.tokens);
       const tok = new Uint32Array(sp.tokens);
       const jobBuf = new Uint32Array(sp.segments.length * 4);
       const rows = new Uint32Array(Math.max(1, sp.rows));
       const copies: [number, number, number][] = []; // [logits row, staging row, count]
+      const topRows: TopRow[] = [];
       let t = 0;
       let r = 0;
       sp.segments.forEach((s, si) => {
@@ -478,6 +495,10 @@ export class Rwkv7Runtime implements InferenceBackend {
         if (s.outMode === 'last') {
           rows[r] = t - 1;
           copies.push([r, jobRowBase[s.job], 1]);
+          r += 1;
+        } else if (s.outMode === 'top') {
+          rows[r] = t - 1;
+          topRows.push({ logitsRow: r, adjust: jobs[s.job].adjust, out: topIndex[s.job] });
           r += 1;
         } else if (s.outMode === 'all') {
           for (let i = start; i < t; i++) rows[r + i - start] = i;
@@ -495,23 +516,27 @@ export class Rwkv7Runtime implements InferenceBackend {
       for (const [from, to, count] of copies) {
         enc.copyBufferToBuffer(this.buf.logits, from * rowBytes, staging!, to * rowBytes, count * rowBytes);
       }
+      if (topRows.length) this.top.encode(enc, topRows);
+      if (spi === passes.length - 1 && tops > 0) this.top.copyOut(enc, staging!, fullBytes, tops);
       q.submit([enc.finish()]);
-    }
+    });
     if (!staging) {
       await device.queue.onSubmittedWorkDone();
       this.checkAlive();
       return jobs.map(() => null);
     }
-    await staging.mapAsync(GPUMapMode.READ, 0, totalRows * rowBytes);
+    await staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes);
     try {
       // One copy for the whole call, handed out as views: one allocation a step instead of one per slot
       // keeps the garbage collector out of the decode loop. Holders that keep a view beyond the step
       // (prefix cache, idle slots) copy it.
       const all = new Float32Array(totalRows * V);
-      all.set(new Float32Array(staging.getMappedRange(0, totalRows * rowBytes)));
-      return jobs.map((j, i) =>
-        rowsPerJob[i] ? all.subarray(jobRowBase[i] * V, (jobRowBase[i] + rowsPerJob[i]) * V) : null,
-      );
+      if (fullBytes > 0) all.set(new Float32Array(staging.getMappedRange(0, fullBytes)));
+      const topWords = tops > 0 ? new Uint32Array(staging.getMappedRange(fullBytes, topBytes).slice(0)) : null;
+      return jobs.map((j, i) => {
+        if (j.output === 'top') return TopLogitsReducer.parse(topWords!, this.top.stride, topIndex[i]);
+        return rowsPerJob[i] ? all.subarray(jobRowBase[i] * V, (jobRowBase[i] + rowsPerJob[i]) * V) : null;
+      });
     } finally {
       staging.unmap();
     }
@@ -585,5 +610,6 @@ export class Rwkv7Runtime implements InferenceBackend {
     for (const b of this.layerUniforms) b.destroy();
     for (const u of this.matUniforms.values()) u.buffer.destroy();
     this.staging?.destroy();
+    this.topReducer?.dispose();
   }
 }

@@ -15,6 +15,11 @@ export class RepetitionPenalty {
     return this.presence !== 0 || this.frequency !== 0;
   }
 
+  /** Current penalty per row (subtracted from the logits). */
+  get entries(): ReadonlyMap<number, number> {
+    return this.penalties;
+  }
+
   apply(logits: Float32Array): void {
     for (const [row, penalty] of this.penalties) logits[row] -= penalty;
   }

@@ -1,6 +1,8 @@
 // Numeric helpers shared by the samplers. They work on one slot's logits over the model's rows
 // (up to 65536), so they avoid full sorts where a bounded selection does.
 
+import type { TopLogits } from '../types';
+
 /**
  * Rows whose logit is within this many nats of the best one. Everything further down weighs at most
  * 65536 * e^-30 ≈ 6e-9 of the total together, below f32 rounding, so dropping it changes no draw.
@@ -67,6 +69,27 @@ export class Candidates {
     this.logZ = Math.log(sum);
     this.count = n;
     return true;
+  }
+
+  /**
+   * The same from a row reduced on the GPU: its largest logits and the normalizer over the whole row.
+   * Candidates keep row order and the LOG_CUTOFF, so draws match those from the full row.
+   */
+  fromTop(top: TopLogits): boolean {
+    if (top.finite === 0) return false;
+    const order = Array.from(top.rows.keys()).filter((j) => top.logits[j] >= top.max - LOG_CUTOFF);
+    order.sort((a, b) => top.rows[a] - top.rows[b]);
+    let n = 0;
+    for (const j of order) {
+      const d = top.logits[j] - top.max;
+      this.rows[n] = top.rows[j];
+      this.offsets[n] = d;
+      this.probs[n] = Math.exp(d - top.logZ);
+      n++;
+    }
+    this.logZ = top.logZ;
+    this.count = n;
+    return n > 0;
   }
 
   /** Candidate positions of the k most probable, best first; k <= 0 means all. */

@@ -7,6 +7,7 @@ import { MirostatState } from './mirostat';
 import { pickNucleus } from './nucleus';
 import { RepetitionPenalty } from './penalties';
 import { argmax, Candidates } from './probability';
+import type { LogitAdjust, TopLogits } from '../types';
 import type { ResolvedSamplerOptions } from './sampler-options';
 import { SeededRandom } from './seeded-random';
 import { pickTypical } from './typical';
@@ -48,6 +49,40 @@ export class TokenSampler {
     this.penalty = new RepetitionPenalty(options.presencePenalty, options.frequencyPenalty, options.penaltyDecay);
     this.mirostat = options.kind === 'mirostat' ? new MirostatState(options.mirostatTau, options.mirostatEta) : null;
     this.random = options.seed === undefined ? SeededRandom.unseeded() : new SeededRandom(options.seed);
+  }
+
+  /**
+   * Whether the next draw can be made exactly from the `capacity` largest logits (a 'top' result):
+   * greedy, or nucleus whose top_k fits. Typical and mirostat may keep tokens beyond any fixed count.
+   */
+  canSampleTop(capacity: number): boolean {
+    const o = this.options;
+    return capacity > 0 && o.kind === 'nucleus' && (o.temperature === 0 || (o.topK >= 1 && o.topK <= capacity));
+  }
+
+  /** Logit bias and current repetition penalties as the sparse additions `sample` would make. */
+  adjustments(): LogitAdjust | undefined {
+    const penalties = this.options.kind === 'mirostat' ? new Map<number, number>() : this.penalty.entries;
+    if (this.biasRows.length === 0 && penalties.size === 0) return undefined;
+    const delta = new Map<number, number>();
+    for (const [row, bias] of this.biasRows) delta.set(row, bias);
+    for (const [row, penalty] of penalties) delta.set(row, (delta.get(row) ?? 0) - penalty);
+    return { rows: Int32Array.from(delta.keys()), deltas: Float32Array.from(delta.values()) };
+  }
+
+  /** Draw the next row from a 'top' result reduced after `adjustments()`; only when `canSampleTop` holds. */
+  sampleTop(top: TopLogits): number {
+    const { candidates } = scratchFor(this.rows);
+    const u = this.random.next();
+    let row: number;
+    if (top.finite === 0) throw new Error('no token is allowed at this point (all logits masked)');
+    if (this.options.temperature === 0) row = top.rows[0];
+    else {
+      if (!candidates.fromTop(top)) throw new Error('no token is allowed at this point (all logits masked)');
+      row = pickNucleus(candidates, this.options.topK, this.options.topP, this.options.temperature, u);
+    }
+    this.penalty.record(row);
+    return row;
   }
 
   /**

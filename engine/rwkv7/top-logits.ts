@@ -1,0 +1,128 @@
+// Output 'top': logits rows reduced on the GPU (shaders/top_logits.wgsl) to their largest entries and
+// softmax normalizer, so a decode step reads back a few KiB per request instead of the vocabulary and the
+// CPU samples from a few hundred candidates instead of 65536 rows.
+
+import { bindGroup, createBuffer, type Kernel, makeKernel } from '../gpu/kernel';
+import type { LogitAdjust, TopLogits } from '../types';
+
+/** Entries a 'top' result holds: enough for ai00's default top_k (128) and any top_k up to it. */
+export const TOP_CAPACITY = 256;
+
+/** One row to reduce: where it is in the logits buffer, its adjustments, where its result goes. */
+export interface TopRow {
+  logitsRow: number;
+  adjust: LogitAdjust | undefined;
+  out: number;
+}
+
+export class TopLogitsReducer {
+  readonly capacity = TOP_CAPACITY;
+  /** u32 words of one result. */
+  readonly stride = 4 + 2 * TOP_CAPACITY;
+  private readonly kernel: Kernel;
+  private readonly jobs: GPUBuffer;
+  private adjust: GPUBuffer;
+  private readonly out: GPUBuffer;
+  private group: GPUBindGroup | null = null;
+  private readonly seen: Uint8Array;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly V: number,
+    maxRows: number,
+    private readonly logits: GPUBuffer,
+  ) {
+    this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY }, ['read', 'read', 'rw', 'rw']);
+    const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    this.jobs = createBuffer(device, 'topJobs', maxRows * 16, S);
+    this.adjust = createBuffer(device, 'topAdjust', 4096 * 8, S);
+    this.out = createBuffer(device, 'topOut', maxRows * this.stride * 4, S);
+    this.seen = new Uint8Array(V);
+  }
+
+  /** Throws when an adjustment is malformed: it would race on the GPU or write outside the row. */
+  check(adjust: LogitAdjust | undefined, job: number): void {
+    if (!adjust) return;
+    const { rows, deltas } = adjust;
+    if (rows.length !== deltas.length) throw new Error(`job ${job}: adjust has ${rows.length} rows but ${deltas.length} deltas`);
+    const seen = this.seen;
+    try {
+      for (let i = 0; i < rows.length; i++) {
+        const r = rows[i];
+        if (!(r >= 0 && r < this.V)) throw new RangeError(`job ${job}: adjust row ${r} is outside the vocabulary 0..${this.V - 1}`);
+        if (seen[r]) throw new Error(`job ${job}: adjust row ${r} appears twice`);
+        if (Number.isNaN(deltas[i]) || deltas[i] === Infinity) throw new RangeError(`job ${job}: adjust delta for row ${r} is ${deltas[i]}`);
+        seen[r] = 1;
+      }
+    } finally {
+      for (let i = 0; i < rows.length; i++) if (rows[i] >= 0 && rows[i] < this.V) seen[rows[i]] = 0;
+    }
+  }
+
+  /** Reduce `rows` of the logits buffer as it stands after the commands already in `enc`. */
+  encode(enc: GPUCommandEncoder, rows: TopRow[]): void {
+    if (rows.length === 0) return;
+    const pairs = rows.reduce((n, r) => n + (r.adjust?.rows.length ?? 0), 0);
+    const jobWords = new Uint32Array(rows.length * 4);
+    const adjWords = new Uint32Array(Math.max(2, pairs * 2));
+    const adjFloats = new Float32Array(adjWords.buffer);
+    let at = 0;
+    rows.forEach((r, i) => {
+      const n = r.adjust?.rows.length ?? 0;
+      jobWords.set([r.logitsRow, at, n, r.out], i * 4);
+      for (let j = 0; j < n; j++) {
+        adjWords[2 * (at + j)] = r.adjust!.rows[j];
+        adjFloats[2 * (at + j) + 1] = r.adjust!.deltas[j];
+      }
+      at += n;
+    });
+    if (adjWords.byteLength > this.adjust.size) {
+      this.adjust.destroy();
+      this.adjust = createBuffer(this.device, 'topAdjust', adjWords.byteLength * 2, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+      this.group = null;
+    }
+    this.device.queue.writeBuffer(this.jobs, 0, jobWords);
+    this.device.queue.writeBuffer(this.adjust, 0, adjWords);
+    this.group ??= bindGroup(this.device, this.kernel, [this.jobs, this.adjust, this.logits, this.out]);
+    const pass = enc.beginComputePass();
+    pass.setPipeline(this.kernel.pipeline);
+    pass.setBindGroup(0, this.group);
+    pass.dispatchWorkgroups(rows.length);
+    pass.end();
+  }
+
+  bytes(results: number): number {
+    return results * this.stride * 4;
+  }
+
+  /** Copy the first `results` results into a staging buffer. */
+  copyOut(enc: GPUCommandEncoder, staging: GPUBuffer, offset: number, results: number): void {
+    if (results > 0) enc.copyBufferToBuffer(this.out, 0, staging, offset, this.bytes(results));
+  }
+
+  /** Result `index` from the mapped copy: candidates best first (ties by lower row). */
+  static parse(words: Uint32Array, stride: number, index: number): TopLogits {
+    const base = index * stride;
+    const f32 = new Float32Array(words.buffer, words.byteOffset, words.length);
+    const count = words[base];
+    const finite = words[base + 3];
+    const order = Array.from({ length: count }, (_, j) => j);
+    const rowOf = (j: number) => words[base + 4 + 2 * j];
+    const logitOf = (j: number) => f32[base + 5 + 2 * j];
+    order.sort((a, b) => logitOf(b) - logitOf(a) || rowOf(a) - rowOf(b));
+    return {
+      kind: 'top',
+      rows: Int32Array.from(order, rowOf),
+      logits: Float32Array.from(order, logitOf),
+      max: finite > 0 ? f32[base + 1] : -Infinity,
+      logZ: finite > 0 ? Math.log(f32[base + 2]) : -Infinity,
+      finite,
+    };
+  }
+
+  dispose(): void {
+    this.jobs.destroy();
+    this.adjust.destroy();
+    this.out.destroy();
+  }
+}

@@ -1,0 +1,144 @@
+// Reduces logits rows on the GPU so sampling reads back CAP candidates instead of the vocabulary. Per row:
+// add the request's sparse adjustments (logit bias, repetition penalties), then write the row's max, its
+// softmax normalizer and its CAP largest logits. The CAP-th largest is found exactly by a radix select over
+// the order-preserving u32 form of the f32 values (one 8-bit digit per pass, four passes), so rows whose
+// values crowd into a few exponents cost the same as any other. One 256-wide workgroup per row.
+//
+// Output per row (STRIDE u32): [count, max (f32 bits), sum exp(x - max) (f32 bits), finite count,
+// then count pairs (row, logit f32 bits)] in no particular order.
+
+struct TopJob { row: u32, adj_off: u32, adj_count: u32, out: u32 }
+@group(0) @binding(0) var<storage, read> jobs: array<TopJob>;
+@group(0) @binding(1) var<storage, read> adjust: array<vec2u>; // (logit row, delta as f32 bits)
+@group(0) @binding(2) var<storage, read_write> logits: array<f32>;
+@group(0) @binding(3) var<storage, read_write> top: array<u32>;
+
+const WG: u32 = 256u;
+const V: u32 = {{V}}u;
+const CAP: u32 = {{CAP}}u;
+const STRIDE: u32 = 4u + 2u * CAP;
+
+var<workgroup> hist: array<atomic<u32>, 256>;
+var<workgroup> red_m: array<f32, WG>;
+var<workgroup> red_s: array<f32, WG>;
+var<workgroup> n_valid: atomic<u32>;
+var<workgroup> n_out: atomic<u32>;
+var<workgroup> n_tie: atomic<u32>;
+/** (key prefix chosen so far, entries still to take at that prefix); need 0 = take every finite value. */
+var<workgroup> sel: vec2u;
+
+// Larger float, larger key. 0 for -inf and NaN: they are never candidates and carry no probability.
+fn sort_key(x: f32) -> u32 {
+  let b = bitcast<u32>(x);
+  if ((b & 0x7fffffffu) > 0x7f800000u || b == 0xff800000u) { return 0u; }
+  return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+// Merge two (max, sum of exp(x - max)) pairs.
+fn merge(a: vec2f, b: vec2f) -> vec2f {
+  if (b.y == 0.0) { return a; }
+  if (a.y == 0.0) { return b; }
+  let m = max(a.x, b.x);
+  return vec2f(m, a.y * exp(a.x - m) + b.y * exp(b.x - m));
+}
+
+@compute @workgroup_size(WG)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
+  let lid = lid3.x;
+  let job = jobs[wid.x];
+  let base = job.row * V;
+
+  for (var i = lid; i < job.adj_count; i += WG) {
+    let a = adjust[job.adj_off + i];
+    logits[base + a.x] += bitcast<f32>(a.y);
+  }
+  atomicStore(&hist[lid], 0u);
+  if (lid == 0u) {
+    atomicStore(&n_valid, 0u);
+    atomicStore(&n_out, 0u);
+    atomicStore(&n_tie, 0u);
+  }
+  storageBarrier();
+  workgroupBarrier();
+
+  // Online max and normalizer, and the histogram of the keys' top digit.
+  var ms = vec2f(0.0, 0.0);
+  var count = 0u;
+  for (var i = lid; i < V; i += WG) {
+    let x = logits[base + i];
+    let k = sort_key(x);
+    if (k == 0u) { continue; }
+    count += 1u;
+    atomicAdd(&hist[k >> 24u], 1u);
+    if (ms.y == 0.0) { ms = vec2f(x, 1.0); }
+    else if (x > ms.x) { ms = vec2f(x, ms.y * exp(ms.x - x) + 1.0); }
+    else { ms.y += exp(x - ms.x); }
+  }
+  atomicAdd(&n_valid, count);
+  red_m[lid] = ms.x;
+  red_s[lid] = ms.y;
+  workgroupBarrier();
+  for (var w = WG / 2u; w > 0u; w = w >> 1u) {
+    if (lid < w) {
+      let r = merge(vec2f(red_m[lid], red_s[lid]), vec2f(red_m[lid + w], red_s[lid + w]));
+      red_m[lid] = r.x;
+      red_s[lid] = r.y;
+    }
+    workgroupBarrier();
+  }
+
+  if (lid == 0u) {
+    let valid = atomicLoad(&n_valid);
+    sel = vec2u(0u, select(0u, CAP, valid > CAP));
+  }
+  var st = workgroupUniformLoad(&sel);
+  if (st.y > 0u) {
+    for (var level = 0u; level < 4u; level++) {
+      let shift = 24u - 8u * level;
+      if (level > 0u) {
+        atomicStore(&hist[lid], 0u);
+        workgroupBarrier();
+        let high = st.x >> (shift + 8u);
+        for (var i = lid; i < V; i += WG) {
+          let k = sort_key(logits[base + i]);
+          if (k != 0u && (k >> (shift + 8u)) == high) { atomicAdd(&hist[(k >> shift) & 255u], 1u); }
+        }
+        workgroupBarrier();
+      }
+      if (lid == 0u) {
+        // The digit holding the need-th largest key (counting from the top) among those with this prefix.
+        var need = st.y;
+        var d = 255u;
+        loop {
+          let h = atomicLoad(&hist[d]);
+          if (h >= need || d == 0u) { break; }
+          need -= h;
+          d -= 1u;
+        }
+        sel = vec2u(st.x | (d << shift), need);
+      }
+      st = workgroupUniformLoad(&sel);
+    }
+  }
+
+  // st.x is now the key of the CAP-th largest value: take every key above it and st.y of those equal to it.
+  let out0 = job.out * STRIDE;
+  for (var i = lid; i < V; i += WG) {
+    let x = logits[base + i];
+    let k = sort_key(x);
+    var take = k > st.x;
+    if (!take && k == st.x && st.y > 0u) { take = atomicAdd(&n_tie, 1u) < st.y; }
+    if (take) {
+      let j = atomicAdd(&n_out, 1u);
+      top[out0 + 4u + 2u * j] = i;
+      top[out0 + 5u + 2u * j] = bitcast<u32>(x);
+    }
+  }
+  workgroupBarrier();
+  if (lid == 0u) {
+    top[out0] = atomicLoad(&n_out);
+    top[out0 + 1u] = bitcast<u32>(red_m[0]);
+    top[out0 + 2u] = bitcast<u32>(red_s[0]);
+    top[out0 + 3u] = atomicLoad(&n_valid);
+  }
+}

@@ -1,0 +1,213 @@
+// Output 'top' (shaders/top_logits.wgsl): logits rows reduced on the GPU to their largest entries and
+// normalizer. Checked against a CPU reference on synthetic rows built to hit the radix select's corners
+// (crowded exponents, ties at the cut, -inf, NaN, fewer finite values than the capacity), then on the
+// real backend against the full row, and through the engine: the same tokens as sampling the full row.
+
+import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
+import type { GenerateEvent, SamplerOptions } from '../engine/api';
+import { createBackend, type Backend } from '../engine/backend';
+import { RwkvEngine } from '../engine/engine';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { createBuffer } from '../engine/gpu/kernel';
+import { TOP_CAPACITY, TopLogitsReducer } from '../engine/rwkv7/top-logits';
+import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
+import { WorldTokenizer } from '../engine/tokenizer';
+import type { LogitAdjust, TopLogits } from '../engine/types';
+import { GOLDEN } from './paths';
+
+/** The CPU meaning of a 'top' result: the capacity largest finite values after the adjustment. */
+function reference(row: Float32Array, adjust?: LogitAdjust) {
+  const x = Float32Array.from(row);
+  if (adjust) adjust.rows.forEach((r, i) => (x[r] += adjust.deltas[i]));
+  const finite = Array.from(x.keys()).filter((i) => x[i] > -Infinity);
+  finite.sort((a, b) => x[b] - x[a] || a - b);
+  const max = finite.length ? x[finite[0]] : -Infinity;
+  let sum = 0;
+  for (const i of finite) sum += Math.exp(x[i] - max);
+  return { x, kept: finite.slice(0, TOP_CAPACITY), max, logZ: Math.log(sum), finite: finite.length };
+}
+
+function seeded(seed: number) {
+  let s = seed >>> 0 || 1;
+  return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+}
+
+describe("output 'top': logits reduced on the GPU", function () {
+  this.timeout(300000);
+  let gpu: GpuContext;
+
+  before(async () => {
+    gpu = await acquireGpu();
+  });
+
+  /** Reduce synthetic rows with the production kernel and parse them as the runtime does. */
+  async function reduce(rows: Float32Array[], adjusts: (LogitAdjust | undefined)[]): Promise<TopLogits[]> {
+    const V = rows[0].length;
+    const { device } = gpu;
+    const logits = createBuffer(device, 'test-logits', rows.length * V * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+    rows.forEach((r, i) => device.queue.writeBuffer(logits, i * V * 4, r));
+    const reducer = new TopLogitsReducer(device, V, rows.length, logits);
+    adjusts.forEach((a, i) => reducer.check(a, i));
+    const bytes = reducer.bytes(rows.length);
+    const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const enc = device.createCommandEncoder();
+    // Written in reverse order, so result slots are not simply the row numbers.
+    reducer.encode(enc, rows.map((_, i) => ({ logitsRow: i, adjust: adjusts[i], out: rows.length - 1 - i })));
+    reducer.copyOut(enc, staging, 0, rows.length);
+    device.queue.submit([enc.finish()]);
+    await staging.mapAsync(GPUMapMode.READ);
+    const words = new Uint32Array(staging.getMappedRange().slice(0));
+    staging.destroy();
+    logits.destroy();
+    reducer.dispose();
+    return rows.map((_, i) => TopLogitsReducer.parse(words, reducer.stride, rows.length - 1 - i));
+  }
+
+  function assertMatches(got: TopLogits, row: Float32Array, adjust: LogitAdjust | undefined, label: string) {
+    const ref = reference(row, adjust);
+    assert.strictEqual(got.finite, ref.finite, `${label}: finite count`);
+    assert.strictEqual(got.rows.length, Math.min(TOP_CAPACITY, ref.finite), `${label}: candidates`);
+    // Values must be exactly the largest ones; among exact ties at the cut any subset is right.
+    assert.deepStrictEqual(Array.from(got.logits), ref.kept.map((i) => ref.x[i]), `${label}: values`);
+    got.rows.forEach((r, j) => assert.strictEqual(ref.x[r], got.logits[j], `${label}: row ${r} carries its own value`));
+    assert.strictEqual(new Set(got.rows).size, got.rows.length, `${label}: rows distinct`);
+    if (ref.finite > 0) {
+      assert.strictEqual(got.max, ref.max, `${label}: max`);
+      assert.ok(Math.abs(got.logZ - ref.logZ) < 1e-5 * Math.max(1, Math.abs(ref.logZ)), `${label}: logZ ${got.logZ} vs ${ref.logZ}`);
+    } else {
+      assert.strictEqual(got.max, -Infinity);
+    }
+  }
+
+  it('finds the largest entries and the normalizer on rows built to stress the radix select', async () => {
+    const V = 65536;
+    const rnd = seeded(7);
+    const rows: Float32Array[] = [];
+    const adjusts: (LogitAdjust | undefined)[] = [];
+    // 0: normal logits. 1: values crowded into one exponent (one digit holds everything).
+    rows.push(Float32Array.from({ length: V }, () => (rnd() - 0.5) * 20));
+    rows.push(Float32Array.from({ length: V }, () => 1 + rnd() * 1e-3));
+    // 2: a flat row: every value tied, so the cut falls inside one value.
+    rows.push(new Float32Array(V).fill(0.25));
+    // 3: mostly -inf and NaN, only 100 finite values (fewer than the capacity), negatives and zeros among them.
+    const sparse = new Float32Array(V).fill(-Infinity);
+    for (let i = 0; i < V; i += 7) sparse[i] = NaN;
+    for (let k = 0; k < 100; k++) sparse[(k * 613) % V | 1] = k % 3 === 0 ? -0 : k % 3 === 1 ? -k : k / 7;
+    rows.push(sparse);
+    // 4: ties exactly at the cut plus big and tiny magnitudes.
+    const tied = Float32Array.from({ length: V }, (_, i) => (i % 1000 === 0 ? 3e30 : i % 3 === 0 ? -1e-30 : -50 - (i % 5)));
+    rows.push(tied);
+    // 5: normal logits with adjustments that move rows in and out of the top, one to -inf.
+    rows.push(Float32Array.from({ length: V }, () => (rnd() - 0.5) * 8));
+    for (let i = 0; i < 5; i++) adjusts[i] = undefined;
+    const adjRows = Int32Array.from({ length: 500 }, (_, k) => (k * 131 + 17) % V);
+    adjusts[5] = { rows: adjRows, deltas: Float32Array.from(adjRows, (_, k) => (k === 0 ? -Infinity : k % 2 ? 6 : -6)) };
+    const got = await reduce(rows, adjusts);
+    got.forEach((g, i) => assertMatches(g, rows[i], adjusts[i], `row ${i}`));
+  });
+
+  it('returns every finite entry of a vocabulary smaller than the capacity', async () => {
+    const rows = [Float32Array.from({ length: 100 }, (_, i) => Math.sin(i)), new Float32Array(100).fill(-Infinity)];
+    const got = await reduce(rows, [undefined, undefined]);
+    assertMatches(got[0], rows[0], undefined, 'small');
+    assertMatches(got[1], rows[1], undefined, 'empty');
+  });
+
+  it('refuses malformed adjustments before anything runs', async () => {
+    const reducer = new TopLogitsReducer(gpu.device, 100, 1, createBuffer(gpu.device, 'x', 400, GPUBufferUsage.STORAGE));
+    assert.throws(() => reducer.check({ rows: Int32Array.of(1, 1), deltas: Float32Array.of(1, 2) }, 0), /row 1 appears twice/);
+    assert.throws(() => reducer.check({ rows: Int32Array.of(100), deltas: Float32Array.of(1) }, 0), /outside the vocabulary/);
+    assert.throws(() => reducer.check({ rows: Int32Array.of(3), deltas: Float32Array.of(NaN) }, 0), /delta for row 3/);
+    assert.throws(() => reducer.check({ rows: Int32Array.of(3), deltas: Float32Array.of() }, 0), /1 rows but 0 deltas/);
+    reducer.check({ rows: Int32Array.of(3, 4), deltas: Float32Array.of(-Infinity, 2) }, 0);
+    reducer.dispose();
+  });
+
+  describe('on the backend (tiny golden model)', () => {
+    const MODEL = path.join(GOLDEN, 'v7-tiny.st');
+    const backends: Backend[] = [];
+    before(function () {
+      if (!fs.existsSync(MODEL)) this.skip();
+    });
+    after(() => backends.forEach((b) => b.dispose()));
+
+    it("gives the top of the same row 'last' gives, in a batch with other outputs", async () => {
+      const be = await createBackend({ model: MODEL, slots: 3, precision: 'f32', gpu });
+      backends.push(be);
+      const prompt = [10, 20, 30, 40, 50];
+      const adjust = { rows: Int32Array.of(5, 6, 7), deltas: Float32Array.of(3, -Infinity, -2) };
+      const results = await be.run([
+        { slot: 0, tokens: prompt, output: 'last' },
+        { slot: 1, tokens: prompt, output: 'top', adjust },
+        { slot: 2, tokens: [1, 2, 3], output: 'all' },
+      ]);
+      const full = results[0] as Float32Array;
+      const top = results[1] as TopLogits;
+      assert.strictEqual(top.kind, 'top');
+      assert.ok(results[2] instanceof Float32Array && results[2].length === 3 * be.info.vocabSize);
+      const ref = reference(full, adjust);
+      assert.strictEqual(top.rows.length, TOP_CAPACITY);
+      top.logits.forEach((v, j) => assert.ok(Math.abs(v - ref.x[top.rows[j]]) < 1e-5, `logit of row ${top.rows[j]}`));
+      for (let j = 1; j < top.logits.length; j++) assert.ok(top.logits[j] <= top.logits[j - 1], 'best first');
+      const kept = new Set(top.rows);
+      const bestLeft = Math.max(...Array.from(ref.x).filter((_, i) => !kept.has(i)));
+      assert.ok(bestLeft <= top.logits[top.logits.length - 1] + 1e-5, 'nothing left out is larger than what was kept');
+      assert.ok(Math.abs(top.logZ - ref.logZ) < 1e-4);
+      assert.ok(!top.rows.includes(6), 'a row biased to -inf is gone');
+      await assert.rejects(be.run([{ slot: 0, tokens: [1], output: 'last', adjust }]), /adjust is for output 'top' only/);
+      await assert.rejects(be.run([{ slot: 0, tokens: [1], output: 'top', adjust: { rows: Int32Array.of(512), deltas: Float32Array.of(1) } }]), /outside the vocabulary/);
+    });
+
+    it('samples the same tokens from the top as from the full row (greedy and seeded nucleus)', async () => {
+      const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+      const make = async (top: boolean) => {
+        const backend = await createBackend({ model: MODEL, slots: 2, precision: 'f32', gpu });
+        backends.push(backend);
+        // Hiding the 'top' output makes the engine sample every full row on the CPU.
+        if (!top) Object.defineProperty(backend, 'topCapacity', { value: 0 });
+        return new RwkvEngine({ backend, tokenizer, config: { chunkSize: 16 }, cacheMinTokens: 1000, compileConstraint: null });
+      };
+      const samplers: SamplerOptions[] = [
+        { temperature: 0, logitBias: { 0: -Infinity } },
+        { seed: 11, temperature: 1.2, topP: 0.9, topK: 40, logitBias: { 0: -Infinity, 65: 2 } },
+        { seed: 5, logitBias: { 0: -Infinity } },
+      ];
+      const tokens = async (e: RwkvEngine) => {
+        const out: number[][] = [];
+        for (const sampler of samplers) {
+          const events: GenerateEvent[] = [];
+          for await (const ev of e.generate({ prompt: 'The quick brown fox', maxTokens: 24, sampler })) events.push(ev);
+          out.push(events.flatMap((ev) => (ev.type === 'delta' ? ev.tokens : [])));
+        }
+        return out;
+      };
+      const [gpuTop, cpuFull] = [await make(true), await make(false)];
+      const a = await tokens(gpuTop);
+      const b = await tokens(cpuFull);
+      assert.ok(a.every((t) => t.length === 24), 'every request ran its 24 tokens');
+      assert.deepStrictEqual(a, b);
+      await Promise.all([gpuTop.close(), cpuFull.close()]);
+    });
+  });
+
+  it('the sampler uses the top only where it is exact', () => {
+    const s = (o: object) => new TokenSampler(resolveSamplerOptions(o), 1000, (id) => id);
+    assert.ok(s({}).canSampleTop(256), 'ai00 defaults: nucleus, top_k 128');
+    assert.ok(s({ temperature: 0, topK: 0 }).canSampleTop(256), 'greedy');
+    assert.ok(!s({ topK: 0 }).canSampleTop(256), 'no top_k limit');
+    assert.ok(!s({ topK: 300 }).canSampleTop(256), 'top_k beyond the capacity');
+    assert.ok(!s({ kind: 'typical' }).canSampleTop(256));
+    assert.ok(!s({ kind: 'mirostat' }).canSampleTop(256));
+    assert.ok(!s({ temperature: 0 }).canSampleTop(0), 'a backend without the output');
+    const withBias = s({ logitBias: { 3: -Infinity, 4: 1 }, presencePenalty: 0.5, frequencyPenalty: 0.25 });
+    withBias.sample(Float32Array.from({ length: 1000 }, (_, i) => (i === 4 ? 10 : 0)));
+    const adj = withBias.adjustments()!;
+    const byRow = new Map(Array.from(adj.rows, (r, i) => [r, adj.deltas[i]]));
+    assert.deepStrictEqual([...byRow.keys()].sort(), [3, 4]);
+    assert.strictEqual(byRow.get(3), -Infinity);
+    assert.ok(Math.abs(byRow.get(4)! - (1 - 0.5)) < 1e-6, 'bias plus the penalty of the token just drawn');
+    assert.strictEqual(s({ presencePenalty: 0, frequencyPenalty: 0 }).adjustments(), undefined);
+  });
+});
