@@ -68,6 +68,15 @@ export async function benchEngine(
     const jobs32 = () => Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
     const dec32 = await timeIt(secs, 5, () => be.run(jobs32()));
     const dec32Tps = (32 * dec32.reps) / dec32.seconds;
+    // The same steps with each row reduced on the GPU to its top candidates ('top', what generate() uses).
+    const batchTps = async (batch: number, output: 'last' | 'top') => {
+      const jobs = () => Array.from({ length: batch }, (_, s) => ({ slot: s, tokens: [tok(n++)], output }));
+      const r = await timeIt(secs, 5, () => be.run(jobs()));
+      return (batch * r.reps) / r.seconds;
+    };
+    const dec32Top = await batchTps(32, 'top');
+    const dec64 = await batchTps(64, 'last');
+    const dec64Top = await batchTps(64, 'top');
     const prefill = async (chunk: number) => {
       const toks = Array.from({ length: chunk }, (_, i) => tok(i + n));
       const r = await timeIt(secs, 3, () => be.run([{ slot: 1, tokens: toks, output: 'last' }]));
@@ -102,6 +111,9 @@ export async function benchEngine(
       [`${p}.loadSeconds`]: +load.toFixed(1),
       [`${p}.decodeB1TokPerS`]: +dec1Tps.toFixed(1),
       [`${p}.decodeB32TokPerS`]: +dec32Tps.toFixed(1),
+      [`${p}.decodeB32TopTokPerS`]: +dec32Top.toFixed(1),
+      [`${p}.decodeB64TokPerS`]: +dec64.toFixed(1),
+      [`${p}.decodeB64TopTokPerS`]: +dec64Top.toFixed(1),
       [`${p}.prefill128TokPerS`]: +pre128.toFixed(0),
       [`${p}.prefill512TokPerS`]: +pre512.toFixed(0),
       [`${p}.decodeB1WeightGBps`]: +((stepBytes * dec1Tps) / 1e9).toFixed(1),
@@ -112,6 +124,7 @@ export async function benchEngine(
     log(
       `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
         `${(100 * bwFrac).toFixed(1)}% of copy, ${(100 * readFrac).toFixed(1)}% of WGSL read), b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), ` +
+        `b32/b64 with full rows ${dec32Tps.toFixed(0)}/${dec64.toFixed(0)} vs top ${dec32Top.toFixed(0)}/${dec64Top.toFixed(0)} tok/s, ` +
         `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s`,
     );
     be.dispose();

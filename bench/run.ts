@@ -1,6 +1,6 @@
 // `npm run bench`: every benchmark section in one run, so the ratios it prints compare numbers measured
 // together. Usage: node dist/bench/run.js [--sections engine,tokenizer,...] [--shapes official|smoke]
-// [--seconds S] [--out results.json]
+// [--seconds S] [--crossover] [--out results.json]
 
 import * as fs from 'fs';
 import { acquireGpu } from '../engine/gpu/device';
@@ -18,7 +18,7 @@ type Section = (ctx: { gpu: Awaited<ReturnType<typeof acquireGpu>>; onGpu: boole
 const SECTIONS: Record<string, Section> = {
   engine: ({ gpu, onGpu, seconds }) => {
     const which = arg('shapes') ?? (onGpu ? 'official' : 'smoke');
-    return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096, crossover: true });
+    return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096, crossover: process.argv.includes('--crossover') });
   },
   tokenizer: () => benchTokenizer(),
   samplers: () => benchSamplers(),
@@ -30,7 +30,7 @@ export function registerBenchSection(name: string, section: Section) {
 }
 
 async function main() {
-  for (const mod of ['./grammar', './scheduler', './loader']) {
+  for (const mod of ['./grammar', './scheduler', './loader', './top-logits']) {
     try {
       // Optional sections: present once their part of the engine exists.
       const m = require(mod);

@@ -6,7 +6,7 @@
 // every MAX_INTERVAL steps, so a prompt's wait stays bounded whatever the measurements say.
 
 /** A prompt gets a chunk at least this often however costly chunks look, so it cannot starve. */
-const MAX_INTERVAL = 8;
+const MAX_INTERVAL = 16;
 /** Below this extra cost (ms) a chunk is not worth pacing: noise, or a backend with no real work. */
 const NEGLIGIBLE_MS = 1;
 
@@ -24,6 +24,11 @@ export class PrefillPacer {
     private readonly smoothing = 0.25,
   ) {
     if (!(keep > 0 && keep < 1)) throw new RangeError(`decodeKeep must be in (0, 1), got ${keep}`);
+  }
+
+  /** The running step costs it paces by (ms), for benchmarks and diagnostics. */
+  get costs(): { aloneMs: number; mixedMs: number; interval: number } {
+    return { aloneMs: this.aloneMs, mixedMs: this.mixedMs, interval: this.interval() };
   }
 
   /** Steps per prefill chunk while slots decode (1 = every step). */

@@ -75,6 +75,11 @@ export class Scheduler {
     this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
   }
 
+  /** How prefill chunks are paced against decoding now (see PrefillPacer). */
+  get pacing(): { aloneMs: number; mixedMs: number; interval: number } {
+    return this.pacer.costs;
+  }
+
   get queued(): number {
     return this.queue.length;
   }

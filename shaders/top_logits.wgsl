@@ -17,8 +17,12 @@ const WG: u32 = 256u;
 const V: u32 = {{V}}u;
 const CAP: u32 = {{CAP}}u;
 const STRIDE: u32 = 4u + 2u * CAP;
+// Copies of the histogram, each fed by a share of the invocations: logits crowd into few digits (the top
+// digit is sign and exponent), and one copy would serialize nearly every increment on a handful of counters.
+const COPIES: u32 = {{COPIES}}u;
 
-var<workgroup> hist: array<atomic<u32>, 256>;
+var<workgroup> hist: array<atomic<u32>, 256 * COPIES>;
+var<workgroup> merged: array<u32, 256>;
 var<workgroup> red_m: array<f32, WG>;
 var<workgroup> red_s: array<f32, WG>;
 var<workgroup> n_valid: atomic<u32>;
@@ -32,6 +36,10 @@ fn sort_key(x: f32) -> u32 {
   let b = bitcast<u32>(x);
   if ((b & 0x7fffffffu) > 0x7f800000u || b == 0xff800000u) { return 0u; }
   return select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+}
+
+fn clear_hist(lid: u32) {
+  for (var c = 0u; c < COPIES; c++) { atomicStore(&hist[c * 256u + lid], 0u); }
 }
 
 // Merge two (max, sum of exp(x - max)) pairs.
@@ -52,7 +60,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     let a = adjust[job.adj_off + i];
     logits[base + a.x] += bitcast<f32>(a.y);
   }
-  atomicStore(&hist[lid], 0u);
+  clear_hist(lid);
   if (lid == 0u) {
     atomicStore(&n_valid, 0u);
     atomicStore(&n_out, 0u);
@@ -62,6 +70,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   workgroupBarrier();
 
   // Online max and normalizer, and the histogram of the keys' top digit.
+  let copy = (lid % COPIES) * 256u;
   var ms = vec2f(0.0, 0.0);
   var count = 0u;
   for (var i = lid; i < V; i += WG) {
@@ -69,7 +78,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     let k = sort_key(x);
     if (k == 0u) { continue; }
     count += 1u;
-    atomicAdd(&hist[k >> 24u], 1u);
+    atomicAdd(&hist[copy + (k >> 24u)], 1u);
     if (ms.y == 0.0) { ms = vec2f(x, 1.0); }
     else if (x > ms.x) { ms = vec2f(x, ms.y * exp(ms.x - x) + 1.0); }
     else { ms.y += exp(x - ms.x); }
@@ -96,21 +105,25 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     for (var level = 0u; level < 4u; level++) {
       let shift = 24u - 8u * level;
       if (level > 0u) {
-        atomicStore(&hist[lid], 0u);
+        clear_hist(lid);
         workgroupBarrier();
         let high = st.x >> (shift + 8u);
         for (var i = lid; i < V; i += WG) {
           let k = sort_key(logits[base + i]);
-          if (k != 0u && (k >> (shift + 8u)) == high) { atomicAdd(&hist[(k >> shift) & 255u], 1u); }
+          if (k != 0u && (k >> (shift + 8u)) == high) { atomicAdd(&hist[copy + ((k >> shift) & 255u)], 1u); }
         }
         workgroupBarrier();
       }
+      var total = 0u;
+      for (var c = 0u; c < COPIES; c++) { total += atomicLoad(&hist[c * 256u + lid]); }
+      merged[lid] = total;
+      workgroupBarrier();
       if (lid == 0u) {
         // The digit holding the need-th largest key (counting from the top) among those with this prefix.
         var need = st.y;
         var d = 255u;
         loop {
-          let h = atomicLoad(&hist[d]);
+          let h = merged[d];
           if (h >= need || d == 0u) { break; }
           need -= h;
           d -= 1u;

@@ -8,6 +8,9 @@ import type { LogitAdjust, TopLogits } from '../types';
 /** Entries a 'top' result holds: enough for ai00's default top_k (128) and any top_k up to it. */
 export const TOP_CAPACITY = 256;
 
+/** Rows are below this (2^20), so (value order, row) packs exactly into one f64 below 2^52. */
+const ROW_SPAN = 1 << 20;
+
 /** One row to reduce: where it is in the logits buffer, its adjustments, where its result goes. */
 export interface TopRow {
   logitsRow: number;
@@ -31,8 +34,10 @@ export class TopLogitsReducer {
     private readonly V: number,
     maxRows: number,
     private readonly logits: GPUBuffer,
+    /** Histogram copies in the kernel (workgroup memory 1 KiB each); see shaders/top_logits.wgsl. */
+    histogramCopies = 8,
   ) {
-    this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY }, ['read', 'read', 'rw', 'rw']);
+    this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY, COPIES: histogramCopies }, ['read', 'read', 'rw', 'rw']);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     this.jobs = createBuffer(device, 'topJobs', maxRows * 16, S);
     this.adjust = createBuffer(device, 'topAdjust', 4096 * 8, S);
@@ -106,14 +111,28 @@ export class TopLogitsReducer {
     const f32 = new Float32Array(words.buffer, words.byteOffset, words.length);
     const count = words[base];
     const finite = words[base + 3];
-    const order = Array.from({ length: count }, (_, j) => j);
-    const rowOf = (j: number) => words[base + 4 + 2 * j];
-    const logitOf = (j: number) => f32[base + 5 + 2 * j];
-    order.sort((a, b) => logitOf(b) - logitOf(a) || rowOf(a) - rowOf(b));
+    // Sort on one exact f64 per entry (descending value as an order-preserving u32, then row): a native
+    // numeric sort, about 20x faster than sorting with a comparator, and this runs for every request every step.
+    const keys = new Float64Array(count);
+    for (let j = 0; j < count; j++) {
+      const bits = words[base + 5 + 2 * j];
+      const ordered = bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0;
+      keys[j] = (0xffffffff - ordered) * ROW_SPAN + words[base + 4 + 2 * j];
+    }
+    keys.sort();
+    const rows = new Int32Array(count);
+    const logits = new Float32Array(count);
+    const bits = new Uint32Array(logits.buffer);
+    for (let j = 0; j < count; j++) {
+      const k = keys[j];
+      const ordered = 0xffffffff - Math.floor(k / ROW_SPAN);
+      rows[j] = k % ROW_SPAN;
+      bits[j] = ordered & 0x80000000 ? ordered & 0x7fffffff : ~ordered >>> 0;
+    }
     return {
       kind: 'top',
-      rows: Int32Array.from(order, rowOf),
-      logits: Float32Array.from(order, logitOf),
+      rows,
+      logits,
       max: finite > 0 ? f32[base + 1] : -Infinity,
       logZ: finite > 0 ? Math.log(f32[base + 2]) : -Infinity,
       finite,

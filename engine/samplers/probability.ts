@@ -35,6 +35,8 @@ export class Candidates {
   /** ln of the softmax normalizer, relative to the max logit. */
   logZ = 0;
   count = 0;
+  /** Positions best first (ties by lower row), when known from how the candidates were made. */
+  private presorted: Int32Array | null = null;
 
   constructor(capacity: number) {
     this.rows = new Int32Array(capacity);
@@ -68,6 +70,7 @@ export class Candidates {
     for (let j = 0; j < n; j++) probs[j] *= inv;
     this.logZ = Math.log(sum);
     this.count = n;
+    this.presorted = null;
     return true;
   }
 
@@ -77,23 +80,33 @@ export class Candidates {
    */
   fromTop(top: TopLogits): boolean {
     if (top.finite === 0) return false;
-    const order = Array.from(top.rows.keys()).filter((j) => top.logits[j] >= top.max - LOG_CUTOFF);
-    order.sort((a, b) => top.rows[a] - top.rows[b]);
+    // Best first, so the ones within LOG_CUTOFF are a prefix; then into row order through one packed
+    // native sort (row * 512 + position; rows < 2^20, positions < 512).
+    const floor = top.max - LOG_CUTOFF;
     let n = 0;
-    for (const j of order) {
+    while (n < top.logits.length && top.logits[n] >= floor) n++;
+    const packed = new Float64Array(n);
+    for (let j = 0; j < n; j++) packed[j] = top.rows[j] * 512 + j;
+    packed.sort();
+    // The top arrives best first with ties by lower row: the order mostProbable would compute.
+    const presorted = new Int32Array(n);
+    for (let i = 0; i < n; i++) {
+      const j = packed[i] % 512;
+      presorted[j] = i;
       const d = top.logits[j] - top.max;
-      this.rows[n] = top.rows[j];
-      this.offsets[n] = d;
-      this.probs[n] = Math.exp(d - top.logZ);
-      n++;
+      this.rows[i] = top.rows[j];
+      this.offsets[i] = d;
+      this.probs[i] = Math.exp(d - top.logZ);
     }
     this.logZ = top.logZ;
     this.count = n;
+    this.presorted = presorted;
     return n > 0;
   }
 
   /** Candidate positions of the k most probable, best first; k <= 0 means all. */
   mostProbable(k: number): Int32Array {
+    if (this.presorted) return this.presorted.subarray(0, k <= 0 ? this.count : Math.min(k, this.count));
     return topK(this.probs, this.count, k);
   }
 }
