@@ -7,8 +7,11 @@ export interface CachedPrefix {
   /** Number of prompt tokens the state covers. */
   length: number;
   state: Float32Array;
-  /** Logits after the last token of the prefix (read-only). */
-  logits: Float32Array;
+  /**
+   * Logits after the last token of the prefix (read-only); null when they were never read back (a slot that
+   * decoded from GPU-reduced logits). Such an entry serves only prompts that go on beyond it.
+   */
+  logits: Float32Array | null;
 }
 
 interface TrieNode {
@@ -47,7 +50,7 @@ export class PrefixCache {
       const next = node.children.get(tokens[i]);
       if (!next) break;
       node = next;
-      if (node.entry) best = node;
+      if (node.entry && (node.entry.logits || i + 1 < tokens.length)) best = node;
     }
     if (!best || !best.entry) {
       this.misses++;
@@ -58,16 +61,17 @@ export class PrefixCache {
     return best.entry;
   }
 
-  has(tokens: ArrayLike<number>): boolean {
+  /** Whether `tokens` have an entry (with its logits, when asked). */
+  has(tokens: ArrayLike<number>, withLogits = false): boolean {
     const node = this.find(tokens);
-    return node !== null && node.entry !== null;
+    return node !== null && node.entry !== null && (!withLogits || node.entry.logits !== null);
   }
 
   /** Store the state after `tokens`. The arrays are kept as given: don't modify them afterwards. */
-  insert(tokens: ArrayLike<number>, state: Float32Array, logits: Float32Array): boolean {
+  insert(tokens: ArrayLike<number>, state: Float32Array, logits: Float32Array | null): boolean {
     if (tokens.length === 0) return false;
     // A view into a larger buffer (a backend call's results) would pin all of that buffer.
-    if (logits.byteLength !== logits.buffer.byteLength) logits = logits.slice();
+    if (logits && logits.byteLength !== logits.buffer.byteLength) logits = logits.slice();
     if (state.byteLength !== state.buffer.byteLength) state = state.slice();
     const cost = PrefixCache.entryBytes(state, logits);
     if (cost > this.maxBytes) return false;
@@ -97,8 +101,8 @@ export class PrefixCache {
     this.usedBytes = 0;
   }
 
-  private static entryBytes(state: Float32Array, logits: Float32Array): number {
-    return state.byteLength + logits.byteLength;
+  private static entryBytes(state: Float32Array, logits: Float32Array | null): number {
+    return state.byteLength + (logits?.byteLength ?? 0);
   }
 
   private find(tokens: ArrayLike<number>): TrieNode | null {

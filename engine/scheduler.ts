@@ -218,7 +218,7 @@ export class Scheduler {
   /** Before a slot's retained state is overwritten, keep it in the prefix cache if worthwhile. */
   private async saveRetained(slot: SlotRecord): Promise<void> {
     const initial = slot.initial;
-    if (!initial || !slot.lastLogits || slot.retained.length < this.options.cacheMinTokens) return;
+    if (!initial || slot.retained.length < this.options.cacheMinTokens) return;
     if (initial.cache.has(slot.retained)) return;
     const state = await this.backend.readState(slot.index);
     initial.cache.insert(slot.retained.slice(), state, slot.lastLogits);
@@ -309,7 +309,7 @@ export class Scheduler {
       policy !== 'never' &&
       task.prompt.length > 0 &&
       (policy === 'always' || task.prompt.length >= this.options.cacheMinTokens) &&
-      !task.initial.cache.has(task.prompt);
+      !task.initial.cache.has(task.prompt, true);
     let state: Float32Array | null = null;
     if (task.wantsState || wantCache) state = await this.backend.readState(slot.index);
     if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);

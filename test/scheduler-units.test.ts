@@ -63,6 +63,16 @@ describe('scheduler units: prefix cache', () => {
     assert.ok(!c.insert([4], f32(100), f32(2)), 'an entry over the bound is refused');
   });
 
+  it('serves an entry without logits only to prompts that go on beyond it', () => {
+    const c = new PrefixCache(1 << 20);
+    c.insert([1, 2], f32(4, 1), f32(2, 1));
+    c.insert([1, 2, 3], f32(4, 2), null);
+    assert.strictEqual(c.lookup([1, 2, 3, 4])!.length, 3);
+    assert.strictEqual(c.lookup([1, 2, 3])!.length, 2, 'the prompt ends there: its logits are needed');
+    assert.ok(c.has([1, 2, 3]) && !c.has([1, 2, 3], true));
+    assert.strictEqual(c.bytes, 4 * 4 * 2 + 2 * 4, 'no logits, no logit bytes');
+  });
+
   it('prunes trie branches of evicted entries', () => {
     const c = new PrefixCache(24);
     c.insert([1, 2, 3, 4], f32(4), f32(2));

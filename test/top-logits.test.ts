@@ -14,6 +14,7 @@ import { createBuffer } from '../engine/gpu/kernel';
 import { TOP_CAPACITY, TopLogitsReducer } from '../engine/rwkv7/top-logits';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { WorldTokenizer } from '../engine/tokenizer';
+import type { Feed, SlotTask } from '../engine/slot-task';
 import type { LogitAdjust, TopLogits } from '../engine/types';
 import { GOLDEN } from './paths';
 
@@ -189,6 +190,52 @@ describe("output 'top': logits reduced on the GPU", function () {
       assert.ok(a.every((t) => t.length === 24), 'every request ran its 24 tokens');
       assert.deepStrictEqual(a, b);
       await Promise.all([gpuTop.close(), cpuFull.close()]);
+    });
+  });
+
+  describe('prefix cache after decoding from the top (tiny golden model)', () => {
+    const MODEL = path.join(GOLDEN, 'v7-tiny.st');
+    before(function () {
+      if (!fs.existsSync(MODEL)) this.skip();
+    });
+
+    it('an evicted slot that decoded from the top is cached without logits and serves longer prompts only', async () => {
+      const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+      const backend = await createBackend({ model: MODEL, slots: 1, precision: 'f32', gpu });
+      const e = new RwkvEngine({ backend, tokenizer, config: { chunkSize: 16 }, cacheMinTokens: 8, compileConstraint: null });
+      const zero = (e as unknown as { states: { zero: SlotTask['initial'] } }).states.zero;
+      /** Prefill `prompt`, then feed `decode` greedy tokens read from 'top' results; resolves with what the slot holds. */
+      const run = (prompt: number[], decode: number) =>
+        new Promise<{ cached: number; fed: number[] }>((resolve, reject) => {
+          let cached = -1;
+          const fed: number[] = [];
+          const next = (row: number): Feed | null => {
+            if (fed.length === decode) return resolve({ cached, fed }), null;
+            fed.push(row);
+            return { tokens: [row], output: 'top' };
+          };
+          e.scheduler.submit({
+            initial: zero,
+            prompt,
+            cachePrompt: 'never',
+            onStart: (i) => (cached = i.cachedTokens),
+            onPrefilled: (l) => next(Array.from(l.keys()).reduce((a, b) => (l[b] > l[a] ? b : a), 1)),
+            onFed: (r) => next((r as TopLogits).rows[0]),
+            onAbort: () => reject(new Error('aborted')),
+            onError: reject,
+          });
+        });
+      const prompt = tokenizer.encode('A long enough prompt for the cache');
+      const first = await run(prompt, 6);
+      const held = [...prompt, ...first.fed];
+      await run(tokenizer.encode('something else takes the only slot'), 1);
+      const longer = await run([...held, 65], 0);
+      assert.strictEqual(longer.cached, held.length, 'continues from the saved state of the evicted slot');
+      await run(tokenizer.encode('and evict it again'), 1);
+      const same = await run(held, 0);
+      assert.ok(same.cached < held.length, 'an entry without logits cannot end a prompt');
+      await e.close();
+      backend.dispose();
     });
   });
 
