@@ -28,6 +28,8 @@ export interface SchedulerBenchOptions {
   /** Requests decoding during the interference test. */
   interferenceRequests?: number;
   chunkSize?: number;
+  /** Further chunk sizes the interference test is repeated with. */
+  extraChunkSizes?: number[];
   cacheBytes?: number;
   log?: (line: string) => void;
 }
@@ -40,6 +42,7 @@ const DEFAULTS: Required<Omit<SchedulerBenchOptions, 'log'>> = {
   interferencePromptTokens: 4000,
   interferenceRequests: 8,
   chunkSize: 128,
+  extraChunkSizes: [256, 512],
   cacheBytes: 4 * 1024 ** 3,
 };
 
@@ -200,35 +203,52 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
     results.ttft_cold_over_cached = round(cold.ms / cached.ms, 1);
     log(`ttft ${o.cachedPromptTokens} tokens: cold ${results.ttft_cold_ms} ms, cached ${results.ttft_cached_ms} ms`);
 
-    // 3. Decode speed of running requests while a long prompt is prefilled, against without.
-    const runners = Array.from({ length: o.interferenceRequests }, (_, i) => task(randomPrompt(16, vocab, seed++), 1e9, i));
-    runners.forEach((t) => scheduler.submit(t));
-    const count = (from: number, to: number) => runners.reduce((n, t) => n + t.tokenTimes.filter((x) => x > from && x <= to).length, 0);
-    await new Promise((r) => setTimeout(r, 50));
-    while (Math.min(...runners.map((t) => t.tokenTimes.length)) < 4) await new Promise((r) => setTimeout(r, 10));
-    const quietFrom = performance.now();
-    const quietSteps = Math.max(16, Math.ceil(o.interferencePromptTokens / o.chunkSize));
-    const target = runners[0].tokenTimes.length + quietSteps;
-    while (runners[0].tokenTimes.length < target) await new Promise((r) => setTimeout(r, 5));
-    const quietTo = performance.now();
-    const quietRate = count(quietFrom, quietTo) / ((quietTo - quietFrom) / 1000);
-    const prefill = task(randomPrompt(o.interferencePromptTokens, vocab, seed++), 1, 0);
-    const busyFrom = performance.now();
-    scheduler.submit(prefill);
-    await prefill.done;
-    const busyTo = prefill.firstTokenAt;
-    const busyRate = count(busyFrom, busyTo) / ((busyTo - busyFrom) / 1000);
-    runners.forEach((t) => t.stop());
-    await Promise.all(runners.map((t) => t.done));
-    results.decode_tps_8_alone = round(quietRate, 1);
-    results.decode_tps_8_during_prefill = round(busyRate, 1);
-    results.decode_during_prefill_ratio = round(busyRate / quietRate, 3);
-    results.prefill_ms_during_decode = round(busyTo - busyFrom, 1);
-    const pacing = scheduler.pacing;
-    results.pacer_decode_step_ms = round(pacing.aloneMs, 2);
-    results.pacer_chunk_step_ms = round(pacing.mixedMs, 2);
-    results.pacer_interval = pacing.interval;
-    log(`decode of ${o.interferenceRequests} running: ${results.decode_tps_8_alone} tok/s alone, ${results.decode_tps_8_during_prefill} during a ${o.interferencePromptTokens}-token prefill (ratio ${results.decode_during_prefill_ratio})`);
+    // 3. Decode speed of running requests while a long prompt is prefilled, against without; then the same
+    //    with larger chunks (a fresh scheduler each), to see which chunk size prefills fastest at that share.
+    const interference = async (sched: Scheduler, chunk: number) => {
+      const runners = Array.from({ length: o.interferenceRequests }, (_, i) => task(randomPrompt(16, vocab, seed++), 1e9, i));
+      runners.forEach((t) => sched.submit(t));
+      const count = (from: number, to: number) => runners.reduce((n, t) => n + t.tokenTimes.filter((x) => x > from && x <= to).length, 0);
+      await new Promise((r) => setTimeout(r, 50));
+      while (Math.min(...runners.map((t) => t.tokenTimes.length)) < 4) await new Promise((r) => setTimeout(r, 10));
+      const quietFrom = performance.now();
+      const quietSteps = Math.max(16, Math.ceil(o.interferencePromptTokens / chunk));
+      const target = runners[0].tokenTimes.length + quietSteps;
+      while (runners[0].tokenTimes.length < target) await new Promise((r) => setTimeout(r, 5));
+      const quietTo = performance.now();
+      const quietRate = count(quietFrom, quietTo) / ((quietTo - quietFrom) / 1000);
+      const prefill = task(randomPrompt(o.interferencePromptTokens, vocab, seed++), 1, 0);
+      const busyFrom = performance.now();
+      sched.submit(prefill);
+      await prefill.done;
+      const busyTo = prefill.firstTokenAt;
+      const busyRate = count(busyFrom, busyTo) / ((busyTo - busyFrom) / 1000);
+      runners.forEach((t) => t.stop());
+      await Promise.all(runners.map((t) => t.done));
+      const pacing = sched.pacing;
+      return { quietRate, busyRate, prefillMs: busyTo - busyFrom, pacing };
+    };
+    const r = await interference(scheduler, o.chunkSize);
+    results.decode_tps_8_alone = round(r.quietRate, 1);
+    results.decode_tps_8_during_prefill = round(r.busyRate, 1);
+    results.decode_during_prefill_ratio = round(r.busyRate / r.quietRate, 3);
+    results.prefill_ms_during_decode = round(r.prefillMs, 1);
+    results.pacer_decode_step_ms = round(r.pacing.aloneMs, 2);
+    results.pacer_chunk_step_ms = round(r.pacing.mixedMs, 2);
+    results.pacer_interval = r.pacing.interval;
+    log(`decode of ${o.interferenceRequests} running: ${results.decode_tps_8_alone} tok/s alone, ${results.decode_tps_8_during_prefill} during a ${o.interferencePromptTokens}-token prefill (ratio ${results.decode_during_prefill_ratio}, prompt in ${results.prefill_ms_during_decode} ms)`);
+    for (const chunk of o.extraChunkSizes) {
+      const sched = new Scheduler(backend, { chunkSize: chunk, maxQueue: 1024, cacheMinTokens: 1e9 });
+      try {
+        const x = await interference(sched, chunk);
+        results[`decode_during_prefill_ratio_chunk${chunk}`] = round(x.busyRate / x.quietRate, 3);
+        results[`prefill_ms_during_decode_chunk${chunk}`] = round(x.prefillMs, 1);
+        results[`pacer_interval_chunk${chunk}`] = x.pacing.interval;
+        log(`  with ${chunk}-token chunks: ratio ${results[`decode_during_prefill_ratio_chunk${chunk}`]}, prompt in ${results[`prefill_ms_during_decode_chunk${chunk}`]} ms, a chunk every ${x.pacing.interval} steps`);
+      } finally {
+        await sched.close();
+      }
+    }
   } finally {
     await scheduler.close();
     backend.dispose();
@@ -258,6 +278,7 @@ const SMOKE: SchedulerBenchOptions = {
   interferencePromptTokens: 400,
   interferenceRequests: 8,
   chunkSize: 64,
+  extraChunkSizes: [128],
 };
 
 /** Hook for bench/run.ts (`npm run bench`). */

@@ -2,17 +2,23 @@
 // set share of their speed. A step that carries a chunk costs m times a decode-only step (m measured
 // online, GPU and sampling together, so no device-specific constants); taking a chunk every k-th step
 // keeps decoding at k / (k - 1 + m) of its speed, so k is the smallest whole number that holds the target.
-// Without decoding slots prompts prefill at full speed: nothing to protect. A chunk still comes at least
-// every MAX_INTERVAL steps, so a prompt's wait stays bounded whatever the measurements say.
+// Costs are kept per chunk size class (powers of two): a 16-token prompt tail and a 128-token chunk of a long
+// prompt cost very different amounts, and pacing one by the other's cost either stalls short prompts or lets
+// the first chunks of a long one through unpaced. Without decoding slots prompts prefill at full speed:
+// nothing to protect. A chunk still comes at least every MAX_INTERVAL steps, so a prompt cannot starve.
 
 /** A prompt gets a chunk at least this often however costly chunks look, so it cannot starve. */
 const MAX_INTERVAL = 16;
 /** Below this extra cost (ms) a chunk is not worth pacing: noise, or a backend with no real work. */
 const NEGLIGIBLE_MS = 1;
 
+/** Size class of a chunk: ceil(log2(tokens)). */
+const sizeClass = (tokens: number) => Math.ceil(Math.log2(Math.max(1, tokens)));
+
 export class PrefillPacer {
   private aloneMs = 0;
-  private mixedMs = 0;
+  /** Running cost of a step carrying a chunk, per size class (total step time, decoding included). */
+  private readonly mixedMs = new Map<number, number>();
   private stepsSinceChunk = 0;
 
   /**
@@ -27,34 +33,58 @@ export class PrefillPacer {
   }
 
   /** The running step costs it paces by (ms), for benchmarks and diagnostics. */
-  get costs(): { aloneMs: number; mixedMs: number; interval: number } {
-    return { aloneMs: this.aloneMs, mixedMs: this.mixedMs, interval: this.interval() };
+  costs(chunkTokens: number): { aloneMs: number; mixedMs: number; interval: number } {
+    return { aloneMs: this.aloneMs, mixedMs: this.estimateMixed(chunkTokens) ?? 0, interval: this.interval(chunkTokens) };
   }
 
-  /** Steps per prefill chunk while slots decode (1 = every step). */
-  interval(): number {
-    if (this.mixedMs === 0) return 1;
+  /** Steps per chunk of `chunkTokens` while slots decode (1 = every step). */
+  interval(chunkTokens: number): number {
+    const mixed = this.estimateMixed(chunkTokens);
+    if (mixed === null) return 1;
     // Know both costs before pacing: take one decode-only step after the first mixed one.
     if (this.aloneMs === 0) return 2;
-    if (this.mixedMs - this.aloneMs < NEGLIGIBLE_MS) return 1;
-    const m = this.mixedMs / this.aloneMs;
+    if (mixed - this.aloneMs < NEGLIGIBLE_MS) return 1;
+    const m = mixed / this.aloneMs;
     return Math.min(MAX_INTERVAL, Math.max(1, Math.ceil((this.keep * (m - 1)) / (1 - this.keep) - 1e-9)));
   }
 
-  /** Whether the next step, which has decoding slots, may carry a prefill chunk. */
-  chunkAllowed(): boolean {
-    return this.stepsSinceChunk + 1 >= this.interval();
+  /** Whether the next step, which has decoding slots, may carry a chunk of `chunkTokens`. */
+  chunkAllowed(chunkTokens: number): boolean {
+    return this.stepsSinceChunk + 1 >= this.interval(chunkTokens);
   }
 
-  /** Time of a finished step that had decoding slots, and whether it carried a prefill chunk. */
-  record(ms: number, carriedChunk: boolean): void {
-    const avg = (old: number) => (old === 0 ? ms : old + this.smoothing * (ms - old));
-    if (carriedChunk) {
-      this.mixedMs = avg(this.mixedMs);
+  /** Time of a finished step that had decoding slots, and the prompt tokens it carried besides (0: none). */
+  record(ms: number, chunkTokens: number): void {
+    const avg = (old: number | undefined) => (!old ? ms : old + this.smoothing * (ms - old));
+    if (chunkTokens > 0) {
+      const c = sizeClass(chunkTokens);
+      this.mixedMs.set(c, avg(this.mixedMs.get(c)));
       this.stepsSinceChunk = 0;
     } else {
       this.aloneMs = avg(this.aloneMs);
       this.stepsSinceChunk++;
     }
+  }
+
+  /**
+   * Cost of a step with a chunk of this size: its class's, else a larger class's (an overestimate, which
+   * errs toward decoding), else a smaller class's extra cost scaled up linearly; null when nothing is known.
+   */
+  private estimateMixed(chunkTokens: number): number | null {
+    const want = sizeClass(chunkTokens);
+    const own = this.mixedMs.get(want);
+    if (own !== undefined) return own;
+    let above: number | null = null;
+    let below: number | null = null;
+    for (const c of this.mixedMs.keys()) {
+      if (c > want && (above === null || c < above)) above = c;
+      if (c < want && (below === null || c > below)) below = c;
+    }
+    if (above !== null) return this.mixedMs.get(above)!;
+    if (below !== null) {
+      const extra = Math.max(0, this.mixedMs.get(below)! - this.aloneMs);
+      return this.aloneMs + extra * 2 ** (want - below);
+    }
+    return null;
   }
 }

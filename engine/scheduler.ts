@@ -75,9 +75,9 @@ export class Scheduler {
     this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
   }
 
-  /** How prefill chunks are paced against decoding now (see PrefillPacer). */
+  /** How full prefill chunks are paced against decoding now (see PrefillPacer). */
   get pacing(): { aloneMs: number; mixedMs: number; interval: number } {
-    return this.pacer.costs;
+    return this.pacer.costs(this.options.chunkSize);
   }
 
   get queued(): number {
@@ -156,7 +156,7 @@ export class Scheduler {
       const started = performance.now();
       await this.step(plan);
       const decoding = plan.some((p) => p.tokens.length === 1);
-      if (decoding) this.pacer.record(performance.now() - started, plan.some((p) => p.tokens.length > 1));
+      if (decoding) this.pacer.record(performance.now() - started, plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0));
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -240,7 +240,8 @@ export class Scheduler {
     }
     chunked.sort((a, b) => a.seq - b.seq);
     // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
-    const take = single.length === 0 ? chunked : this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
+    const nextChunk = chunked.length ? Math.min(this.options.chunkSize, chunked[0].feed.length - chunked[0].fed) : 0;
+    const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed(nextChunk) ? chunked.slice(0, 1) : [];
     const jobs = single;
     for (const run of take) {
       const n = Math.min(this.options.chunkSize, run.feed.length - run.fed);

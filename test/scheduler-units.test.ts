@@ -225,28 +225,28 @@ describe('scheduler units: samplers', () => {
 describe('scheduler: prefill pacing', () => {
   it('takes a chunk every step until both step costs are known, then paces to keep the decode share', () => {
     const p = new PrefillPacer(0.75, 1);
-    assert.strictEqual(p.interval(), 1);
-    assert.ok(p.chunkAllowed());
-    p.record(50, true); // a mixed step: 50 ms
-    assert.strictEqual(p.interval(), 2, 'one decode-only step to learn its cost');
-    assert.ok(!p.chunkAllowed());
-    p.record(25, false); // decode-only: 25 ms, so m = 2
+    assert.strictEqual(p.interval(128), 1);
+    assert.ok(p.chunkAllowed(128));
+    p.record(50, 128); // a mixed step: 50 ms
+    assert.strictEqual(p.interval(128), 2, 'one decode-only step to learn its cost');
+    assert.ok(!p.chunkAllowed(128));
+    p.record(25, 0); // decode-only: 25 ms, so m = 2
     // k / (k - 1 + 2) >= 0.75  ->  k >= 3
-    assert.strictEqual(p.interval(), 3);
-    assert.ok(!p.chunkAllowed());
-    p.record(25, false);
-    assert.ok(p.chunkAllowed());
-    p.record(50, true);
-    assert.ok(!p.chunkAllowed());
+    assert.strictEqual(p.interval(128), 3);
+    assert.ok(!p.chunkAllowed(128));
+    p.record(25, 0);
+    assert.ok(p.chunkAllowed(128));
+    p.record(50, 128);
+    assert.ok(!p.chunkAllowed(128));
   });
 
   it('keeps the promised share of decode speed for any cost ratio', () => {
     for (const keep of [0.5, 0.7, 0.75, 0.9]) {
       for (const m of [1, 1.1, 1.5, 2, 3.7, 4.6]) {
         const p = new PrefillPacer(keep, 1);
-        p.record(10 * m, true);
-        p.record(10, false);
-        const k = p.interval();
+        p.record(10 * m, 128);
+        p.record(10, 0);
+        const k = p.interval(128);
         if (k === 16) continue; // capped so the prompt cannot starve (next test)
         assert.ok(k / (k - 1 + m) >= keep - 1e-9, `keep ${keep}, m ${m}: k ${k} keeps ${k / (k - 1 + m)}`);
         if (k > 1) assert.ok((k - 1) / (k - 2 + m) < keep, `keep ${keep}, m ${m}: k ${k} is not the smallest`);
@@ -254,15 +254,32 @@ describe('scheduler: prefill pacing', () => {
     }
   });
 
+  it('paces each chunk size by its own cost, and errs toward decoding for sizes not seen yet', () => {
+    const p = new PrefillPacer(0.75, 1);
+    p.record(10, 0);
+    p.record(12, 16); // a 16-token prompt tail: m = 1.2
+    p.record(40, 128); // a full chunk: m = 4
+    assert.strictEqual(p.interval(16), 1, 'short tails are not held back by the cost of full chunks');
+    assert.strictEqual(p.interval(128), 9);
+    assert.strictEqual(p.interval(100), 9, 'same size class as 128');
+    assert.strictEqual(p.interval(64), 9, 'unseen: priced as the next larger class seen');
+    // Unseen and larger than anything seen: the 128-token extra cost (30 ms) doubled, m = 7.
+    assert.strictEqual(p.interval(256), 16);
+    const q = new PrefillPacer(0.75, 1);
+    q.record(10, 0);
+    q.record(11, 8);
+    assert.strictEqual(q.interval(32), 2, 'an 8-token chunk adds 1 ms, so a 32-token one is priced at 4 ms: m = 1.4');
+  });
+
   it('never starves a prompt, and does not pace chunks that cost next to nothing', () => {
     const p = new PrefillPacer(0.9, 1);
-    p.record(1000, true);
-    p.record(10, false);
-    assert.strictEqual(p.interval(), 16);
+    p.record(1000, 128);
+    p.record(10, 0);
+    assert.strictEqual(p.interval(128), 16);
     const q = new PrefillPacer(0.9, 1);
-    q.record(0.5, true);
-    q.record(0.01, false);
-    assert.strictEqual(q.interval(), 1);
+    q.record(0.5, 128);
+    q.record(0.01, 0);
+    assert.strictEqual(q.interval(128), 1);
   });
 
   it('refuses a share outside (0, 1)', () => {
