@@ -6,7 +6,7 @@
 //   benchScheduler(factory)  — the lead runs it on the H200 (see defaults below)
 //   node dist/bench/scheduler.js  — smoke run here on lavapipe with a tiny random model
 
-import type { InferenceBackend, JobResult, TopLogits } from '../engine/types';
+import type { InferenceBackend, JobResult, SlotJob, TopLogits } from '../engine/types';
 import { InitialStateRegistry, type InitialState } from '../engine/initial-states';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { Scheduler } from '../engine/scheduler';
@@ -119,6 +119,30 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
   const log = options.log ?? (() => {});
   const slots = Math.max(...o.concurrency, o.interferenceRequests + 1);
   const backend = await backendFactory(slots);
+  // Every backend call's start, duration and prompt tokens, to see where a window's time went.
+  const calls: { at: number; ms: number; chunk: number }[] = [];
+  const run = backend.run.bind(backend) as (jobs: SlotJob[]) => Promise<JobResult[]>;
+  backend.run = (async (jobs: SlotJob[]) => {
+    const at = performance.now();
+    try {
+      return await run(jobs);
+    } finally {
+      calls.push({ at, ms: performance.now() - at, chunk: jobs.reduce((n, j) => n + (j.tokens.length > 1 ? j.tokens.length : 0), 0) });
+    }
+  }) as typeof backend.run;
+  const window = (from: number, to: number) => {
+    const inside = calls.filter((c) => c.at >= from && c.at + c.ms <= to);
+    const mean = (xs: number[]) => (xs.length ? xs.reduce((a, b) => a + b, 0) / xs.length : 0);
+    const chunkSteps = inside.filter((c) => c.chunk > 0);
+    const decodeSteps = inside.filter((c) => c.chunk === 0);
+    return {
+      chunkSteps: chunkSteps.length,
+      decodeSteps: decodeSteps.length,
+      chunkStepMs: mean(chunkSteps.map((c) => c.ms)),
+      decodeStepMs: mean(decodeSteps.map((c) => c.ms)),
+      hostShare: 1 - inside.reduce((n, c) => n + c.ms, 0) / (to - from),
+    };
+  };
   const vocab = backend.info.vocabSize;
   const rows = vocab;
   const states = new InitialStateRegistry(backend.stateSize, o.cacheBytes);
@@ -226,16 +250,24 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
       runners.forEach((t) => t.stop());
       await Promise.all(runners.map((t) => t.done));
       const pacing = sched.pacing;
-      return { quietRate, busyRate, prefillMs: busyTo - busyFrom, pacing };
+      return { quietRate, busyRate, prefillMs: busyTo - busyFrom, pacing, quiet: window(quietFrom, quietTo), busy: window(busyFrom, busyTo) };
     };
     const r = await interference(scheduler, o.chunkSize);
     results.decode_tps_8_alone = round(r.quietRate, 1);
     results.decode_tps_8_during_prefill = round(r.busyRate, 1);
     results.decode_during_prefill_ratio = round(r.busyRate / r.quietRate, 3);
     results.prefill_ms_during_decode = round(r.prefillMs, 1);
+    results.pacer_quiet_step_ms = round(r.pacing.quietMs, 2);
     results.pacer_decode_step_ms = round(r.pacing.aloneMs, 2);
     results.pacer_chunk_step_ms = round(r.pacing.mixedMs, 2);
     results.pacer_interval = r.pacing.interval;
+    for (const [name, w] of [['quiet', r.quiet], ['busy', r.busy]] as const) {
+      results[`${name}_chunk_steps`] = w.chunkSteps;
+      results[`${name}_decode_steps`] = w.decodeSteps;
+      results[`${name}_chunk_step_ms`] = round(w.chunkStepMs, 2);
+      results[`${name}_decode_step_ms`] = round(w.decodeStepMs, 2);
+      results[`${name}_host_share`] = round(w.hostShare, 3);
+    }
     log(`decode of ${o.interferenceRequests} running: ${results.decode_tps_8_alone} tok/s alone, ${results.decode_tps_8_during_prefill} during a ${o.interferencePromptTokens}-token prefill (ratio ${results.decode_during_prefill_ratio}, prompt in ${results.prefill_ms_during_decode} ms)`);
     for (const chunk of o.extraChunkSizes) {
       const sched = new Scheduler(backend, { chunkSize: chunk, maxQueue: 1024, cacheMinTokens: 1e9 });

@@ -1,7 +1,9 @@
 // Paces prefill chunks while other slots decode, so a long prompt costs the decoding requests at most a
-// set share of their speed. A step that carries a chunk costs m times a decode-only step (m measured
-// online, GPU and sampling together, so no device-specific constants); taking a chunk every k-th step
-// keeps decoding at k / (k - 1 + m) of its speed, so k is the smallest whole number that holds the target.
+// set share of their speed. Three step costs are measured online (GPU and sampling together, so no
+// device-specific constants): a decode-only step while no prompt waits (q, the speed to protect), a
+// decode-only step while one does (b: measured on the H200 at 15% above q, as chunk steps disturb the steps
+// around them), and a step carrying a chunk (x). Taking a chunk every k-th step decodes at
+// k·q / ((k - 1)·b + x) of the undisturbed speed, so k is the smallest whole number that holds the target.
 // Costs are kept per chunk size class (powers of two): a 16-token prompt tail and a 128-token chunk of a long
 // prompt cost very different amounts, and pacing one by the other's cost either stalls short prompts or lets
 // the first chunks of a long one through unpaced. Without decoding slots prompts prefill at full speed:
@@ -16,6 +18,9 @@ const NEGLIGIBLE_MS = 1;
 const sizeClass = (tokens: number) => Math.ceil(Math.log2(Math.max(1, tokens)));
 
 export class PrefillPacer {
+  /** Decode-only steps while no prompt waits. */
+  private quietMs = 0;
+  /** Decode-only steps while a prompt waits for its next chunk. */
   private aloneMs = 0;
   /** Running cost of a step carrying a chunk, per size class (total step time, decoding included). */
   private readonly mixedMs = new Map<number, number>();
@@ -33,19 +38,23 @@ export class PrefillPacer {
   }
 
   /** The running step costs it paces by (ms), for benchmarks and diagnostics. */
-  costs(chunkTokens: number): { aloneMs: number; mixedMs: number; interval: number } {
-    return { aloneMs: this.aloneMs, mixedMs: this.estimateMixed(chunkTokens) ?? 0, interval: this.interval(chunkTokens) };
+  costs(chunkTokens: number): { quietMs: number; aloneMs: number; mixedMs: number; interval: number } {
+    return { quietMs: this.quietMs, aloneMs: this.aloneMs, mixedMs: this.estimateMixed(chunkTokens) ?? 0, interval: this.interval(chunkTokens) };
   }
 
   /** Steps per chunk of `chunkTokens` while slots decode (1 = every step). */
   interval(chunkTokens: number): number {
     const mixed = this.estimateMixed(chunkTokens);
     if (mixed === null) return 1;
-    // Know both costs before pacing: take one decode-only step after the first mixed one.
-    if (this.aloneMs === 0) return 2;
-    if (mixed - this.aloneMs < NEGLIGIBLE_MS) return 1;
-    const m = mixed / this.aloneMs;
-    return Math.min(MAX_INTERVAL, Math.max(1, Math.ceil((this.keep * (m - 1)) / (1 - this.keep) - 1e-9)));
+    // Know a decode-only cost before pacing: take one decode-only step after the first mixed one.
+    if (this.aloneMs === 0 && this.quietMs === 0) return 2;
+    const busy = this.aloneMs || this.quietMs;
+    const quiet = this.quietMs || this.aloneMs;
+    if (mixed - quiet < NEGLIGIBLE_MS) return 1;
+    // k·q / ((k - 1)·b + x) >= keep  <=>  k·(q - keep·b) >= keep·(x - b)
+    const room = quiet - this.keep * busy;
+    if (room <= 0) return MAX_INTERVAL;
+    return Math.min(MAX_INTERVAL, Math.max(1, Math.ceil((this.keep * (mixed - busy)) / room - 1e-9)));
   }
 
   /** Whether the next step, which has decoding slots, may carry a chunk of `chunkTokens`. */
@@ -53,16 +62,21 @@ export class PrefillPacer {
     return this.stepsSinceChunk + 1 >= this.interval(chunkTokens);
   }
 
-  /** Time of a finished step that had decoding slots, and the prompt tokens it carried besides (0: none). */
-  record(ms: number, chunkTokens: number): void {
+  /**
+   * Time of a finished step that had decoding slots, the prompt tokens it carried besides (0: none), and
+   * whether a prompt was waiting for chunks when it was planned.
+   */
+  record(ms: number, chunkTokens: number, promptWaiting: boolean): void {
     const avg = (old: number | undefined) => (!old ? ms : old + this.smoothing * (ms - old));
     if (chunkTokens > 0) {
       const c = sizeClass(chunkTokens);
       this.mixedMs.set(c, avg(this.mixedMs.get(c)));
       this.stepsSinceChunk = 0;
-    } else {
+    } else if (promptWaiting) {
       this.aloneMs = avg(this.aloneMs);
       this.stepsSinceChunk++;
+    } else {
+      this.quietMs = avg(this.quietMs);
     }
   }
 
@@ -82,8 +96,9 @@ export class PrefillPacer {
     }
     if (above !== null) return this.mixedMs.get(above)!;
     if (below !== null) {
-      const extra = Math.max(0, this.mixedMs.get(below)! - this.aloneMs);
-      return this.aloneMs + extra * 2 ** (want - below);
+      const base = this.aloneMs || this.quietMs;
+      const extra = Math.max(0, this.mixedMs.get(below)! - base);
+      return base + extra * 2 ** (want - below);
     }
     return null;
   }

@@ -64,6 +64,8 @@ export class Scheduler {
   private closing: 'drain' | 'now' | null = null;
 
   private readonly pacer: PrefillPacer;
+  /** Whether the step being planned had a prompt waiting for chunks (the pacer tells such steps apart). */
+  private promptWaiting = false;
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -76,7 +78,7 @@ export class Scheduler {
   }
 
   /** How full prefill chunks are paced against decoding now (see PrefillPacer). */
-  get pacing(): { aloneMs: number; mixedMs: number; interval: number } {
+  get pacing(): { quietMs: number; aloneMs: number; mixedMs: number; interval: number } {
     return this.pacer.costs(this.options.chunkSize);
   }
 
@@ -156,7 +158,7 @@ export class Scheduler {
       const started = performance.now();
       await this.step(plan);
       const decoding = plan.some((p) => p.tokens.length === 1);
-      if (decoding) this.pacer.record(performance.now() - started, plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0));
+      if (decoding) this.pacer.record(performance.now() - started, plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0), this.promptWaiting);
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -241,6 +243,7 @@ export class Scheduler {
     chunked.sort((a, b) => a.seq - b.seq);
     // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
     const nextChunk = chunked.length ? Math.min(this.options.chunkSize, chunked[0].feed.length - chunked[0].fed) : 0;
+    this.promptWaiting = nextChunk > 0;
     const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed(nextChunk) ? chunked.slice(0, 1) : [];
     const jobs = single;
     for (const run of take) {

@@ -227,16 +227,16 @@ describe('scheduler: prefill pacing', () => {
     const p = new PrefillPacer(0.75, 1);
     assert.strictEqual(p.interval(128), 1);
     assert.ok(p.chunkAllowed(128));
-    p.record(50, 128); // a mixed step: 50 ms
+    p.record(50, 128, true); // a mixed step: 50 ms
     assert.strictEqual(p.interval(128), 2, 'one decode-only step to learn its cost');
     assert.ok(!p.chunkAllowed(128));
-    p.record(25, 0); // decode-only: 25 ms, so m = 2
+    p.record(25, 0, true); // decode-only: 25 ms, so m = 2
     // k / (k - 1 + 2) >= 0.75  ->  k >= 3
     assert.strictEqual(p.interval(128), 3);
     assert.ok(!p.chunkAllowed(128));
-    p.record(25, 0);
+    p.record(25, 0, true);
     assert.ok(p.chunkAllowed(128));
-    p.record(50, 128);
+    p.record(50, 128, true);
     assert.ok(!p.chunkAllowed(128));
   });
 
@@ -244,8 +244,8 @@ describe('scheduler: prefill pacing', () => {
     for (const keep of [0.5, 0.7, 0.75, 0.9]) {
       for (const m of [1, 1.1, 1.5, 2, 3.7, 4.6]) {
         const p = new PrefillPacer(keep, 1);
-        p.record(10 * m, 128);
-        p.record(10, 0);
+        p.record(10 * m, 128, true);
+        p.record(10, 0, true);
         const k = p.interval(128);
         if (k === 16) continue; // capped so the prompt cannot starve (next test)
         assert.ok(k / (k - 1 + m) >= keep - 1e-9, `keep ${keep}, m ${m}: k ${k} keeps ${k / (k - 1 + m)}`);
@@ -256,9 +256,9 @@ describe('scheduler: prefill pacing', () => {
 
   it('paces each chunk size by its own cost, and errs toward decoding for sizes not seen yet', () => {
     const p = new PrefillPacer(0.75, 1);
-    p.record(10, 0);
-    p.record(12, 16); // a 16-token prompt tail: m = 1.2
-    p.record(40, 128); // a full chunk: m = 4
+    p.record(10, 0, true);
+    p.record(12, 16, true); // a 16-token prompt tail: m = 1.2
+    p.record(40, 128, true); // a full chunk: m = 4
     assert.strictEqual(p.interval(16), 1, 'short tails are not held back by the cost of full chunks');
     assert.strictEqual(p.interval(128), 9);
     assert.strictEqual(p.interval(100), 9, 'same size class as 128');
@@ -266,19 +266,33 @@ describe('scheduler: prefill pacing', () => {
     // Unseen and larger than anything seen: the 128-token extra cost (30 ms) doubled, m = 7.
     assert.strictEqual(p.interval(256), 16);
     const q = new PrefillPacer(0.75, 1);
-    q.record(10, 0);
-    q.record(11, 8);
+    q.record(10, 0, true);
+    q.record(11, 8, true);
     assert.strictEqual(q.interval(32), 2, 'an 8-token chunk adds 1 ms, so a 32-token one is priced at 4 ms: m = 1.4');
+  });
+
+  it('protects the speed decoding had before the prompt came, when chunk steps also slow the steps between them', () => {
+    const p = new PrefillPacer(0.75, 1);
+    p.record(10, 0, false); // undisturbed decode step
+    p.record(10, 0, true);
+    p.record(40, 128, true);
+    assert.strictEqual(p.interval(128), 9, 'no slowdown between chunks: k / (k - 1 + 4) >= 0.75');
+    p.record(11.5, 0, true); // decode steps 15% slower while the prompt prefills
+    const k = p.interval(128);
+    assert.strictEqual(k, 16);
+    assert.ok((16 * 10) / (15 * 11.5 + 40) >= 0.75, 'k = 16 keeps the share');
+    p.record(13.4, 0, true); // slower than keep allows even without chunks: as rarely as the cap lets
+    assert.strictEqual(p.interval(128), 16);
   });
 
   it('never starves a prompt, and does not pace chunks that cost next to nothing', () => {
     const p = new PrefillPacer(0.9, 1);
-    p.record(1000, 128);
-    p.record(10, 0);
+    p.record(1000, 128, true);
+    p.record(10, 0, true);
     assert.strictEqual(p.interval(128), 16);
     const q = new PrefillPacer(0.9, 1);
-    q.record(0.5, 128);
-    q.record(0.01, 0);
+    q.record(0.5, 128, true);
+    q.record(0.01, 0, true);
     assert.strictEqual(q.interval(128), 1);
   });
 
