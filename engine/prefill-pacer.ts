@@ -14,27 +14,63 @@ const MAX_INTERVAL = 16;
 /** Below this extra cost (ms) a chunk is not worth pacing: noise, or a backend with no real work. */
 const NEGLIGIBLE_MS = 1;
 
+/**
+ * Median of the last few step times. A mean would let one slow step (a garbage collection, a cache insert
+ * reading a state back) just before a prompt arrives set the pace for its whole prefill: on the H200 one such
+ * step left the undisturbed cost at 1.5x its real value, and pacing at a third of the intended interval.
+ */
+class RecentMedian {
+  private readonly samples: number[] = [];
+  private next = 0;
+
+  constructor(private readonly size: number) {}
+
+  push(ms: number): void {
+    if (this.samples.length < this.size) this.samples.push(ms);
+    else this.samples[this.next] = ms;
+    this.next = (this.next + 1) % this.size;
+  }
+
+  /** 0 while empty. */
+  get value(): number {
+    if (this.samples.length === 0) return 0;
+    const sorted = [...this.samples].sort((a, b) => a - b);
+    const mid = sorted.length >> 1;
+    return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+  }
+}
+
 /** Size class of a chunk: ceil(log2(tokens)). */
 const sizeClass = (tokens: number) => Math.ceil(Math.log2(Math.max(1, tokens)));
 
 export class PrefillPacer {
   /** Decode-only steps while no prompt waits. */
-  private quietMs = 0;
+  private readonly quiet: RecentMedian;
   /** Decode-only steps while a prompt waits for its next chunk. */
-  private aloneMs = 0;
-  /** Running cost of a step carrying a chunk, per size class (total step time, decoding included). */
-  private readonly mixedMs = new Map<number, number>();
+  private readonly alone: RecentMedian;
+  /** Steps carrying a chunk, per size class (total step time, decoding included). */
+  private readonly mixed = new Map<number, RecentMedian>();
   private stepsSinceChunk = 0;
 
   /**
    * @param keep share of decode speed to keep while a prompt prefills (0 < keep < 1)
-   * @param smoothing weight of the newest step time in the running averages
+   * @param samples recent step times each cost is the median of
    */
   constructor(
     readonly keep = 0.75,
-    private readonly smoothing = 0.25,
+    private readonly samples = 15,
   ) {
     if (!(keep > 0 && keep < 1)) throw new RangeError(`decodeKeep must be in (0, 1), got ${keep}`);
+    this.quiet = new RecentMedian(samples);
+    this.alone = new RecentMedian(samples);
+  }
+
+  private get quietMs(): number {
+    return this.quiet.value;
+  }
+
+  private get aloneMs(): number {
+    return this.alone.value;
   }
 
   /** The running step costs it paces by (ms), for benchmarks and diagnostics. */
@@ -67,16 +103,17 @@ export class PrefillPacer {
    * whether a prompt was waiting for chunks when it was planned.
    */
   record(ms: number, chunkTokens: number, promptWaiting: boolean): void {
-    const avg = (old: number | undefined) => (!old ? ms : old + this.smoothing * (ms - old));
     if (chunkTokens > 0) {
       const c = sizeClass(chunkTokens);
-      this.mixedMs.set(c, avg(this.mixedMs.get(c)));
+      let m = this.mixed.get(c);
+      if (!m) this.mixed.set(c, (m = new RecentMedian(this.samples)));
+      m.push(ms);
       this.stepsSinceChunk = 0;
     } else if (promptWaiting) {
-      this.aloneMs = avg(this.aloneMs);
+      this.alone.push(ms);
       this.stepsSinceChunk++;
     } else {
-      this.quietMs = avg(this.quietMs);
+      this.quiet.push(ms);
     }
   }
 
@@ -86,18 +123,18 @@ export class PrefillPacer {
    */
   private estimateMixed(chunkTokens: number): number | null {
     const want = sizeClass(chunkTokens);
-    const own = this.mixedMs.get(want);
-    if (own !== undefined) return own;
+    const own = this.mixed.get(want);
+    if (own !== undefined) return own.value;
     let above: number | null = null;
     let below: number | null = null;
-    for (const c of this.mixedMs.keys()) {
+    for (const c of this.mixed.keys()) {
       if (c > want && (above === null || c < above)) above = c;
       if (c < want && (below === null || c > below)) below = c;
     }
-    if (above !== null) return this.mixedMs.get(above)!;
+    if (above !== null) return this.mixed.get(above)!.value;
     if (below !== null) {
       const base = this.aloneMs || this.quietMs;
-      const extra = Math.max(0, this.mixedMs.get(below)! - base);
+      const extra = Math.max(0, this.mixed.get(below)!.value - base);
       return base + extra * 2 ** (want - below);
     }
     return null;

@@ -285,6 +285,15 @@ describe('scheduler: prefill pacing', () => {
     assert.strictEqual(p.interval(128), 16);
   });
 
+  it('is not thrown off by one slow step before the prompt arrives', () => {
+    const p = new PrefillPacer(0.75);
+    for (let i = 0; i < 20; i++) p.record(10, 0, false);
+    p.record(60, 0, false); // a garbage collection, say
+    p.record(10, 0, true);
+    p.record(40, 128, true);
+    assert.strictEqual(p.interval(128), 9, 'paced as if the slow step had not happened');
+  });
+
   it('never starves a prompt, and does not pace chunks that cost next to nothing', () => {
     const p = new PrefillPacer(0.9, 1);
     p.record(1000, 128, true);
