@@ -98,6 +98,11 @@ export class PrefillPacer {
     return this.stepsSinceChunk + 1 >= this.interval(chunkTokens);
   }
 
+  /** A step with decoding slots was planned, with or without a chunk (counted when planned, not when timed). */
+  stepPlanned(carriesChunk: boolean): void {
+    this.stepsSinceChunk = carriesChunk ? 0 : this.stepsSinceChunk + 1;
+  }
+
   /**
    * Time of a finished step that had decoding slots, the prompt tokens it carried besides (0: none), and
    * whether a prompt was waiting for chunks when it was planned.
@@ -108,10 +113,8 @@ export class PrefillPacer {
       let m = this.mixed.get(c);
       if (!m) this.mixed.set(c, (m = new RecentMedian(this.samples)));
       m.push(ms);
-      this.stepsSinceChunk = 0;
     } else if (promptWaiting) {
       this.alone.push(ms);
-      this.stepsSinceChunk++;
     } else {
       this.quiet.push(ms);
     }

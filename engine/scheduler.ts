@@ -138,6 +138,9 @@ export class Scheduler {
   }
 
   private async loop(): Promise<void> {
+    // A decoding step's cost for the pacer is its whole period, up to the next step's start: the host work
+    // between steps (admission, planning, consumers) is part of what decoding requests wait for.
+    let last: { started: number; chunkTokens: number; promptWaiting: boolean } | null = null;
     for (;;) {
       if (this.closing === 'now') {
         this.looping = false;
@@ -156,9 +159,11 @@ export class Scheduler {
         continue;
       }
       const started = performance.now();
-      await this.step(plan);
+      if (last) this.pacer.record(started - last.started, last.chunkTokens, last.promptWaiting);
       const decoding = plan.some((p) => p.tokens.length === 1);
-      if (decoding) this.pacer.record(performance.now() - started, plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0), this.promptWaiting);
+      const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
+      last = decoding ? { started, chunkTokens, promptWaiting: this.promptWaiting } : null;
+      await this.step(plan);
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -245,6 +250,7 @@ export class Scheduler {
     const nextChunk = chunked.length ? Math.min(this.options.chunkSize, chunked[0].feed.length - chunked[0].fed) : 0;
     this.promptWaiting = nextChunk > 0;
     const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed(nextChunk) ? chunked.slice(0, 1) : [];
+    if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
     const jobs = single;
     for (const run of take) {
       const n = Math.min(this.options.chunkSize, run.feed.length - run.fed);

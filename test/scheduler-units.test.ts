@@ -227,17 +227,19 @@ describe('scheduler: prefill pacing', () => {
     const p = new PrefillPacer(0.75, 1);
     assert.strictEqual(p.interval(128), 1);
     assert.ok(p.chunkAllowed(128));
+    p.stepPlanned(true);
     p.record(50, 128, true); // a mixed step: 50 ms
     assert.strictEqual(p.interval(128), 2, 'one decode-only step to learn its cost');
     assert.ok(!p.chunkAllowed(128));
+    p.stepPlanned(false);
     p.record(25, 0, true); // decode-only: 25 ms, so m = 2
     // k / (k - 1 + 2) >= 0.75  ->  k >= 3
     assert.strictEqual(p.interval(128), 3);
     assert.ok(!p.chunkAllowed(128));
-    p.record(25, 0, true);
-    assert.ok(p.chunkAllowed(128));
-    p.record(50, 128, true);
-    assert.ok(!p.chunkAllowed(128));
+    p.stepPlanned(false);
+    assert.ok(p.chunkAllowed(128), 'counted when planned: the step before may not be timed yet');
+    p.stepPlanned(true);
+    assert.ok(!p.chunkAllowed(128), 'no second chunk right after one, timed or not');
   });
 
   it('keeps the promised share of decode speed for any cost ratio', () => {
