@@ -65,17 +65,19 @@ export class PrefillPacer {
     this.alone = new RecentMedian(samples);
   }
 
-  private get quietMs(): number {
-    return this.quiet.value;
+  /** Cost of a decode-only step before the prompt came (the speed to protect); the other kind until known. */
+  private get undisturbedMs(): number {
+    return this.quiet.value || this.alone.value;
   }
 
-  private get aloneMs(): number {
-    return this.alone.value;
+  /** Cost of a decode-only step between chunks; the other kind until known. */
+  private get betweenChunksMs(): number {
+    return this.alone.value || this.quiet.value;
   }
 
   /** The running step costs it paces by (ms), for benchmarks and diagnostics. */
   costs(chunkTokens: number): { quietMs: number; aloneMs: number; mixedMs: number; interval: number } {
-    return { quietMs: this.quietMs, aloneMs: this.aloneMs, mixedMs: this.estimateMixed(chunkTokens) ?? 0, interval: this.interval(chunkTokens) };
+    return { quietMs: this.quiet.value, aloneMs: this.alone.value, mixedMs: this.estimateMixed(chunkTokens) ?? 0, interval: this.interval(chunkTokens) };
   }
 
   /** Steps per chunk of `chunkTokens` while slots decode (1 = every step). */
@@ -83,9 +85,9 @@ export class PrefillPacer {
     const mixed = this.estimateMixed(chunkTokens);
     if (mixed === null) return 1;
     // Know a decode-only cost before pacing: take one decode-only step after the first mixed one.
-    if (this.aloneMs === 0 && this.quietMs === 0) return 2;
-    const busy = this.aloneMs || this.quietMs;
-    const quiet = this.quietMs || this.aloneMs;
+    const busy = this.betweenChunksMs;
+    const quiet = this.undisturbedMs;
+    if (busy === 0) return 2;
     if (mixed - quiet < NEGLIGIBLE_MS) return 1;
     // k·q / ((k - 1)·b + x) >= keep  <=>  k·(q - keep·b) >= keep·(x - b)
     const room = quiet - this.keep * busy;
@@ -136,7 +138,7 @@ export class PrefillPacer {
     }
     if (above !== null) return this.mixed.get(above)!.value;
     if (below !== null) {
-      const base = this.aloneMs || this.quietMs;
+      const base = this.betweenChunksMs;
       const extra = Math.max(0, this.mixed.get(below)!.value - base);
       return base + extra * 2 ** (want - below);
     }

@@ -64,8 +64,6 @@ export class Scheduler {
   private closing: 'drain' | 'now' | null = null;
 
   private readonly pacer: PrefillPacer;
-  /** Whether the step being planned had a prompt waiting for chunks (the pacer tells such steps apart). */
-  private promptWaiting = false;
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -148,7 +146,7 @@ export class Scheduler {
       }
       await this.admit();
       this.reapAborted();
-      const plan = this.plan();
+      const { jobs: plan, promptWaiting } = this.plan();
       if (plan.length === 0) {
         if (this.queue.length === 0 && this.running.size === 0) {
           this.looping = false;
@@ -162,7 +160,7 @@ export class Scheduler {
       if (last) this.pacer.record(started - last.started, last.chunkTokens, last.promptWaiting);
       const decoding = plan.some((p) => p.tokens.length === 1);
       const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
-      last = decoding ? { started, chunkTokens, promptWaiting: this.promptWaiting } : null;
+      last = decoding ? { started, chunkTokens, promptWaiting } : null;
       await this.step(plan);
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
@@ -237,7 +235,8 @@ export class Scheduler {
     }
   }
 
-  private plan(): PlannedJob[] {
+  /** This step's jobs, and whether a prompt was waiting for chunks (the pacer tells such steps apart). */
+  private plan(): { jobs: PlannedJob[]; promptWaiting: boolean } {
     const single: PlannedJob[] = [];
     const chunked: Running[] = [];
     for (const run of this.running.values()) {
@@ -248,7 +247,6 @@ export class Scheduler {
     chunked.sort((a, b) => a.seq - b.seq);
     // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
     const nextChunk = chunked.length ? Math.min(this.options.chunkSize, chunked[0].feed.length - chunked[0].fed) : 0;
-    this.promptWaiting = nextChunk > 0;
     const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed(nextChunk) ? chunked.slice(0, 1) : [];
     if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
     const jobs = single;
@@ -258,11 +256,11 @@ export class Scheduler {
       const output: OutputMode = run.output === 'all' ? 'all' : last ? run.output : 'none';
       jobs.push({ run, tokens: run.feed.slice(run.fed, run.fed + n) as number[], output, adjust: last ? run.adjust : undefined });
     }
-    return jobs;
+    return { jobs, promptWaiting: nextChunk > 0 };
   }
 
   private async step(plan: PlannedJob[]): Promise<void> {
-    const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output, ...(p.adjust ? { adjust: p.adjust } : {}) }));
+    const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output, adjust: p.adjust }));
     const t0 = performance.now();
     let results: JobResult[];
     try {

@@ -62,19 +62,19 @@ export class TokenSampler {
 
   /** Logit bias and current repetition penalties as the sparse additions `sample` would make. */
   adjustments(): LogitAdjust | undefined {
-    const penalty = this.options.kind === 'mirostat' ? null : this.penalty;
-    const penalized = penalty?.size ?? 0;
+    // Mirostat records no penalties (see sample), so its penalty set is always empty here.
+    const penalized = this.penalty.size;
     if (this.biasRows.length === 0 && penalized === 0) return undefined;
     if (this.biasRows.length === 0) {
       const rows = new Int32Array(penalized);
       const deltas = new Float32Array(penalized);
       let i = 0;
-      penalty!.forEach((row, p) => ((rows[i] = row), (deltas[i++] = -p)));
+      this.penalty.forEach((row, p) => ((rows[i] = row), (deltas[i++] = -p)));
       return { rows, deltas };
     }
     const delta = new Map<number, number>();
     for (const [row, bias] of this.biasRows) delta.set(row, bias);
-    penalty?.forEach((row, p) => delta.set(row, (delta.get(row) ?? 0) - p));
+    this.penalty.forEach((row, p) => delta.set(row, (delta.get(row) ?? 0) - p));
     return { rows: Int32Array.from(delta.keys()), deltas: Float32Array.from(delta.values()) };
   }
 
