@@ -141,6 +141,11 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
       chunkStepMs: mean(chunkSteps.map((c) => c.ms)),
       decodeStepMs: mean(decodeSteps.map((c) => c.ms)),
       hostShare: 1 - inside.reduce((n, c) => n + c.ms, 0) / (to - from),
+      // Host time from one call's end to the next call's start.
+      gapMs: mean(inside.slice(1).map((c, i) => c.at - (inside[i].at + inside[i].ms))),
+      // Decode-only steps right after a chunk step against later ones: do chunks slow their neighbours?
+      decodeAfterChunkMs: mean(inside.filter((c, i) => c.chunk === 0 && i > 0 && inside[i - 1].chunk > 0).map((c) => c.ms)),
+      decodeLaterMs: mean(inside.filter((c, i) => c.chunk === 0 && i > 1 && inside[i - 1].chunk === 0 && inside[i - 2].chunk === 0).map((c) => c.ms)),
     };
   };
   const vocab = backend.info.vocabSize;
@@ -247,36 +252,50 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
       await prefill.done;
       const busyTo = prefill.firstTokenAt;
       const busyRate = count(busyFrom, busyTo) / ((busyTo - busyFrom) / 1000);
+      // The same window length again after the prompt: the runners are older now (longer penalty lists, warmer
+      // allocators), so a drop that persists here is not the prefill's doing.
+      const afterFrom = performance.now();
+      const afterTarget = runners[0].tokenTimes.length + quietSteps;
+      while (runners[0].tokenTimes.length < afterTarget) await new Promise((r) => setTimeout(r, 5));
+      const afterTo = performance.now();
+      const afterRate = count(afterFrom, afterTo) / ((afterTo - afterFrom) / 1000);
       runners.forEach((t) => t.stop());
       await Promise.all(runners.map((t) => t.done));
       const pacing = sched.pacing;
-      return { quietRate, busyRate, prefillMs: busyTo - busyFrom, pacing, quiet: window(quietFrom, quietTo), busy: window(busyFrom, busyTo) };
+      return {
+        quietRate, busyRate, afterRate, prefillMs: busyTo - busyFrom, pacing,
+        quiet: window(quietFrom, quietTo), busy: window(busyFrom, busyTo), after: window(afterFrom, afterTo),
+      };
     };
     const r = await interference(scheduler, o.chunkSize);
     results.decode_tps_8_alone = round(r.quietRate, 1);
     results.decode_tps_8_during_prefill = round(r.busyRate, 1);
     results.decode_during_prefill_ratio = round(r.busyRate / r.quietRate, 3);
+    results.decode_tps_8_after = round(r.afterRate, 1);
+    results.decode_during_prefill_ratio_vs_after = round(r.busyRate / r.afterRate, 3);
     results.prefill_ms_during_decode = round(r.prefillMs, 1);
-    results.pacer_quiet_step_ms = round(r.pacing.quietMs, 2);
-    results.pacer_decode_step_ms = round(r.pacing.aloneMs, 2);
-    results.pacer_chunk_step_ms = round(r.pacing.mixedMs, 2);
-    results.pacer_interval = r.pacing.interval;
-    for (const [name, w] of [['quiet', r.quiet], ['busy', r.busy]] as const) {
+    results.pacer_reference_step_ms = round(r.pacing.referenceMs, 2);
+    results.pacer_chunk_step_ms = round(r.pacing.chunkStepMs, 2);
+    results.pacer_steps_per_chunk = round(r.pacing.steps / Math.max(1, r.pacing.chunks), 1);
+    for (const [name, w] of [['quiet', r.quiet], ['busy', r.busy], ['after', r.after]] as const) {
       results[`${name}_chunk_steps`] = w.chunkSteps;
       results[`${name}_decode_steps`] = w.decodeSteps;
       results[`${name}_chunk_step_ms`] = round(w.chunkStepMs, 2);
       results[`${name}_decode_step_ms`] = round(w.decodeStepMs, 2);
       results[`${name}_host_share`] = round(w.hostShare, 3);
+      results[`${name}_gap_ms`] = round(w.gapMs, 2);
+      results[`${name}_decode_after_chunk_ms`] = round(w.decodeAfterChunkMs, 2);
+      results[`${name}_decode_later_ms`] = round(w.decodeLaterMs, 2);
     }
-    log(`decode of ${o.interferenceRequests} running: ${results.decode_tps_8_alone} tok/s alone, ${results.decode_tps_8_during_prefill} during a ${o.interferencePromptTokens}-token prefill (ratio ${results.decode_during_prefill_ratio}, prompt in ${results.prefill_ms_during_decode} ms)`);
+    log(`decode of ${o.interferenceRequests} running: ${results.decode_tps_8_alone} tok/s alone, ${results.decode_tps_8_during_prefill} during a ${o.interferencePromptTokens}-token prefill (ratio ${results.decode_during_prefill_ratio}, prompt in ${results.prefill_ms_during_decode} ms); ${results.decode_tps_8_after} tok/s after it (ratio to that ${results.decode_during_prefill_ratio_vs_after})`);
     for (const chunk of o.extraChunkSizes) {
       const sched = new Scheduler(backend, { chunkSize: chunk, maxQueue: 1024, cacheMinTokens: 1e9 });
       try {
         const x = await interference(sched, chunk);
         results[`decode_during_prefill_ratio_chunk${chunk}`] = round(x.busyRate / x.quietRate, 3);
         results[`prefill_ms_during_decode_chunk${chunk}`] = round(x.prefillMs, 1);
-        results[`pacer_interval_chunk${chunk}`] = x.pacing.interval;
-        log(`  with ${chunk}-token chunks: ratio ${results[`decode_during_prefill_ratio_chunk${chunk}`]}, prompt in ${results[`prefill_ms_during_decode_chunk${chunk}`]} ms, a chunk every ${x.pacing.interval} steps`);
+        results[`pacer_steps_per_chunk_chunk${chunk}`] = round(x.pacing.steps / Math.max(1, x.pacing.chunks), 1);
+        log(`  with ${chunk}-token chunks: ratio ${results[`decode_during_prefill_ratio_chunk${chunk}`]}, prompt in ${results[`prefill_ms_during_decode_chunk${chunk}`]} ms, a chunk every ${results[`pacer_steps_per_chunk_chunk${chunk}`]} steps`);
       } finally {
         await sched.close();
       }

@@ -1,24 +1,25 @@
-// Paces prefill chunks while other slots decode, so a long prompt costs the decoding requests at most a
-// set share of their speed. Three step costs are measured online (GPU and sampling together, so no
-// device-specific constants): a decode-only step while no prompt waits (q, the speed to protect), a
-// decode-only step while one does (b: measured on the H200 at 15% above q, as chunk steps disturb the steps
-// around them), and a step carrying a chunk (x). Taking a chunk every k-th step decodes at
-// k·q / ((k - 1)·b + x) of the undisturbed speed, so k is the smallest whole number that holds the target.
-// Costs are kept per chunk size class (powers of two): a 16-token prompt tail and a 128-token chunk of a long
-// prompt cost very different amounts, and pacing one by the other's cost either stalls short prompts or lets
-// the first chunks of a long one through unpaced. Without decoding slots prompts prefill at full speed:
-// nothing to protect. A chunk still comes at least every MAX_INTERVAL steps, so a prompt cannot starve.
+// Paces prefill chunks while other slots decode, so a long prompt costs the decoding requests at most a set
+// share of their speed. It keeps an account instead of predicting step costs: every decoding step while a
+// prompt waits earns what the promised speed allows it (reference / keep) and pays what it really took (its
+// whole period, host work between steps included); a chunk may go whenever the account is not in debt, and its
+// cost is paid back by the decode steps after it. Over a prefill the decoding slots therefore get at least
+// `keep` of their undisturbed speed, up to one chunk's worth, whatever made the steps slow: the chunk itself,
+// decode steps slowed after a chunk, garbage collection, host work, all measured on the H200 (bench/RESULTS.md
+// runs 6-11) and all missed by a model of per-step costs. Cheap chunks (a short prompt's tail) barely dent the
+// account, so short prompts are not held back; the first chunk of a prefill goes at once.
+//
+// The reference is the median period of decode-only steps taken with the same number of decoding rows while no
+// prompt waited (the speed to protect). A median, because one slow step (a garbage collection, a cache insert)
+// just before a prompt would otherwise set the pace of the whole prefill; per row count, because a reference
+// measured while one request decoded says nothing of the speed of eight. Until one exists, decode-only steps
+// taken while the prompt waits stand in for it.
 
-/** A prompt gets a chunk at least this often however costly chunks look, so it cannot starve. */
-const MAX_INTERVAL = 16;
-/** Below this extra cost (ms) a chunk is not worth pacing: noise, or a backend with no real work. */
+/** A prompt gets a chunk at least this often however far in debt the account is, so it cannot starve. */
+const MAX_INTERVAL = 32;
+/** A chunk step costing less than this (ms) over a decode step is not charged: noise, or a backend with no real work. */
 const NEGLIGIBLE_MS = 1;
 
-/**
- * Median of the last few step times. A mean would let one slow step (a garbage collection, a cache insert
- * reading a state back) just before a prompt arrives set the pace for its whole prefill: on the H200 one such
- * step left the undisturbed cost at 1.5x its real value, and pacing at a third of the intended interval.
- */
+/** Median of the last few step times. */
 class RecentMedian {
   private readonly samples: number[] = [];
   private next = 0;
@@ -40,64 +41,86 @@ class RecentMedian {
   }
 }
 
-/** Size class of a chunk: ceil(log2(tokens)). */
-const sizeClass = (tokens: number) => Math.ceil(Math.log2(Math.max(1, tokens)));
+/** Median step periods keyed by the number of decoding rows in the step. */
+class MediansByRows {
+  private readonly byRows = new Map<number, RecentMedian>();
+
+  constructor(private readonly samples: number) {}
+
+  push(rows: number, ms: number): void {
+    let m = this.byRows.get(rows);
+    if (!m) this.byRows.set(rows, (m = new RecentMedian(this.samples)));
+    m.push(ms);
+  }
+
+  value(rows: number): number {
+    return this.byRows.get(rows)?.value ?? 0;
+  }
+}
+
+/** One finished step that had decoding slots. */
+export interface PacedStep {
+  /** Its whole period: from its start to the next step's start (ms). */
+  ms: number;
+  /** Slots it decoded one token for. */
+  decodeRows: number;
+  /** Prompt tokens it carried besides (0: none). */
+  chunkTokens: number;
+  /** Whether a prompt was waiting for chunks when it was planned. */
+  promptWaiting: boolean;
+}
+
+/** What the pacer has seen, for benchmarks and diagnostics. */
+export interface PacingState {
+  /** Reference period of a decode-only step (the last one used; ms). */
+  referenceMs: number;
+  /** Median period of a step carrying a chunk (ms). */
+  chunkStepMs: number;
+  /** The account now: ms ahead of (> 0) or behind (< 0) the promised decode speed. */
+  creditMs: number;
+  /** Decoding steps and chunks in the current or last prefill while slots decoded. */
+  steps: number;
+  chunks: number;
+}
 
 export class PrefillPacer {
-  /** Decode-only steps while no prompt waits. */
-  private readonly quiet: RecentMedian;
-  /** Decode-only steps while a prompt waits for its next chunk. */
-  private readonly alone: RecentMedian;
-  /** Steps carrying a chunk, per size class (total step time, decoding included). */
-  private readonly mixed = new Map<number, RecentMedian>();
+  /** Decode-only steps while no prompt waits: the speed to protect. */
+  private readonly quiet: MediansByRows;
+  /** Decode-only steps while a prompt waits: the reference until a quiet one exists. */
+  private readonly waiting: MediansByRows;
+  private readonly chunkSteps: RecentMedian;
+  private credit = 0;
+  /** Steps of this prefill taken before any reference existed, to be credited once one does. */
+  private unpriced: { rows: number; ms: number; chunk: boolean }[] = [];
+  private referenceMs = 0;
+  private inPrefill = false;
+  private steps = 0;
+  private chunks = 0;
   private stepsSinceChunk = 0;
 
   /**
    * @param keep share of decode speed to keep while a prompt prefills (0 < keep < 1)
-   * @param samples recent step times each cost is the median of
+   * @param samples recent step times each reference is the median of
    */
   constructor(
     readonly keep = 0.75,
-    private readonly samples = 15,
+    samples = 15,
   ) {
     if (!(keep > 0 && keep < 1)) throw new RangeError(`decodeKeep must be in (0, 1), got ${keep}`);
-    this.quiet = new RecentMedian(samples);
-    this.alone = new RecentMedian(samples);
+    this.quiet = new MediansByRows(samples);
+    this.waiting = new MediansByRows(samples);
+    this.chunkSteps = new RecentMedian(samples);
   }
 
-  /** Cost of a decode-only step before the prompt came (the speed to protect); the other kind until known. */
-  private get undisturbedMs(): number {
-    return this.quiet.value || this.alone.value;
+  get state(): PacingState {
+    return { referenceMs: this.referenceMs, chunkStepMs: this.chunkSteps.value, creditMs: this.credit, steps: this.steps, chunks: this.chunks };
   }
 
-  /** Cost of a decode-only step between chunks; the other kind until known. */
-  private get betweenChunksMs(): number {
-    return this.alone.value || this.quiet.value;
-  }
-
-  /** The running step costs it paces by (ms), for benchmarks and diagnostics. */
-  costs(chunkTokens: number): { quietMs: number; aloneMs: number; mixedMs: number; interval: number } {
-    return { quietMs: this.quiet.value, aloneMs: this.alone.value, mixedMs: this.estimateMixed(chunkTokens) ?? 0, interval: this.interval(chunkTokens) };
-  }
-
-  /** Steps per chunk of `chunkTokens` while slots decode (1 = every step). */
-  interval(chunkTokens: number): number {
-    const mixed = this.estimateMixed(chunkTokens);
-    if (mixed === null) return 1;
-    // Know a decode-only cost before pacing: take one decode-only step after the first mixed one.
-    const busy = this.betweenChunksMs;
-    const quiet = this.undisturbedMs;
-    if (busy === 0) return 2;
-    if (mixed - quiet < NEGLIGIBLE_MS) return 1;
-    // k·q / ((k - 1)·b + x) >= keep  <=>  k·(q - keep·b) >= keep·(x - b)
-    const room = quiet - this.keep * busy;
-    if (room <= 0) return MAX_INTERVAL;
-    return Math.min(MAX_INTERVAL, Math.max(1, Math.ceil((this.keep * (mixed - busy)) / room - 1e-9)));
-  }
-
-  /** Whether the next step, which has decoding slots, may carry a chunk of `chunkTokens`. */
-  chunkAllowed(chunkTokens: number): boolean {
-    return this.stepsSinceChunk + 1 >= this.interval(chunkTokens);
+  /** Whether the next step, which has decoding slots, may carry a chunk. */
+  chunkAllowed(): boolean {
+    // Steps not priced yet still cost their time: wait for a reference before the next chunk.
+    const solvent = this.unpriced.length === 0 && this.credit >= -1e-9;
+    return solvent || this.stepsSinceChunk + 1 >= MAX_INTERVAL;
   }
 
   /** A step with decoding slots was planned, with or without a chunk (counted when planned, not when timed). */
@@ -105,43 +128,36 @@ export class PrefillPacer {
     this.stepsSinceChunk = carriesChunk ? 0 : this.stepsSinceChunk + 1;
   }
 
-  /**
-   * Time of a finished step that had decoding slots, the prompt tokens it carried besides (0: none), and
-   * whether a prompt was waiting for chunks when it was planned.
-   */
-  record(ms: number, chunkTokens: number, promptWaiting: boolean): void {
-    if (chunkTokens > 0) {
-      const c = sizeClass(chunkTokens);
-      let m = this.mixed.get(c);
-      if (!m) this.mixed.set(c, (m = new RecentMedian(this.samples)));
-      m.push(ms);
-    } else if (promptWaiting) {
-      this.alone.push(ms);
-    } else {
-      this.quiet.push(ms);
+  /** Account for a finished step that had decoding slots. */
+  record(step: PacedStep): void {
+    const { ms, decodeRows, chunkTokens, promptWaiting } = step;
+    if (!promptWaiting && chunkTokens === 0) {
+      this.quiet.push(decodeRows, ms);
+      // The prefill is over: a later prompt starts with a clean account.
+      this.inPrefill = false;
+      this.credit = 0;
+      this.unpriced = [];
+      return;
     }
-  }
-
-  /**
-   * Cost of a step with a chunk of this size: its class's, else a larger class's (an overestimate, which
-   * errs toward decoding), else a smaller class's extra cost scaled up linearly; null when nothing is known.
-   */
-  private estimateMixed(chunkTokens: number): number | null {
-    const want = sizeClass(chunkTokens);
-    const own = this.mixed.get(want);
-    if (own !== undefined) return own.value;
-    let above: number | null = null;
-    let below: number | null = null;
-    for (const c of this.mixed.keys()) {
-      if (c > want && (above === null || c < above)) above = c;
-      if (c < want && (below === null || c > below)) below = c;
+    if (!this.inPrefill) {
+      this.inPrefill = true;
+      this.steps = this.chunks = 0;
     }
-    if (above !== null) return this.mixed.get(above)!.value;
-    if (below !== null) {
-      const base = this.betweenChunksMs;
-      const extra = Math.max(0, this.mixed.get(below)!.value - base);
-      return base + extra * 2 ** (want - below);
+    this.steps++;
+    if (chunkTokens > 0) this.chunks++, this.chunkSteps.push(ms);
+    else this.waiting.push(decodeRows, ms);
+    this.unpriced.push({ rows: decodeRows, ms, chunk: chunkTokens > 0 });
+    const stillUnpriced: typeof this.unpriced = [];
+    for (const s of this.unpriced) {
+      const reference = this.quiet.value(s.rows) || this.waiting.value(s.rows);
+      if (reference === 0) stillUnpriced.push(s);
+      else {
+        this.referenceMs = reference;
+        const cost = s.chunk && s.ms - reference < NEGLIGIBLE_MS ? Math.min(s.ms, reference) : s.ms;
+        this.credit += reference / this.keep - cost;
+      }
     }
-    return null;
+    // Row counts that never get a reference (requests coming and going) must not pile up.
+    this.unpriced = stillUnpriced.slice(-MAX_INTERVAL);
   }
 }

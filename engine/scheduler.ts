@@ -6,7 +6,7 @@
 import { AbortError, EngineClosedError, QueueFullError } from './errors';
 import type { InitialState } from './initial-states';
 import type { Feed, SlotTask } from './slot-task';
-import { PrefillPacer } from './prefill-pacer';
+import { PacedStep, PacingState, PrefillPacer } from './prefill-pacer';
 import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
 import type { InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
 
@@ -75,9 +75,9 @@ export class Scheduler {
     this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
   }
 
-  /** How full prefill chunks are paced against decoding now (see PrefillPacer). */
-  get pacing(): { quietMs: number; aloneMs: number; mixedMs: number; interval: number } {
-    return this.pacer.costs(this.options.chunkSize);
+  /** How prefill chunks are paced against decoding now (see PrefillPacer). */
+  get pacing(): PacingState {
+    return this.pacer.state;
   }
 
   get queued(): number {
@@ -138,7 +138,7 @@ export class Scheduler {
   private async loop(): Promise<void> {
     // A decoding step's cost for the pacer is its whole period, up to the next step's start: the host work
     // between steps (admission, planning, consumers) is part of what decoding requests wait for.
-    let last: { started: number; chunkTokens: number; promptWaiting: boolean } | null = null;
+    let last: (Omit<PacedStep, 'ms'> & { started: number }) | null = null;
     for (;;) {
       if (this.closing === 'now') {
         this.looping = false;
@@ -146,6 +146,10 @@ export class Scheduler {
       }
       await this.admit();
       this.reapAborted();
+      // Accounted before planning, so the decision whether this step carries a chunk sees the step before.
+      const started = performance.now();
+      if (last) this.pacer.record({ ...last, ms: started - last.started });
+      last = null;
       const { jobs: plan, promptWaiting } = this.plan();
       if (plan.length === 0) {
         if (this.queue.length === 0 && this.running.size === 0) {
@@ -156,11 +160,9 @@ export class Scheduler {
         await new Promise((r) => setImmediate(r));
         continue;
       }
-      const started = performance.now();
-      if (last) this.pacer.record(started - last.started, last.chunkTokens, last.promptWaiting);
-      const decoding = plan.some((p) => p.tokens.length === 1);
+      const decodeRows = plan.reduce((n, p) => n + (p.tokens.length === 1 ? 1 : 0), 0);
       const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
-      last = decoding ? { started, chunkTokens, promptWaiting } : null;
+      last = decodeRows > 0 ? { started, decodeRows, chunkTokens, promptWaiting } : null;
       await this.step(plan);
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
@@ -247,7 +249,7 @@ export class Scheduler {
     chunked.sort((a, b) => a.seq - b.seq);
     // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
     const nextChunk = chunked.length ? Math.min(this.options.chunkSize, chunked[0].feed.length - chunked[0].fed) : 0;
-    const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed(nextChunk) ? chunked.slice(0, 1) : [];
+    const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
     if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
     const jobs = single;
     for (const run of take) {
