@@ -10,6 +10,7 @@ import type { InferenceBackend, JobResult, SlotJob, TopLogits } from '../engine/
 import { InitialStateRegistry, type InitialState } from '../engine/initial-states';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { Scheduler } from '../engine/scheduler';
+import { ENGINE_DEFAULTS } from '../engine/engine';
 import type { Feed, SlotTask } from '../engine/slot-task';
 
 export type BackendFactory = (slots: number) => Promise<InferenceBackend>;
@@ -27,7 +28,9 @@ export interface SchedulerBenchOptions {
   interferencePromptTokens?: number;
   /** Requests decoding during the interference test. */
   interferenceRequests?: number;
+  /** Prefill chunk while others decode, and while none does (the engine's defaults). */
   chunkSize?: number;
+  prefillChunkSize?: number;
   /** Further chunk sizes the interference test is repeated with. */
   extraChunkSizes?: number[];
   cacheBytes?: number;
@@ -41,8 +44,9 @@ const DEFAULTS: Required<Omit<SchedulerBenchOptions, 'log'>> = {
   cachedPromptTokens: 2000,
   interferencePromptTokens: 4000,
   interferenceRequests: 8,
-  chunkSize: 128,
-  extraChunkSizes: [256, 512],
+  chunkSize: ENGINE_DEFAULTS.chunkSize,
+  prefillChunkSize: ENGINE_DEFAULTS.prefillChunkSize,
+  extraChunkSizes: [128, 512],
   cacheBytes: 4 * 1024 ** 3,
 };
 
@@ -151,7 +155,7 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
   const vocab = backend.info.vocabSize;
   const rows = vocab;
   const states = new InitialStateRegistry(backend.stateSize, o.cacheBytes);
-  const scheduler = new Scheduler(backend, { chunkSize: o.chunkSize, maxQueue: 1024, cacheMinTokens: 256 });
+  const scheduler = new Scheduler(backend, { chunkSize: o.chunkSize, prefillChunkSize: o.prefillChunkSize, maxQueue: 1024, cacheMinTokens: 256 });
   const sampler = (seed: number) =>
     new TokenSampler(resolveSamplerOptions({ seed, logitBias: { 0: -Infinity } }), rows, (id) => (id < rows ? id : -1));
   const topCapacity = backend.topCapacity ?? 0;
@@ -241,7 +245,7 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
       await new Promise((r) => setTimeout(r, 50));
       while (Math.min(...runners.map((t) => t.tokenTimes.length)) < 4) await new Promise((r) => setTimeout(r, 10));
       const quietFrom = performance.now();
-      const quietSteps = Math.max(16, Math.ceil(o.interferencePromptTokens / chunk));
+      const quietSteps = Math.max(32, Math.ceil(o.interferencePromptTokens / chunk));
       const target = runners[0].tokenTimes.length + quietSteps;
       while (runners[0].tokenTimes.length < target) await new Promise((r) => setTimeout(r, 5));
       const quietTo = performance.now();

@@ -6,8 +6,10 @@ export interface EngineConfig {
   modelPath?: string;
   precision?: 'f16' | 'f32';
   maxBatch?: number;
-  /** Tokens per prefill chunk; smaller chunks interleave better with decoding slots. */
+  /** Tokens per prefill chunk while other slots decode; smaller chunks interleave more finely with decoding. */
   chunkSize?: number;
+  /** Tokens per prefill chunk while no slot decodes (at least chunkSize): larger chunks use the GPU better. */
+  prefillChunkSize?: number;
   /** Byte bound of the prefix-state cache (per initial state). */
   cacheBytes?: number;
   /** Folder where named initial states and conversation states are looked up and saved. */

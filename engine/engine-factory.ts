@@ -37,7 +37,8 @@ export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
     model,
     slots: maxBatch,
     precision: config.precision,
-    maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, 1) + maxBatch,
+    // One call carries a whole chunk plus a token for every other slot.
+    maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize, 1) + maxBatch,
   });
   try {
     let tokenizer = WorldTokenizer.bundled();

@@ -11,8 +11,10 @@ import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
 import type { InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
 
 export interface SchedulerOptions {
-  /** Tokens per prefill chunk. */
+  /** Tokens per prefill chunk while other slots decode. */
   chunkSize: number;
+  /** Tokens per prefill chunk while no slot decodes (default and minimum: chunkSize). */
+  prefillChunkSize?: number;
   /** Tasks allowed to wait for a slot. */
   maxQueue: number;
   /** Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'). */
@@ -70,6 +72,8 @@ export class Scheduler {
     readonly options: SchedulerOptions,
   ) {
     if (!Number.isInteger(options.chunkSize) || options.chunkSize < 1) throw new RangeError(`chunkSize must be an integer >= 1, got ${options.chunkSize}`);
+    const alone = options.prefillChunkSize;
+    if (alone !== undefined && (!Number.isInteger(alone) || alone < 1)) throw new RangeError(`prefillChunkSize must be an integer >= 1, got ${alone}`);
     if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new RangeError(`maxQueue must be an integer >= 0, got ${options.maxQueue}`);
     this.pool = new SlotPool(backend.slots);
     this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
@@ -248,17 +252,19 @@ export class Scheduler {
     }
     chunked.sort((a, b) => a.seq - b.seq);
     // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
-    const nextChunk = chunked.length ? Math.min(this.options.chunkSize, chunked[0].feed.length - chunked[0].fed) : 0;
-    const take = single.length === 0 ? chunked : nextChunk && this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
+    const promptWaiting = chunked.length > 0;
+    const take = single.length === 0 ? chunked : promptWaiting && this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
     if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
+    // Without decoding slots nothing waits on the step: larger chunks use the GPU better.
+    const chunkSize = single.length === 0 ? Math.max(this.options.chunkSize, this.options.prefillChunkSize ?? 0) : this.options.chunkSize;
     const jobs = single;
     for (const run of take) {
-      const n = Math.min(this.options.chunkSize, run.feed.length - run.fed);
+      const n = Math.min(chunkSize, run.feed.length - run.fed);
       const last = run.fed + n === run.feed.length;
       const output: OutputMode = run.output === 'all' ? 'all' : last ? run.output : 'none';
       jobs.push({ run, tokens: run.feed.slice(run.fed, run.fed + n) as number[], output, adjust: last ? run.adjust : undefined });
     }
-    return { jobs, promptWaiting: nextChunk > 0 };
+    return { jobs, promptWaiting };
   }
 
   private async step(plan: PlannedJob[]): Promise<void> {

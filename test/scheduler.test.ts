@@ -44,7 +44,7 @@ describe('scheduler: continuous batching', function () {
       alone.push((await collect(engine.generate({ prompt, maxTokens: 12, sampler: greedy }))).tokens);
       await engine.close();
     }
-    const { engine, fake } = makeEngine({ slots: 4 }, { chunkSize: 7 });
+    const { engine, fake } = makeEngine({ slots: 4 }, { chunkSize: 7, prefillChunkSize: 7 });
     const batched = await Promise.all(prompts.map((prompt) => collect(engine.generate({ prompt, maxTokens: 12, sampler: greedy }))));
     assert.deepStrictEqual(batched.map((b) => b.tokens), alone);
     for (const b of batched) assert.strictEqual(b.stop.completionTokens, 12);
@@ -85,6 +85,24 @@ describe('scheduler: continuous batching', function () {
     await engine.close();
   });
 
+  it('prefills in larger chunks while no slot decodes, and in chunkSize ones while one does', async () => {
+    const { engine, fake } = makeEngine({ slots: 2 }, { chunkSize: 8, prefillChunkSize: 32 });
+    await collect(engine.generate({ prompt: 'a'.repeat(100), maxTokens: 1, sampler: greedy }));
+    const alone = fake.calls.flatMap((c) => c.map((j) => j.tokens.length)).filter((n) => n > 1);
+    assert.deepStrictEqual(alone.slice(0, 3), [32, 32, 32], 'alone: 32-token chunks');
+    fake.calls.length = 0;
+    const first = engine.generate({ prompt: 'hi', maxTokens: 30, sampler: greedy })[Symbol.asyncIterator]();
+    await first.next();
+    await first.next(); // decoding now
+    const long = collect(engine.generate({ prompt: 'b'.repeat(100), maxTokens: 1, sampler: greedy }));
+    for (;;) if ((await first.next()).done) break;
+    await long;
+    const beside = fake.calls.filter((c) => c.some((j) => j.tokens.length === 1) && c.some((j) => j.tokens.length > 1));
+    assert.ok(beside.length > 0);
+    for (const c of beside) for (const j of c) assert.ok(j.tokens.length <= 8, `a ${j.tokens.length}-token chunk beside a decoding slot`);
+    await engine.close();
+  });
+
   it('runs 200 concurrent requests on 4 slots with nothing lost', async function () {
     this.timeout(60000);
     const { engine } = makeEngine({ slots: 4 }, { chunkSize: 16 });
@@ -118,7 +136,7 @@ describe('scheduler: continuous batching', function () {
 
 describe('scheduler: cancellation', () => {
   it('abort mid-prefill frees the slot at the next step', async () => {
-    const { engine } = makeEngine({ slots: 1, delayMs: 2 }, { chunkSize: 4 });
+    const { engine } = makeEngine({ slots: 1, delayMs: 2 }, { chunkSize: 4, prefillChunkSize: 4 });
     const ac = new AbortController();
     const events: GenerateEvent[] = [];
     for await (const e of engine.generate({ prompt: 'z'.repeat(100), maxTokens: 5, sampler: greedy }, { signal: ac.signal })) {

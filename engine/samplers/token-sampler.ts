@@ -41,11 +41,13 @@ export class TokenSampler {
     worldToRow: (id: number) => number,
   ) {
     this.rows = rows;
+    const biasByRow = new Map<number, number>();
     for (const [id, bias] of options.logitBias) {
       const row = worldToRow(id);
       if (row < 0 || row >= rows) throw new RequestError(`sampler.logitBias token id ${id} is not in the model's vocabulary`);
-      this.biasRows.push([row, bias]);
+      biasByRow.set(row, (biasByRow.get(row) ?? 0) + bias);
     }
+    this.biasRows.push(...biasByRow);
     this.penalty = new RepetitionPenalty(options.presencePenalty, options.frequencyPenalty, options.penaltyDecay);
     this.mirostat = options.kind === 'mirostat' ? new MirostatState(options.mirostatTau, options.mirostatEta) : null;
     this.random = options.seed === undefined ? SeededRandom.unseeded() : new SeededRandom(options.seed);
@@ -65,17 +67,19 @@ export class TokenSampler {
     // Mirostat records no penalties (see sample), so its penalty set is always empty here.
     const penalized = this.penalty.size;
     if (this.biasRows.length === 0 && penalized === 0) return undefined;
-    if (this.biasRows.length === 0) {
-      const rows = new Int32Array(penalized);
-      const deltas = new Float32Array(penalized);
-      let i = 0;
-      this.penalty.forEach((row, p) => ((rows[i] = row), (deltas[i++] = -p)));
-      return { rows, deltas };
+    // Penalties first, then bias rows no penalty covers; a bias on a penalized row adds to its delta.
+    let extra = 0;
+    for (const [row] of this.biasRows) if (this.penalty.indexOf(row) < 0) extra++;
+    const rows = new Int32Array(penalized + extra);
+    const deltas = new Float32Array(penalized + extra);
+    this.penalty.write(rows, deltas);
+    let next = penalized;
+    for (const [row, bias] of this.biasRows) {
+      const at = this.penalty.indexOf(row);
+      if (at >= 0) deltas[at] += bias;
+      else (rows[next] = row), (deltas[next++] = bias);
     }
-    const delta = new Map<number, number>();
-    for (const [row, bias] of this.biasRows) delta.set(row, bias);
-    this.penalty.forEach((row, p) => delta.set(row, (delta.get(row) ?? 0) - p));
-    return { rows: Int32Array.from(delta.keys()), deltas: Float32Array.from(delta.values()) };
+    return { rows, deltas };
   }
 
   /** Draw the next row from a 'top' result reduced after `adjustments()`; only when `canSampleTop` holds. */
