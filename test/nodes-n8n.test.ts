@@ -340,7 +340,7 @@ describe('n8n nodes (fake engine)', function () {
       for (const node of nodes) assert.deepStrictEqual(node.description.credentials, [{ name: credential.name, required: true }]);
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
-        ['cacheMiB', 'chunkSize', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'stateDir'],
+        ['cacheMiB', 'chunkSize', 'decodeKeep', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'prefillChunkSize', 'stateDir'],
       );
     });
 

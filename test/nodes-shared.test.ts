@@ -42,12 +42,19 @@ describe('nodes/shared', () => {
         maxQueue: 0,
       });
       assert.deepStrictEqual(parseModelConfig({}), {});
+      assert.deepStrictEqual(parseModelConfig({ chunkSize: '64', prefillChunkSize: '1024', decodeKeep: '0.8' }), {
+        chunkSize: 64,
+        prefillChunkSize: 1024,
+        decodeKeep: 0.8,
+      });
     });
 
     it('names the bad field', () => {
       assert.throws(() => parseModelConfig({ maxBatch: '2.5' }), /maxBatch: must be an integer ≥ 1, got "2.5"/);
       assert.throws(() => parseModelConfig({ chunkSize: 'lots' }), /chunkSize: must be a number, got "lots"/);
       assert.throws(() => parseModelConfig({ cacheMiB: -1 }), /cacheMiB: must be ≥ 0/);
+      assert.throws(() => parseModelConfig({ decodeKeep: 1 }), /decodeKeep: must be between 0 and 1/);
+      assert.throws(() => parseModelConfig({ prefillChunkSize: 0 }), /prefillChunkSize: must be an integer ≥ 1/);
       assert.throws(() => parseModelConfig({ modelPath: 5 }), /modelPath: must be a string/);
     });
   });

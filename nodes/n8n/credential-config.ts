@@ -15,6 +15,8 @@ export function modelConfigFromCredential(data: Record<string, unknown>): Engine
     precision: data.precision,
     maxBatch: zeroIsDefault(data.maxBatch),
     chunkSize: zeroIsDefault(data.chunkSize),
+    prefillChunkSize: zeroIsDefault(data.prefillChunkSize),
+    decodeKeep: zeroIsDefault(data.decodeKeep),
     cacheMiB: zeroIsDefault(data.cacheMiB),
     stateDir: data.stateDir,
     maxQueue: zeroIsDefault(data.maxQueue),

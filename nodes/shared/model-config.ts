@@ -11,6 +11,9 @@ export interface ModelConfigFields {
   precision?: unknown;
   maxBatch?: unknown;
   chunkSize?: unknown;
+  prefillChunkSize?: unknown;
+  /** Share of decode speed kept while a long prompt is read (0..1 exclusive). */
+  decodeKeep?: unknown;
   /** Prefix-state cache bound in MiB (editors ask for MiB; the engine takes bytes). */
   cacheMiB?: unknown;
   stateDir?: unknown;
@@ -34,6 +37,13 @@ export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
   if (maxBatch !== undefined) config.maxBatch = maxBatch;
   const chunkSize = optionalInteger('chunkSize', fields.chunkSize, 1);
   if (chunkSize !== undefined) config.chunkSize = chunkSize;
+  const prefillChunkSize = optionalInteger('prefillChunkSize', fields.prefillChunkSize, 1);
+  if (prefillChunkSize !== undefined) config.prefillChunkSize = prefillChunkSize;
+  const decodeKeep = optionalNumber('decodeKeep', fields.decodeKeep);
+  if (decodeKeep !== undefined) {
+    if (!(decodeKeep > 0 && decodeKeep < 1)) throw new ParameterError('decodeKeep', `must be between 0 and 1 (exclusive), got ${decodeKeep}`);
+    config.decodeKeep = decodeKeep;
+  }
   const cacheMiB = optionalNumber('cacheMiB', fields.cacheMiB);
   if (cacheMiB !== undefined) {
     if (cacheMiB < 0) throw new ParameterError('cacheMiB', `must be ≥ 0, got ${cacheMiB}`);
