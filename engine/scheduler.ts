@@ -327,8 +327,19 @@ export class Scheduler {
       (policy === 'always' || task.prompt.length >= this.options.cacheMinTokens) &&
       !task.initial.cache.has(task.prompt, true);
     let state: Float32Array | null = null;
-    if (task.wantsState || wantCache) state = await this.backend.readState(slot.index);
+    if (task.wantsState) state = await this.backend.readState(slot.index);
     if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);
+    else if (wantCache) {
+      // Read back without holding up the decoding slots (on the H200 the 13 MB read of a 1.5B state stalled
+      // them for tens of ms). Backend calls run in order, so this read, queued before the slot's next step,
+      // sees the state the prompt left.
+      const cache = task.initial.cache;
+      const prompt = task.prompt.slice();
+      this.backend.readState(slot.index).then(
+        (read) => cache.insert(prompt, read, logits),
+        () => {}, // a failed read only loses a cache entry; the backend reports its failure on the next step
+      );
+    }
     run.phase = 'run';
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
   }

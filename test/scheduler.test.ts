@@ -275,6 +275,35 @@ describe('scheduler: prefix cache and slot reuse', () => {
     await engine.close();
   });
 
+  it('caches a prefilled prompt without holding up the steps after it', async () => {
+    const { engine, fake } = makeEngine({ slots: 2 }, { chunkSize: 8 }, 16);
+    // A slow state read, taken (as the GPU backend does, its calls being in order) before later steps run.
+    let pendingReads = 0;
+    let stepsDuringRead = 0;
+    const read = fake.readState.bind(fake);
+    fake.readState = async (slot: number) => {
+      const state = read(slot);
+      pendingReads++;
+      await new Promise((r) => setTimeout(r, 30));
+      pendingReads--;
+      return state;
+    };
+    const run = fake.run.bind(fake);
+    fake.run = ((jobs: SlotJob[]) => {
+      if (pendingReads > 0) stepsDuringRead++;
+      return run(jobs);
+    }) as typeof fake.run;
+    const prompt = 'a fairly long system prompt that should be cached by the engine';
+    const cold = await collect(engine.generate({ prompt, maxTokens: 6, sampler: greedy }));
+    assert.ok(stepsDuringRead >= 3, `decode steps waited for the cache insert (${stepsDuringRead} ran during it)`);
+    while (pendingReads > 0) await new Promise((r) => setTimeout(r, 5));
+    const warm = await collect(engine.generate({ prompt, maxTokens: 6, sampler: greedy }));
+    const start = warm.events.find((e) => e.type === 'start') as { cachedTokens: number; promptTokens: number };
+    assert.strictEqual(start.cachedTokens, start.promptTokens);
+    assert.deepStrictEqual(warm.tokens, cold.tokens);
+    await engine.close();
+  });
+
   it('continues a slot whose retained tokens prefix the next prompt (multi-turn)', async () => {
     // Scripted ASCII output, so the completion text re-tokenizes to the same tokens.
     const script = (_l: number, fed: number) => 98 + (fed % 26);

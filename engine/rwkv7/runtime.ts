@@ -99,6 +99,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly groups = new Map<string, GPUBindGroup>();
   private readonly recorded = new Map<string, Op[]>();
   private staging: GPUBuffer | null = null;
+  private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
@@ -563,14 +564,22 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.checkSlot(slot);
     return this.serialize(async () => {
       const bytes = this.stateSize * 4;
-      const staging = this.device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      // One read-back buffer kept for states: calls are serialized, and allocating (and clearing) tens of MB
+      // for each cache insert is what a repeated prompt would pay.
+      const staging = (this.stateStaging ??= this.device.createBuffer({
+        label: 'state staging',
+        size: bytes,
+        usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST,
+      }));
       const enc = this.device.createCommandEncoder();
       enc.copyBufferToBuffer(this.buf.state, slot * bytes, staging, 0, bytes);
       this.device.queue.submit([enc.finish()]);
       await staging.mapAsync(GPUMapMode.READ);
-      const out = new Float32Array(staging.getMappedRange().slice(0));
-      staging.destroy();
-      return out;
+      try {
+        return new Float32Array(staging.getMappedRange().slice(0));
+      } finally {
+        staging.unmap();
+      }
     });
   }
 
@@ -610,6 +619,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     for (const b of this.layerUniforms) b.destroy();
     for (const u of this.matUniforms.values()) u.buffer.destroy();
     this.staging?.destroy();
+    this.stateStaging?.destroy();
     this.topReducer?.dispose();
   }
 }
