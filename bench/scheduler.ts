@@ -312,7 +312,7 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
 }
 
 /** Model for a run: a real file when RWKV_BENCH_MODEL is set, else a random RWKV-7 (1.5B shape on a GPU, tiny on a CPU driver). */
-async function benchFactory(onGpu: boolean, gpu?: unknown): Promise<{ factory: BackendFactory; label: string }> {
+export async function benchFactory(onGpu: boolean, gpu?: unknown): Promise<{ factory: BackendFactory; label: string }> {
   const { createBackend } = await import('../engine/backend.js');
   const file = process.env.RWKV_BENCH_MODEL;
   if (file) return { factory: (slots) => createBackend({ model: file, slots, gpu: gpu as never }), label: file };

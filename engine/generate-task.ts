@@ -10,7 +10,7 @@ import type { InitialState } from './initial-states';
 import type { TokenSampler } from './samplers';
 import type { Feed, SlotTask, TaskStart } from './slot-task';
 import { StopMatcher } from './stop-matcher';
-import type { JobResult, TopLogits } from './types';
+import type { JobResult, LogitAdjust, TopLogits } from './types';
 import type { VocabMapping } from './vocab-mapping';
 
 /** Budget (tokens) below which a constrained request checks whether it must start closing its output. */
@@ -47,6 +47,8 @@ export class GenerateTask implements SlotTask {
   private readonly matcher: ConstraintMatcherLike | null;
   private readonly mask: Uint32Array | null;
   private readonly allowedRows: Uint8Array | null;
+  /** The grammar's mask over model rows, sent with a 'top' step so the GPU reduces only allowed rows. */
+  private readonly allowedRowBits: Uint32Array | null;
   private readonly submitted = performance.now();
   private admitted = 0;
   private firstToken = 0;
@@ -66,7 +68,8 @@ export class GenerateTask implements SlotTask {
     this.matcher = params.constraint ? params.constraint.newMatcher() : null;
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
     this.allowedRows = this.matcher ? new Uint8Array(params.mapping.rows) : null;
-    this.useTop = !this.matcher && params.sampler.canSampleTop(params.topCapacity ?? 0);
+    this.allowedRowBits = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;
+    this.useTop = params.sampler.canSampleTop(params.topCapacity ?? 0);
   }
 
   onQueued(position: number): void {
@@ -116,8 +119,30 @@ export class GenerateTask implements SlotTask {
     if (this.stop.stopped) return this.finish('stop');
     if (this.matcher?.isDone()) return this.finish('grammar');
     if (this.completion >= this.p.maxTokens) return this.finish('length');
-    if (this.useTop) return { tokens: [row], output: 'top', adjust: this.p.sampler.adjustments() };
+    if (this.useTop) return { tokens: [row], output: 'top', adjust: this.topAdjust() };
     return { tokens: [row], output: 'last' };
+  }
+
+  /**
+   * What the GPU applies before reducing the next row: bias and penalties, and the grammar's mask. The mask
+   * is the one pick() would apply (the matcher does not move before then); a forced next token needs none.
+   */
+  private topAdjust(): LogitAdjust | undefined {
+    const adjust = this.p.sampler.adjustments();
+    const m = this.matcher;
+    if (!m || m.forcedToken() !== null) return adjust;
+    const allowed = this.p.mapping.rowBitsFromWorldBitset(this.worldMask(m), this.allowedRowBits!);
+    return { rows: adjust?.rows ?? new Int32Array(0), deltas: adjust?.deltas ?? new Float32Array(0), allowed };
+  }
+
+  /** World ids the grammar allows next; end of text only where the output may end. */
+  private worldMask(m: ConstraintMatcherLike): Uint32Array {
+    const mask = this.mask!;
+    mask.fill(0);
+    m.fillMask(mask);
+    if (m.isAccepting()) mask[0] |= 1;
+    else mask[0] &= ~1;
+    return mask;
   }
 
   /**
@@ -126,9 +151,8 @@ export class GenerateTask implements SlotTask {
    * along that completion, so a length-limited constrained request still returns conforming output.
    */
   private pick(logits: Float32Array | TopLogits): number {
-    if (!(logits instanceof Float32Array)) return this.p.sampler.sampleTop(logits);
     const m = this.matcher;
-    if (!m) return this.p.sampler.sample(logits);
+    if (!m) return logits instanceof Float32Array ? this.p.sampler.sample(logits) : this.p.sampler.sampleTop(logits);
     const left = this.p.maxTokens - this.completion;
     if (left <= CLOSING_WINDOW) {
       const closing = m.completionTokens();
@@ -144,12 +168,9 @@ export class GenerateTask implements SlotTask {
       if (row < 0) throw new Error(`grammar forces token ${forced}, which the model's vocabulary lacks`);
       return row;
     }
-    const mask = this.mask!;
-    mask.fill(0);
-    m.fillMask(mask);
-    if (m.isAccepting()) mask[0] |= 1;
-    else mask[0] &= ~1;
-    return this.p.sampler.sample(logits, this.p.mapping.rowsFromWorldBitset(mask, this.allowedRows!));
+    // A 'top' result was reduced over the rows topAdjust() allowed.
+    if (!(logits instanceof Float32Array)) return this.p.sampler.sampleTop(logits);
+    return this.p.sampler.sample(logits, this.p.mapping.rowsFromWorldBitset(this.worldMask(m), this.allowedRows!));
   }
 
   private emit(text: string): void {

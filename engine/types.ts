@@ -51,6 +51,11 @@ export type OutputMode = 'last' | 'all' | 'none' | 'top';
 export interface LogitAdjust {
   rows: Int32Array;
   deltas: Float32Array;
+  /**
+   * Rows allowed (bit r % 32 of word r >> 5, ceil(vocab / 32) words); the others become -Infinity before the
+   * reduction. A grammar's mask: the top is then the top of the allowed rows, and sampling from it stays exact.
+   */
+  allowed?: Uint32Array;
 }
 
 export interface SlotJob<O extends OutputMode = OutputMode> {

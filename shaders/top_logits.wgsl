@@ -1,5 +1,6 @@
 // Reduces logits rows on the GPU so sampling reads back CAP candidates instead of the vocabulary. Per row:
-// add the request's sparse adjustments (logit bias, repetition penalties), then write the row's max, its
+// mask the rows a grammar forbids (optional bitset), add the request's sparse adjustments (logit bias,
+// repetition penalties), then write the row's max, its
 // softmax normalizer and its CAP largest logits. The CAP-th largest is found exactly by a radix select over
 // the order-preserving u32 form of the f32 values (one 8-bit digit per pass, four passes), so rows whose
 // values crowd into a few exponents cost the same as any other. One 256-wide workgroup per row.
@@ -7,11 +8,17 @@
 // Output per row (STRIDE u32): [count, max (f32 bits), sum exp(x - max) (f32 bits), finite count,
 // then count pairs (row, logit f32 bits)] in no particular order.
 
-struct TopJob { row: u32, adj_off: u32, adj_count: u32, out: u32 }
+// mask: word offset of the row's allowed-rows bitset in `allowed`, NO_MASK for none.
+struct TopJob { row: u32, adj_off: u32, adj_count: u32, out: u32, mask: u32 }
 @group(0) @binding(0) var<storage, read> jobs: array<TopJob>;
 @group(0) @binding(1) var<storage, read> adjust: array<vec2u>; // (logit row, delta as f32 bits)
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>;
 @group(0) @binding(3) var<storage, read_write> top: array<u32>;
+@group(0) @binding(4) var<storage, read> allowed: array<u32>;
+
+const NO_MASK: u32 = 0xffffffffu;
+// -inf's bits, as a variable: a constant bitcast to -inf is refused by the WGSL compiler.
+var<private> NEG_INF_BITS: u32 = 0xff800000u;
 
 const WG: u32 = 256u;
 const V: u32 = {{V}}u;
@@ -56,6 +63,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let job = jobs[wid.x];
   let base = job.row * V;
 
+  if (job.mask != NO_MASK) {
+    for (var i = lid; i < V; i += WG) {
+      if (((allowed[job.mask + (i >> 5u)] >> (i & 31u)) & 1u) == 0u) { logits[base + i] = bitcast<f32>(NEG_INF_BITS); }
+    }
+  }
+  // The adjustments below touch rows other invocations may have just masked (outside the branch: barriers
+  // must be in uniform control flow, and a value read from storage is not uniform to the compiler).
+  storageBarrier();
   for (var i = lid; i < job.adj_count; i += WG) {
     let a = adjust[job.adj_off + i];
     logits[base + a.x] += bitcast<f32>(a.y);

@@ -6,7 +6,7 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as path from 'path';
-import type { GenerateEvent, SamplerOptions } from '../engine/api';
+import type { GenerateEvent, GenerateRequest, SamplerOptions } from '../engine/api';
 import { createBackend, type Backend } from '../engine/backend';
 import { RwkvEngine } from '../engine/engine';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
@@ -15,12 +15,13 @@ import { TOP_CAPACITY, TopLogitsReducer } from '../engine/rwkv7/top-logits';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { WorldTokenizer } from '../engine/tokenizer';
 import type { Feed, SlotTask } from '../engine/slot-task';
-import type { LogitAdjust, TopLogits } from '../engine/types';
+import type { JobResult, LogitAdjust, SlotJob, TopLogits } from '../engine/types';
 import { GOLDEN } from './paths';
 
 /** The CPU meaning of a 'top' result: the capacity largest finite values after the adjustment. */
 function reference(row: Float32Array, adjust?: LogitAdjust) {
   const x = Float32Array.from(row);
+  if (adjust?.allowed) x.forEach((_, i) => ((adjust.allowed![i >>> 5] >>> (i & 31)) & 1 ? 0 : (x[i] = -Infinity)));
   if (adjust) adjust.rows.forEach((r, i) => (x[r] += adjust.deltas[i]));
   const finite = Array.from(x.keys()).filter((i) => x[i] > -Infinity);
   finite.sort((a, b) => x[b] - x[a] || a - b);
@@ -105,6 +106,19 @@ describe("output 'top': logits reduced on the GPU", function () {
     for (let i = 0; i < 5; i++) adjusts[i] = undefined;
     const adjRows = Int32Array.from({ length: 500 }, (_, k) => (k * 131 + 17) % V);
     adjusts[5] = { rows: adjRows, deltas: Float32Array.from(adjRows, (_, k) => (k === 0 ? -Infinity : k % 2 ? 6 : -6)) };
+    // 6, 7: a grammar's mask (a third of the rows, and only 40 rows: fewer than the capacity), with
+    // adjustments on allowed and masked rows alike; 8: a mask that allows nothing.
+    const bits = (allow: (i: number) => boolean) => {
+      const b = new Uint32Array(V / 32);
+      for (let i = 0; i < V; i++) if (allow(i)) b[i >>> 5] |= 1 << (i & 31);
+      return b;
+    };
+    rows.push(Float32Array.from({ length: V }, () => (rnd() - 0.5) * 8));
+    adjusts[6] = { ...adjusts[5], allowed: bits((i) => i % 3 === 1) };
+    rows.push(Float32Array.from({ length: V }, () => (rnd() - 0.5) * 8));
+    adjusts[7] = { rows: new Int32Array(0), deltas: new Float32Array(0), allowed: bits((i) => i % 1601 === 0) };
+    rows.push(Float32Array.from({ length: V }, () => rnd()));
+    adjusts[8] = { rows: Int32Array.of(5), deltas: Float32Array.of(1), allowed: bits(() => false) };
     const got = await reduce(rows, adjusts);
     got.forEach((g, i) => assertMatches(g, rows[i], adjusts[i], `row ${i}`));
   });
@@ -123,6 +137,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     assert.throws(() => reducer.check({ rows: Int32Array.of(3), deltas: Float32Array.of(NaN) }, 0), /delta for row 3/);
     assert.throws(() => reducer.check({ rows: Int32Array.of(3), deltas: Float32Array.of() }, 0), /1 rows but 0 deltas/);
     reducer.check({ rows: Int32Array.of(3, 4), deltas: Float32Array.of(-Infinity, 2) }, 0);
+    assert.throws(() => reducer.check({ rows: Int32Array.of(), deltas: Float32Array.of(), allowed: new Uint32Array(3) }, 0), /allowed has 3 words; a bitset over 100 rows has 4/);
     reducer.dispose();
   });
 
@@ -190,6 +205,60 @@ describe("output 'top': logits reduced on the GPU", function () {
       assert.ok(a.every((t) => t.length === 24), 'every request ran its 24 tokens');
       assert.deepStrictEqual(a, b);
       await Promise.all([gpuTop.close(), cpuFull.close()]);
+    });
+  });
+
+  describe('constrained generation from the top (tiny golden model)', () => {
+    const MODEL = path.join(GOLDEN, 'v7-tiny.st');
+    before(function () {
+      if (!fs.existsSync(MODEL)) this.skip();
+    });
+
+    it('the GPU masks what the grammar forbids: same output as masking the full row on the CPU', async () => {
+      const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+      const backends: Backend[] = [];
+      let maskedSteps = 0;
+      const make = async (top: boolean) => {
+        const backend = await createBackend({ model: MODEL, slots: 3, precision: 'f32', gpu });
+        backends.push(backend);
+        if (!top) Object.defineProperty(backend, 'topCapacity', { value: 0 });
+        const run = backend.run.bind(backend) as (jobs: SlotJob[]) => Promise<JobResult[]>;
+        backend.run = ((jobs: SlotJob[]) => {
+          maskedSteps += jobs.filter((j) => j.output === 'top' && j.adjust?.allowed).length;
+          return run(jobs);
+        }) as typeof backend.run;
+        return new RwkvEngine({ backend, tokenizer, config: { chunkSize: 16 }, cacheMinTokens: 1000 });
+      };
+      const schema = {
+        type: 'object',
+        properties: { name: { type: 'string', maxLength: 12 }, age: { type: 'integer' }, tags: { type: 'array', items: { enum: ['a', 'bc'] } } },
+        required: ['name', 'age'],
+        additionalProperties: false,
+      };
+      const requests: GenerateRequest[] = [
+        { prompt: 'Record:', maxTokens: 48, jsonSchema: schema, sampler: { temperature: 0 } },
+        { prompt: 'Record:', maxTokens: 48, jsonSchema: schema, sampler: { seed: 3, temperature: 1.5, topP: 0.95, topK: 200 } },
+        { prompt: 'Answer:', maxTokens: 24, grammar: 'root ::= ("yes" | "no") " because " [a-z ]+ "."', sampler: { seed: 9, temperature: 2 } },
+      ];
+      const run = async (e: RwkvEngine) =>
+        Promise.all(
+          requests.map(async (req) => {
+            const events: GenerateEvent[] = [];
+            for await (const ev of e.generate(req)) events.push(ev);
+            return events[events.length - 1] as Extract<GenerateEvent, { type: 'stop' }>;
+          }),
+        );
+      const [gpuTop, cpuFull] = [await make(true), await make(false)];
+      const stepsBefore = gpuTop.stats.steps;
+      const a = await run(gpuTop);
+      const b = await run(cpuFull);
+      assert.deepStrictEqual(a.map((s) => s.text), b.map((s) => s.text));
+      assert.ok(a[0].json !== undefined && typeof (a[0].json as { name: unknown }).name === 'string', 'conforming JSON');
+      assert.ok(/^(yes|no) because [a-z ]+\.$/.test(a[2].text) || a[2].reason === 'length', `grammar output: ${a[2].text}`);
+      assert.ok(gpuTop.stats.steps > stepsBefore);
+      assert.ok(maskedSteps >= 20, `only ${maskedSteps} decode steps were masked on the GPU`);
+      await Promise.all([gpuTop.close(), cpuFull.close()]);
+      for (const be of backends) be.dispose();
     });
   });
 

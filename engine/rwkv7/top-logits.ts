@@ -10,6 +10,9 @@ export const TOP_CAPACITY = 256;
 
 /** Rows are below this (2^20), so (value order, row) packs exactly into one f64 below 2^52. */
 const ROW_SPAN = 1 << 20;
+/** u32 words of one job (shaders/top_logits.wgsl TopJob), and its "no mask" marker. */
+const JOB_WORDS = 5;
+const NO_MASK = 0xffffffff;
 
 /** One row to reduce: where it is in the logits buffer, its adjustments, where its result goes. */
 export interface TopRow {
@@ -26,6 +29,9 @@ export class TopLogitsReducer {
   private readonly jobs: GPUBuffer;
   private adjust: GPUBuffer;
   private readonly out: GPUBuffer;
+  /** Allowed-rows bitsets, one per masked row of a call. */
+  private readonly masks: GPUBuffer;
+  private readonly maskWords: number;
   private group: GPUBindGroup | null = null;
   private readonly seen: Uint8Array;
 
@@ -37,9 +43,11 @@ export class TopLogitsReducer {
     /** Histogram copies in the kernel (workgroup memory 1 KiB each); see shaders/top_logits.wgsl. */
     histogramCopies = 8,
   ) {
-    this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY, COPIES: histogramCopies }, ['read', 'read', 'rw', 'rw']);
+    this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY, COPIES: histogramCopies }, ['read', 'read', 'rw', 'rw', 'read']);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    this.jobs = createBuffer(device, 'topJobs', maxRows * 16, S);
+    this.jobs = createBuffer(device, 'topJobs', maxRows * JOB_WORDS * 4, S);
+    this.maskWords = Math.ceil(V / 32);
+    this.masks = createBuffer(device, 'topMasks', maxRows * this.maskWords * 4, S);
     this.adjust = createBuffer(device, 'topAdjust', 4096 * 8, S);
     this.out = createBuffer(device, 'topOut', maxRows * this.stride * 4, S);
     this.seen = new Uint8Array(V);
@@ -48,7 +56,9 @@ export class TopLogitsReducer {
   /** Throws when an adjustment is malformed: it would race on the GPU or write outside the row. */
   check(adjust: LogitAdjust | undefined, job: number): void {
     if (!adjust) return;
-    const { rows, deltas } = adjust;
+    const { rows, deltas, allowed } = adjust;
+    if (allowed && allowed.length !== this.maskWords)
+      throw new RangeError(`job ${job}: adjust.allowed has ${allowed.length} words; a bitset over ${this.V} rows has ${this.maskWords}`);
     if (rows.length !== deltas.length) throw new Error(`job ${job}: adjust has ${rows.length} rows but ${deltas.length} deltas`);
     const seen = this.seen;
     try {
@@ -68,13 +78,21 @@ export class TopLogitsReducer {
   encode(enc: GPUCommandEncoder, rows: TopRow[]): void {
     if (rows.length === 0) return;
     const pairs = rows.reduce((n, r) => n + (r.adjust?.rows.length ?? 0), 0);
-    const jobWords = new Uint32Array(rows.length * 4);
+    const jobWords = new Uint32Array(rows.length * JOB_WORDS);
     const adjWords = new Uint32Array(Math.max(2, pairs * 2));
     const adjFloats = new Float32Array(adjWords.buffer);
     let at = 0;
+    let masked = 0;
     rows.forEach((r, i) => {
       const n = r.adjust?.rows.length ?? 0;
-      jobWords.set([r.logitsRow, at, n, r.out], i * 4);
+      const allowed = r.adjust?.allowed;
+      let mask = NO_MASK;
+      if (allowed) {
+        mask = masked * this.maskWords;
+        this.device.queue.writeBuffer(this.masks, mask * 4, allowed);
+        masked++;
+      }
+      jobWords.set([r.logitsRow, at, n, r.out, mask], i * JOB_WORDS);
       for (let j = 0; j < n; j++) {
         adjWords[2 * (at + j)] = r.adjust!.rows[j];
         adjFloats[2 * (at + j) + 1] = r.adjust!.deltas[j];
@@ -88,7 +106,7 @@ export class TopLogitsReducer {
     }
     this.device.queue.writeBuffer(this.jobs, 0, jobWords);
     this.device.queue.writeBuffer(this.adjust, 0, adjWords);
-    this.group ??= bindGroup(this.device, this.kernel, [this.jobs, this.adjust, this.logits, this.out]);
+    this.group ??= bindGroup(this.device, this.kernel, [this.jobs, this.adjust, this.logits, this.out, this.masks]);
     const pass = enc.beginComputePass();
     pass.setPipeline(this.kernel.pipeline);
     pass.setBindGroup(0, this.group);
@@ -143,5 +161,6 @@ export class TopLogitsReducer {
     this.jobs.destroy();
     this.adjust.destroy();
     this.out.destroy();
+    this.masks.destroy();
   }
 }
