@@ -56,8 +56,6 @@ export class GenerateTask implements SlotTask {
   private text = '';
   private unreportedTokens: number[] = [];
   private finished = false;
-  /** Decode steps read back the GPU-reduced top of the logits instead of the whole row. */
-  private readonly useTop: boolean;
 
   constructor(params: GenerateTaskParams) {
     this.p = params;
@@ -69,7 +67,6 @@ export class GenerateTask implements SlotTask {
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
     this.allowedRows = this.matcher ? new Uint8Array(params.mapping.rows) : null;
     this.allowedRowBits = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;
-    this.useTop = params.sampler.canSampleTop(params.topCapacity ?? 0);
   }
 
   onQueued(position: number): void {
@@ -119,7 +116,8 @@ export class GenerateTask implements SlotTask {
     if (this.stop.stopped) return this.finish('stop');
     if (this.matcher?.isDone()) return this.finish('grammar');
     if (this.completion >= this.p.maxTokens) return this.finish('length');
-    if (this.useTop) return { tokens: [row], output: 'top', adjust: this.topAdjust() };
+    // Decode steps read back the GPU-reduced top of the logits instead of the whole row where that is exact.
+    if (this.p.sampler.canSampleTop(this.p.topCapacity ?? 0)) return { tokens: [row], output: 'top', adjust: this.topAdjust() };
     return { tokens: [row], output: 'last' };
   }
 

@@ -176,7 +176,7 @@ describe("output 'top': logits reduced on the GPU", function () {
       await assert.rejects(be.run([{ slot: 0, tokens: [1], output: 'top', adjust: { rows: Int32Array.of(512), deltas: Float32Array.of(1) } }]), /outside the vocabulary/);
     });
 
-    it('samples the same tokens from the top as from the full row (greedy and seeded nucleus)', async () => {
+    it('samples the same tokens from the top as from the full row (greedy, seeded nucleus and mirostat)', async () => {
       const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
       const make = async (top: boolean) => {
         const backend = await createBackend({ model: MODEL, slots: 2, precision: 'f32', gpu });
@@ -189,6 +189,9 @@ describe("output 'top': logits reduced on the GPU", function () {
         { temperature: 0, logitBias: { 0: -Infinity } },
         { seed: 11, temperature: 1.2, topP: 0.9, topK: 40, logitBias: { 0: -Infinity, 65: 2 } },
         { seed: 5, logitBias: { 0: -Infinity } },
+        { kind: 'mirostat', seed: 2, logitBias: { 0: -Infinity } },
+        // mu starts at 7 and may reach 14: steps alternate between the top and the full row.
+        { kind: 'mirostat', seed: 4, mirostatTau: 3.5, mirostatEta: 0.5, logitBias: { 0: -Infinity } },
       ];
       const tokens = async (e: RwkvEngine) => {
         const out: number[][] = [];
@@ -308,7 +311,10 @@ describe("output 'top': logits reduced on the GPU", function () {
     assert.ok(!s({ topK: 0 }).canSampleTop(256), 'no top_k limit');
     assert.ok(!s({ topK: 300 }).canSampleTop(256), 'top_k beyond the capacity');
     assert.ok(!s({ kind: 'typical' }).canSampleTop(256));
-    assert.ok(!s({ kind: 'mirostat' }).canSampleTop(256));
+    assert.ok(s({ kind: 'mirostat' }).canSampleTop(256), 'mirostat, ai00 tau 3: mu starts at 6, at most 2^6 + 1 candidates');
+    assert.ok(s({ kind: 'mirostat', mirostatTau: 2.5 }).canSampleTop(33), 'mu starts at 5: 33 candidates at most');
+    assert.ok(!s({ kind: 'mirostat', mirostatTau: 2.5 }).canSampleTop(32));
+    assert.ok(!s({ kind: 'mirostat', mirostatTau: 4.5 }).canSampleTop(256), 'mu starts at 9: 513 candidates');
     assert.ok(!s({ temperature: 0 }).canSampleTop(0), 'a backend without the output');
     const withBias = s({ logitBias: { 3: -Infinity, 4: 1 }, presencePenalty: 0.5, frequencyPenalty: 0.25 });
     withBias.sample(Float32Array.from({ length: 1000 }, (_, i) => (i === 4 ? 10 : 0)));

@@ -14,6 +14,14 @@ export class MirostatState {
     this.maxSurprise = 2 * tau;
   }
 
+  /**
+   * The most candidates the next pick can keep: at most 2^mu tokens have p >= 2^-mu (probabilities sum to
+   * 1), plus the first one below. When this fits a 'top' result, drawing from it is exact.
+   */
+  get maxCandidates(): number {
+    return Math.floor(Math.pow(2, this.maxSurprise)) + 1;
+  }
+
   pick(c: Candidates, u: number): number {
     const probs = c.probs;
     const threshold = Math.pow(2, -this.maxSurprise);

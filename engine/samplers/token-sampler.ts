@@ -55,11 +55,14 @@ export class TokenSampler {
 
   /**
    * Whether the next draw can be made exactly from the `capacity` largest logits (a 'top' result):
-   * greedy, or nucleus whose top_k fits. Typical and mirostat may keep tokens beyond any fixed count.
+   * greedy, nucleus whose top_k fits, or mirostat while its surprise bound keeps few enough tokens (it
+   * moves every step, so ask again before each). Typical may keep tokens beyond any fixed count.
    */
   canSampleTop(capacity: number): boolean {
     const o = this.options;
-    return capacity > 0 && o.kind === 'nucleus' && (o.temperature === 0 || (o.topK >= 1 && o.topK <= capacity));
+    if (capacity <= 0) return false;
+    if (this.mirostat) return this.mirostat.maxCandidates <= capacity;
+    return o.kind === 'nucleus' && (o.temperature === 0 || (o.topK >= 1 && o.topK <= capacity));
   }
 
   /** Logit bias and current repetition penalties as the sparse additions `sample` would make. */
@@ -88,9 +91,10 @@ export class TokenSampler {
     const u = this.random.next();
     let row: number;
     if (top.finite === 0) throw new Error('no token is allowed at this point (all logits masked)');
-    if (this.options.temperature === 0) row = top.rows[0];
+    if (this.options.temperature === 0 && !this.mirostat) row = top.rows[0];
     else {
       if (!candidates.fromTop(top)) throw new Error('no token is allowed at this point (all logits masked)');
+      if (this.mirostat) return this.mirostat.pick(candidates, u); // mirostat records no penalties (see sample)
       row = pickNucleus(candidates, this.options.topK, this.options.topP, this.options.temperature, u);
     }
     this.penalty.record(row);
