@@ -13,18 +13,6 @@ const G_: u32 = 5u;
 const KK_: u32 = 6u;
 const Y_: u32 = 7u;
 const VL_: u32 = 8u; // v LoRA output (layers > 0)
-var<workgroup> red: array<f32, N>;
-
-fn head_sum(v: f32, i: u32) -> f32 {
-  red[i] = v;
-  workgroupBarrier();
-  for (var s = N / 2u; s > 0u; s = s >> 1u) {
-    if (i < s) { red[i] += red[i + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
+// Sums over a head's lanes: wg_sum (wg_sum.wgsl, with WG = N).
 
 fn sigmoid(v: f32) -> f32 { return 1.0 / (1.0 + exp(-v)); }

@@ -13,9 +13,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let c = wid.x * N + i;
   let idx = t * C + c;
   let yv = tm[Y_ * REG + idx];
-  let mean = head_sum(yv, i) / f32(N);
+  let mean = wg_sum(yv, i) / f32(N);
   let d = yv - mean;
-  let inv = inverseSqrt(head_sum(d * d, i) / f32(N) + EPS);
-  let bonus = head_sum(tm[R_ * REG + idx] * tm[K_ * REG + idx] * p[c], i) * tm[V_ * REG + idx];
+  let inv = inverseSqrt(wg_sum(d * d, i) / f32(N) + EPS);
+  let bonus = wg_sum(tm[R_ * REG + idx] * tm[K_ * REG + idx] * p[c], i) * tm[V_ * REG + idx];
   out[idx] = (d * inv * p[C + c] + p[2u * C + c] + bonus) * tm[G_ * REG + idx];
 }

@@ -17,7 +17,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let kv = tm[K_ * REG + idx];
   let av = sigmoid(p[C + c] + tm[A_ * REG + idx]);
   let kkv = kv * p[3u * C + c];
-  let norm = sqrt(head_sum(kkv * kkv, i));
+  let norm = sqrt(wg_sum(kkv * kkv, i));
   let kkn = kkv / max(norm, 1e-12);
   tm[KK_ * REG + idx] = kkn;
   tm[A_ * REG + idx] = kkn * av;

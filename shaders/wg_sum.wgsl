@@ -1,5 +1,6 @@
-// Sum of one value per invocation over a 256-wide workgroup (tree in shared memory).
-const WG: u32 = 256u;
+// Sum of one value per invocation over a workgroup of WG invocations (a power of two), as a tree in shared
+// memory. The layer norms sum over 256 lanes, the time-mix kernels over the N lanes of one head.
+const WG: u32 = {{WG}}u;
 var<workgroup> red: array<f32, WG>;
 
 fn wg_sum(v: f32, lid: u32) -> f32 {

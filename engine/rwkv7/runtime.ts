@@ -291,7 +291,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
     const lnShift = (ffn: boolean) =>
       this.kernel(`lnShift${ffn}`, () =>
-        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, M: ffn ? 1 : 6, FFN: ffn }, [
+        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn }, [
           'uniform', 'uniform', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
         ]),
       );
@@ -301,13 +301,13 @@ export class Rwkv7Runtime implements InferenceBackend {
       );
     const prep = (first: boolean) =>
       this.kernel(`prep${first}`, () =>
-        makeKernel(device, ['head_common', 'rwkv7_prep'], { ...cs, FIRST: first }, ['uniform', 'rw', 'rw', 'read']),
+        makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_prep'], { ...cs, WG: cs.N, FIRST: first }, ['uniform', 'rw', 'rw', 'read']),
       );
     const wkv = this.kernel('wkv', () =>
       makeKernel(device, ['head_common', 'rwkv7_wkv'], cs, ['uniform', 'uniform', 'read', 'rw', 'rw']),
     );
     const post = this.kernel('post', () =>
-      makeKernel(device, ['head_common', 'rwkv7_post'], cs, ['uniform', 'read', 'read', 'rw']),
+      makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }, ['uniform', 'read', 'read', 'rw']),
     );
     /** Layer norm + token shift into `mix`, then save the slots' last normalized tokens as shift state. */
     const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer) => {
@@ -361,7 +361,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
     if (R > 0) {
       const lnG = this.kernel('lnGather', () =>
-        makeKernel(device, ['wg_sum', 'layer_norm'], { C, GATHER: true }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
+        makeKernel(device, ['wg_sum', 'layer_norm'], { C, WG: 256, GATHER: true }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
       );
       pass.setPipeline(lnG.pipeline);
       pass.setBindGroup(
