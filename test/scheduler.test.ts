@@ -458,13 +458,17 @@ describe('scheduler: failures stay per request', () => {
 });
 
 describe('scheduler: grammar module integration', () => {
-  it('constrains output with a real grammar and JSON schema over the World vocabulary', async function () {
-    this.timeout(60000);
+  /** An engine over the fake backend with the real World tokenizer and grammar module. */
+  async function grammarEngine(slots: number): Promise<RwkvEngine> {
     const { WorldTokenizer } = await import('../engine/tokenizer.js');
     const { compileConstraint } = await import('../engine/grammar/index.js');
-    const tokenizer = WorldTokenizer.bundled();
-    const fake = new FakeBackend({ slots: 2, vocab: 65536 });
-    const engine = new RwkvEngine({ backend: fake, tokenizer, compileConstraint: compileConstraint as never });
+    const fake = new FakeBackend({ slots, vocab: 65536 });
+    return new RwkvEngine({ backend: fake, tokenizer: WorldTokenizer.bundled(), compileConstraint: compileConstraint as never });
+  }
+
+  it('constrains output with a real grammar and JSON schema over the World vocabulary', async function () {
+    this.timeout(60000);
+    const engine = await grammarEngine(2);
     const yesNo = await collect(engine.generate({ prompt: 'Answer:', grammar: 'root ::= "yes" | "no"', maxTokens: 10, sampler: { seed: 5 } }));
     assert.ok(['yes', 'no'].includes(yesNo.stop.text), yesNo.stop.text);
     assert.ok(yesNo.stop.reason === 'grammar' || yesNo.stop.reason === 'eos');
@@ -477,11 +481,7 @@ describe('scheduler: grammar module integration', () => {
 
   it('closes schema output along the shortest completion when the token budget runs out', async function () {
     this.timeout(60000);
-    const { WorldTokenizer } = await import('../engine/tokenizer.js');
-    const { compileConstraint } = await import('../engine/grammar/index.js');
-    const tokenizer = WorldTokenizer.bundled();
-    const fake = new FakeBackend({ slots: 4, vocab: 65536 });
-    const engine = new RwkvEngine({ backend: fake, tokenizer, compileConstraint: compileConstraint as never });
+    const engine = await grammarEngine(4);
     // Free-text fields the random model would fill for ever: only closing can end these in budget.
     const schema = {
       type: 'object',
