@@ -66,6 +66,8 @@ export class Scheduler {
   private closing: 'drain' | 'now' | null = null;
 
   private readonly pacer: PrefillPacer;
+  /** Chunk size while no slot decodes: nothing waits on the step, and larger chunks use the GPU better. */
+  private readonly aloneChunkSize: number;
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -77,6 +79,7 @@ export class Scheduler {
     if (!Number.isInteger(options.maxQueue) || options.maxQueue < 0) throw new RangeError(`maxQueue must be an integer >= 0, got ${options.maxQueue}`);
     this.pool = new SlotPool(backend.slots);
     this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
+    this.aloneChunkSize = Math.max(options.chunkSize, alone ?? 0);
   }
 
   /** How prefill chunks are paced against decoding now (see PrefillPacer). */
@@ -255,8 +258,7 @@ export class Scheduler {
     const promptWaiting = chunked.length > 0;
     const take = single.length === 0 ? chunked : promptWaiting && this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
     if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
-    // Without decoding slots nothing waits on the step: larger chunks use the GPU better.
-    const chunkSize = single.length === 0 ? Math.max(this.options.chunkSize, this.options.prefillChunkSize ?? 0) : this.options.chunkSize;
+    const chunkSize = single.length === 0 ? this.aloneChunkSize : this.options.chunkSize;
     const jobs = single;
     for (const run of take) {
       const n = Math.min(chunkSize, run.feed.length - run.fed);

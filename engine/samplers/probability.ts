@@ -205,3 +205,18 @@ export function drawWeighted(candidates: Int32Array, weights: Float64Array, u: n
   }
   return candidates[candidates.length - 1];
 }
+
+/**
+ * The tail nucleus and typical sampling share: take candidates in `order` until their probability passes
+ * `mass` (the one crossing it is kept, and at least one is), reshape by temperature (p^(1/T)), draw, and
+ * return the drawn row.
+ */
+export function drawUntilMass(c: Candidates, order: Int32Array, mass: number, temperature: number, u: number): number {
+  const probs = c.probs;
+  let kept = 0;
+  let cum = 0;
+  while (kept < order.length && cum <= mass) cum += probs[order[kept++]];
+  const chosen = order.subarray(0, Math.max(1, kept));
+  const weights = Float64Array.from(chosen, (j) => Math.pow(probs[j], 1 / temperature));
+  return c.rows[drawWeighted(chosen, weights, u)];
+}

@@ -2,7 +2,7 @@
 // distribution's entropy, keep up to top_k of them until their probability mass passes tau, then
 // apply temperature and draw.
 
-import { Candidates, drawWeighted, topK } from './probability';
+import { Candidates, drawUntilMass, topK } from './probability';
 
 export function pickTypical(c: Candidates, topKCount: number, tau: number, temperature: number, u: number): number {
   const { probs, offsets, logZ, count } = c;
@@ -11,11 +11,5 @@ export function pickTypical(c: Candidates, topKCount: number, tau: number, tempe
   for (let j = 0; j < count; j++) entropy -= probs[j] * offsets[j];
   const closeness = new Float64Array(count);
   for (let j = 0; j < count; j++) closeness[j] = probs[j] > 0 ? -Math.abs(logZ - offsets[j] - entropy) : -Infinity;
-  const sorted = topK(closeness, count, topKCount);
-  let kept = 0;
-  let cum = 0;
-  while (kept < sorted.length && cum <= tau) cum += probs[sorted[kept++]];
-  const chosen = sorted.subarray(0, Math.max(1, kept));
-  const weights = Float64Array.from(chosen, (j) => Math.pow(probs[j], 1 / temperature));
-  return c.rows[drawWeighted(chosen, weights, u)];
+  return drawUntilMass(c, topK(closeness, count, topKCount), tau, temperature, u);
 }
