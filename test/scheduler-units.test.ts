@@ -5,7 +5,7 @@ import { StopMatcher } from '../engine/stop-matcher';
 import { SlotPool } from '../engine/slot-pool';
 import { InitialStateRegistry } from '../engine/initial-states';
 import { resolveSamplerOptions, TokenSampler, SeededRandom, AI00_DEFAULTS } from '../engine/samplers';
-import { topIndices } from '../engine/samplers/probability';
+import { topK } from '../engine/samplers/probability';
 import { RepetitionPenalty } from '../engine/samplers/penalties';
 import { RequestError } from '../engine/errors';
 
@@ -214,9 +214,9 @@ describe('scheduler units: samplers', () => {
     assert.ok(v >= 0 && v < 1);
   });
 
-  it('topIndices matches a full sort', () => {
+  it('topK matches a full sort', () => {
     const values = Array.from({ length: 1000 }, (_, i) => Math.sin(i * 7.3));
-    const top = Array.from(topIndices(values.length, 10, (i) => values[i]));
+    const top = Array.from(topK(Float64Array.from(values), values.length, 10));
     const sorted = values.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0]).slice(0, 10).map((p) => p[1]);
     assert.deepStrictEqual(top, sorted);
   });

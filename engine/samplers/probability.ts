@@ -111,22 +111,6 @@ export class Candidates {
   }
 }
 
-/** Softmax in place; -Infinity logits get probability 0. Returns false when every logit is -Infinity. */
-export function softmaxInPlace(x: Float32Array): boolean {
-  let max = -Infinity;
-  for (let i = 0; i < x.length; i++) if (x[i] > max) max = x[i];
-  if (max === -Infinity) return false;
-  let sum = 0;
-  for (let i = 0; i < x.length; i++) {
-    const e = Math.exp(x[i] - max);
-    x[i] = e;
-    sum += e;
-  }
-  const inv = 1 / sum;
-  for (let i = 0; i < x.length; i++) x[i] *= inv;
-  return true;
-}
-
 /** Index of the largest value (first one on ties); -1 when all are -Infinity or NaN. */
 export function argmax(x: ArrayLike<number>): number {
   let best = -1;
@@ -138,16 +122,6 @@ export function argmax(x: ArrayLike<number>): number {
     }
   }
   return best;
-}
-
-/**
- * Indices of the k largest `score(i)` among i in [0, n) with score > -Infinity, best first
- * (ties: lower index first). k <= 0 means all.
- */
-export function topIndices(n: number, k: number, score: (i: number) => number): Int32Array {
-  const values = new Float64Array(n);
-  for (let i = 0; i < n; i++) values[i] = score(i);
-  return topK(values, n, k);
 }
 
 /**
