@@ -6,7 +6,7 @@
 
 import type { GenerateEvent } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
-import { WorldTokenizer } from '../engine/tokenizer';
+import { tokenizerFor } from '../engine/engine-factory';
 import { MID_SIZE_SCHEMA } from './grammar';
 import { benchFactory, type BackendFactory } from './scheduler';
 
@@ -29,11 +29,7 @@ export async function benchConstrained(factory: BackendFactory, options: Constra
     const backend = await factory(Math.max(...concurrency));
     // Without the 'top' output the engine samples every full row on the CPU, masking it there.
     if (where === 'cpu') Object.defineProperty(backend, 'topCapacity', { value: 0 });
-    let tokenizer = WorldTokenizer.bundled();
-    if (backend.info.vocabSize < tokenizer.vocabSize) {
-      tokenizer = tokenizer.restrict(Array.from({ length: backend.info.vocabSize - 1 }, (_, i) => i + 1).filter((id) => tokenizer.tokenBytes(id)));
-    }
-    const engine = new RwkvEngine({ backend, tokenizer, config: {}, cacheMinTokens: 1e9 });
+    const engine = new RwkvEngine({ backend, tokenizer: tokenizerFor(backend.info), config: {}, cacheMinTokens: 1e9 });
     try {
       const request = async (seed: number, tokens: number, times: number[]) => {
         try {

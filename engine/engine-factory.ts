@@ -7,8 +7,19 @@ import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS, RwkvEngine } from './engine';
 import { packageRoot } from './package-root';
 import { WorldTokenizer } from './tokenizer';
+import type { ModelInfo } from './types';
 
 export const DEFAULT_MODEL_FILE = path.join('models', 'default.st');
+
+/** The bundled World tokenizer, restricted to the tokens a model has rows for. */
+export function tokenizerFor(info: Pick<ModelInfo, 'vocabSize' | 'vocabMap'>): WorldTokenizer {
+  const tokenizer = WorldTokenizer.bundled();
+  if (info.vocabMap) return tokenizer.restrict(Array.from(info.vocabMap).filter((id) => id !== 0));
+  if (info.vocabSize >= tokenizer.vocabSize) return tokenizer;
+  // A model with fewer rows than the World vocabulary (and no map) knows only the first ids: prompts,
+  // grammar masks and forced tokens must all stay below its size.
+  return tokenizer.restrict(Array.from({ length: info.vocabSize - 1 }, (_, i) => i + 1).filter((id) => tokenizer.tokenBytes(id)));
+}
 
 /** The model file a config names, absolute; the bundled default when modelPath is unset. */
 export function resolveModelPath(config: EngineConfig): string {
@@ -41,16 +52,7 @@ export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
     maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize, 1) + maxBatch,
   });
   try {
-    let tokenizer = WorldTokenizer.bundled();
-    const map: Int32Array | undefined = backend.info.vocabMap;
-    if (map) tokenizer = tokenizer.restrict(Array.from(map).filter((id) => id !== 0));
-    else if (backend.info.vocabSize < tokenizer.vocabSize) {
-      // A model with fewer rows than the World vocabulary (and no map) knows only the first ids: prompts,
-      // grammar masks and forced tokens must all stay below its size.
-      const known = Array.from({ length: backend.info.vocabSize - 1 }, (_, i) => i + 1).filter((id) => tokenizer.tokenBytes(id));
-      tokenizer = tokenizer.restrict(known);
-    }
-    return new RwkvEngine({ backend, tokenizer, config });
+    return new RwkvEngine({ backend, tokenizer: tokenizerFor(backend.info), config });
   } catch (e) {
     backend.dispose();
     throw e;

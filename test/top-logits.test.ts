@@ -31,6 +31,9 @@ function reference(row: Float32Array, adjust?: LogitAdjust) {
   return { x, kept: finite.slice(0, TOP_CAPACITY), max, logZ: Math.log(sum), finite: finite.length };
 }
 
+/** The World tokenizer cut to the tiny golden model's 512 rows. */
+const tinyTokenizer = () => WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+
 function seeded(seed: number) {
   let s = seed >>> 0 || 1;
   return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
@@ -177,7 +180,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     });
 
     it('samples the same tokens from the top as from the full row (greedy, seeded nucleus and mirostat)', async () => {
-      const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+      const tokenizer = tinyTokenizer();
       const make = async (top: boolean) => {
         const backend = await createBackend({ model: MODEL, slots: 2, precision: 'f32', gpu });
         backends.push(backend);
@@ -211,7 +214,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     });
 
     it('the GPU masks what the grammar forbids: same output as masking the full row on the CPU', async () => {
-      const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+      const tokenizer = tinyTokenizer();
       const backends: Backend[] = [];
       let maskedSteps = 0;
       const make = async (top: boolean) => {
@@ -265,7 +268,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     });
 
     it('an evicted slot that decoded from the top is cached without logits and serves longer prompts only', async () => {
-      const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+      const tokenizer = tinyTokenizer();
       const backend = await createBackend({ model: MODEL, slots: 1, precision: 'f32', gpu });
       const e = new RwkvEngine({ backend, tokenizer, config: { chunkSize: 16 }, cacheMinTokens: 8, compileConstraint: null });
       const zero = (e as unknown as { states: { zero: SlotTask['initial'] } }).states.zero;

@@ -229,7 +229,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
     if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / tb));
-    else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / (variant === 'mm_gemm16' ? 16 : 64)));
+    else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / this.gemmTile));
   }
 
   private get consts() {
