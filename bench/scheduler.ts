@@ -244,12 +244,16 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
       const count = (from: number, to: number) => runners.reduce((n, t) => n + t.tokenTimes.filter((x) => x > from && x <= to).length, 0);
       await new Promise((r) => setTimeout(r, 50));
       while (Math.min(...runners.map((t) => t.tokenTimes.length)) < 4) await new Promise((r) => setTimeout(r, 10));
-      const quietFrom = performance.now();
       const quietSteps = Math.max(32, Math.ceil(o.interferencePromptTokens / chunk));
-      const target = runners[0].tokenTimes.length + quietSteps;
-      while (runners[0].tokenTimes.length < target) await new Promise((r) => setTimeout(r, 5));
-      const quietTo = performance.now();
-      const quietRate = count(quietFrom, quietTo) / ((quietTo - quietFrom) / 1000);
+      /** Decode rate over the next quietSteps steps with no prompt, and where those steps' time went. */
+      const undisturbed = async () => {
+        const from = performance.now();
+        const target = runners[0].tokenTimes.length + quietSteps;
+        while (runners[0].tokenTimes.length < target) await new Promise((r) => setTimeout(r, 5));
+        const to = performance.now();
+        return { rate: count(from, to) / ((to - from) / 1000), window: window(from, to) };
+      };
+      const quiet = await undisturbed();
       const prefill = task(randomPrompt(o.interferencePromptTokens, vocab, seed++), 1, 0);
       const busyFrom = performance.now();
       sched.submit(prefill);
@@ -258,17 +262,13 @@ export async function benchScheduler(backendFactory: BackendFactory, options: Sc
       const busyRate = count(busyFrom, busyTo) / ((busyTo - busyFrom) / 1000);
       // The same window length again after the prompt: the runners are older now (longer penalty lists, warmer
       // allocators), so a drop that persists here is not the prefill's doing.
-      const afterFrom = performance.now();
-      const afterTarget = runners[0].tokenTimes.length + quietSteps;
-      while (runners[0].tokenTimes.length < afterTarget) await new Promise((r) => setTimeout(r, 5));
-      const afterTo = performance.now();
-      const afterRate = count(afterFrom, afterTo) / ((afterTo - afterFrom) / 1000);
+      const after = await undisturbed();
       runners.forEach((t) => t.stop());
       await Promise.all(runners.map((t) => t.done));
       const pacing = sched.pacing;
       return {
-        quietRate, busyRate, afterRate, prefillMs: busyTo - busyFrom, pacing,
-        quiet: window(quietFrom, quietTo), busy: window(busyFrom, busyTo), after: window(afterFrom, afterTo),
+        quietRate: quiet.rate, busyRate, afterRate: after.rate, prefillMs: busyTo - busyFrom, pacing,
+        quiet: quiet.window, busy: window(busyFrom, busyTo), after: after.window,
       };
     };
     const r = await interference(scheduler, o.chunkSize);
