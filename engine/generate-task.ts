@@ -46,9 +46,8 @@ export class GenerateTask implements SlotTask {
   private readonly decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   private readonly matcher: ConstraintMatcherLike | null;
   private readonly mask: Uint32Array | null;
-  private readonly allowedRows: Uint8Array | null;
-  /** The grammar's mask over model rows, sent with a 'top' step so the GPU reduces only allowed rows. */
-  private readonly allowedRowBits: Uint32Array | null;
+  /** The grammar's mask over model rows: sent with a 'top' step (masked on the GPU) or applied to a full row. */
+  private readonly allowedRows: Uint32Array | null;
   private readonly submitted = performance.now();
   private admitted = 0;
   private firstToken = 0;
@@ -65,8 +64,7 @@ export class GenerateTask implements SlotTask {
     this.stop = new StopMatcher(params.stop);
     this.matcher = params.constraint ? params.constraint.newMatcher() : null;
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
-    this.allowedRows = this.matcher ? new Uint8Array(params.mapping.rows) : null;
-    this.allowedRowBits = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;
+    this.allowedRows = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;
   }
 
   onQueued(position: number): void {
@@ -129,18 +127,17 @@ export class GenerateTask implements SlotTask {
     const adjust = this.p.sampler.adjustments();
     const m = this.matcher;
     if (!m || m.forcedToken() !== null) return adjust;
-    const allowed = this.p.mapping.rowBitsFromWorldBitset(this.worldMask(m), this.allowedRowBits!);
-    return { rows: adjust?.rows ?? new Int32Array(0), deltas: adjust?.deltas ?? new Float32Array(0), allowed };
+    return { rows: adjust?.rows ?? new Int32Array(0), deltas: adjust?.deltas ?? new Float32Array(0), allowed: this.rowMask(m) };
   }
 
-  /** World ids the grammar allows next; end of text only where the output may end. */
-  private worldMask(m: ConstraintMatcherLike): Uint32Array {
+  /** Model rows the grammar allows next; end of text only where the output may end. */
+  private rowMask(m: ConstraintMatcherLike): Uint32Array {
     const mask = this.mask!;
     mask.fill(0);
     m.fillMask(mask);
     if (m.isAccepting()) mask[0] |= 1;
     else mask[0] &= ~1;
-    return mask;
+    return this.p.mapping.rowBitsFromWorldBitset(mask, this.allowedRows!);
   }
 
   /**
@@ -168,7 +165,7 @@ export class GenerateTask implements SlotTask {
     }
     // A 'top' result was reduced over the rows topAdjust() allowed.
     if (!(logits instanceof Float32Array)) return this.p.sampler.sampleTop(logits);
-    return this.p.sampler.sample(logits, this.p.mapping.rowsFromWorldBitset(this.worldMask(m), this.allowedRows!));
+    return this.p.sampler.sample(logits, this.rowMask(m));
   }
 
   private emit(text: string): void {

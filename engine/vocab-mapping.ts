@@ -43,7 +43,7 @@ export class VocabMapping {
     return this.toWorld ? this.toWorld[row] : row;
   }
 
-  /** The same as a bitset over model rows (ceil(rows / 32) words, bits past the last row clear). */
+  /** A bitset over World ids (bit id % 32 of word id >> 5) as one over model rows (ceil(rows / 32) words, bits past the last row clear). */
   rowBitsFromWorldBitset(bits: Uint32Array, out: Uint32Array): Uint32Array {
     if (out.length !== Math.ceil(this.rows / 32)) throw new RangeError(`a bitset over ${this.rows} rows has ${Math.ceil(this.rows / 32)} words, not ${out.length}`);
     if (this.toWorld) {
@@ -55,15 +55,6 @@ export class VocabMapping {
     } else {
       out.set(bits.subarray(0, out.length));
       if (this.rows % 32) out[out.length - 1] &= (1 << this.rows % 32) - 1;
-    }
-    return out;
-  }
-
-  /** Rows allowed by a bitset over World ids (bit id%32 of word id>>5). */
-  rowsFromWorldBitset(bits: Uint32Array, out: Uint8Array): Uint8Array {
-    for (let row = 0; row < this.rows; row++) {
-      const id = this.rowToWorld(row);
-      out[row] = (bits[id >>> 5] >>> (id & 31)) & 1;
     }
     return out;
   }

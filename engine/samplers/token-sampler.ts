@@ -103,15 +103,16 @@ export class TokenSampler {
 
   /**
    * Draw the next row. `logits` is read-only (it may be shared with the prefix cache).
-   * `allowed[row]` = 0 forbids a row (grammar constraints).
+   * `allowed` forbids the rows whose bit is clear (bit r % 32 of word r >> 5; grammar constraints), the
+   * same bitset the GPU takes for a 'top' result (LogitAdjust.allowed).
    */
-  sample(logits: Float32Array, allowed?: Uint8Array): number {
+  sample(logits: Float32Array, allowed?: Uint32Array): number {
     const { logits: x, candidates } = scratchFor(this.rows);
     if (logits.length !== x.length) throw new Error(`sampler: expected ${x.length} logits, got ${logits.length}`);
     x.set(logits);
     for (const [row, bias] of this.biasRows) x[row] += bias;
     if (this.options.kind !== 'mirostat') this.penalty.apply(x);
-    if (allowed) for (let i = 0; i < x.length; i++) if (!allowed[i]) x[i] = -Infinity;
+    if (allowed) for (let i = 0; i < x.length; i++) if (!((allowed[i >>> 5] >>> (i & 31)) & 1)) x[i] = -Infinity;
     // A draw is consumed every step, even for greedy picks, so the stream stays aligned.
     const u = this.random.next();
     let row: number;
