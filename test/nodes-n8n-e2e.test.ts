@@ -24,7 +24,7 @@ function installPackage(root: string): string {
     .trim()
     .split('\n')
     .pop()!;
-  const pkgDir = path.join(root, 'ext', 'rwkv-flow');
+  const pkgDir = path.join(root, 'ext', 'n8n-nodes-rwkv-flow');
   fs.mkdirSync(pkgDir, { recursive: true });
   execFileSync('tar', ['-xzf', path.join(root, tarball), '-C', pkgDir, '--strip-components=1']);
   // Outside the extension folder so n8n's **/*.node.js scan does not walk it.

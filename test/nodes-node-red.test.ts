@@ -132,7 +132,7 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.deepStrictEqual(msg.rwkv.usage, { promptTokens: 19, completionTokens: 4, totalTokens: 23 });
       assert.strictEqual(provider.engine.requests[0].maxTokens, 16);
       await until(() => status.some((s) => s.startsWith('done')), 'done status');
-      assert.deepStrictEqual(status, ['queued (#0)', 'prefill 0/19', 'prefill 19/19', '1 tokens', '2 tokens', '3 tokens', '4 tokens', 'done: 4 tokens (stop)']);
+      assert.deepStrictEqual(status, ['queued (#0)', 'prefill 0/19', 'prefill 19/19', '1 token', '2 tokens', '3 tokens', '4 tokens', 'done: 4 tokens (stop)']);
     });
 
     it('formats chat messages as an RWKV dialogue and stops at the next user turn', async () => {
@@ -174,8 +174,11 @@ describe('Node-RED nodes (fake engine)', function () {
       const out = nextMessage('out1');
       helper.getNode('n1')!.receive({ payload: 'one two three' });
       const msg = await out;
-      assert.deepStrictEqual(pieces.map((p) => p.payload), [' echo:', ' one', ' two', ' three']);
-      assert.deepStrictEqual(pieces.map((p) => p.rwkv.index), [0, 1, 2, 3]);
+      assert.deepStrictEqual(pieces.map((p) => p.payload), [' echo:', ' one', ' two', ' three', '']);
+      assert.deepStrictEqual(pieces.map((p) => p.rwkv.index), [0, 1, 2, 3, 4]);
+      // Only the last one is the end marker, and it says why the generation stopped.
+      assert.deepStrictEqual(pieces.map((p) => p.rwkv.end === true), [false, false, false, false, true]);
+      assert.strictEqual(pieces[4].rwkv.finishReason, msg.rwkv.finishReason);
       assert.strictEqual(pieces.map((p) => p.payload).join(''), msg.payload);
     });
 

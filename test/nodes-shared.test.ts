@@ -126,7 +126,8 @@ describe('nodes/shared', () => {
   it('progress lines count decoded tokens', () => {
     const t = new ProgressTracker();
     assert.strictEqual(t.update({ type: 'start', promptTokens: 10, cachedTokens: 4 }).text, 'prefill 0/6');
-    assert.strictEqual(t.update({ type: 'delta', text: 'ab', tokens: [1, 2] }).text, '2 tokens');
+    assert.strictEqual(t.update({ type: 'delta', text: 'a', tokens: [1] }).text, '1 token');
+    assert.strictEqual(t.update({ type: 'delta', text: 'b', tokens: [2] }).text, '2 tokens');
     assert.strictEqual(t.update({ type: 'delta', text: 'c', tokens: [3] }).text, '3 tokens');
   });
 });

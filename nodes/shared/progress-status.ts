@@ -23,11 +23,16 @@ export class ProgressTracker {
         return { phase: 'prefill', text: `prefill ${event.done}/${event.total}` };
       case 'delta':
         this.tokens += event.tokens.length;
-        return { phase: 'decode', text: `${this.tokens} tokens` };
+        return { phase: 'decode', text: count(this.tokens, 'token') };
       case 'stop':
-        return { phase: 'done', text: `done: ${event.completionTokens} tokens (${event.reason})` };
+        return { phase: 'done', text: `done: ${count(event.completionTokens, 'token')} (${event.reason})` };
     }
   }
+}
+
+/** "1 token", "2 tokens". */
+export function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 export function errorStatus(err: unknown): ProgressStatus {

@@ -1,6 +1,7 @@
 // rwkv-generate: msg.payload (prompt text, chat messages, or an object of parameters) → completion.
 // Output 1: the result (msg.payload = text, or the parsed JSON with a schema; msg.rwkv = details).
-// Output 2: with streaming on, one message per decoded piece of text while it is generated.
+// Output 2: with streaming on, one message per decoded piece of text while it is generated, then one end
+// marker (payload '', rwkv.end = true, rwkv.finishReason) so a flow knows the stream is complete.
 
 import { prepareGenerate, type GenerateInput } from '../../shared/generate-request';
 import { runGeneration } from '../../shared/generation-runner';
@@ -41,6 +42,7 @@ export function register(RED: NodeRedApi): void {
           }
         },
       });
+      if (stream) ctx.send([null, { ...msg, payload: '', rwkv: { stream: true, index: piece, end: true, finishReason: result.finishReason } }]);
       const out: NodeMessage = {
         ...msg,
         payload: prepared.request.jsonSchema !== undefined ? result.json : result.text,
