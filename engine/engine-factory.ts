@@ -21,17 +21,26 @@ export function tokenizerFor(info: Pick<ModelInfo, 'vocabSize' | 'vocabMap'>): W
   return tokenizer.restrict(Array.from({ length: info.vocabSize - 1 }, (_, i) => i + 1).filter((id) => tokenizer.tokenBytes(id)));
 }
 
-/** The model file a config names, absolute; the bundled default when modelPath is unset. */
-export function resolveModelPath(config: EngineConfig): string {
+/** Where the bundled default model is installed (absolute). */
+export function bundledModelPath(): string {
+  return path.join(packageRoot(), DEFAULT_MODEL_FILE);
+}
+
+/**
+ * The model file a config names, absolute; `defaultModel` (the bundled default) when modelPath is unset.
+ * `defaultModel` is a parameter so tests can point it at a missing file; users never pass it.
+ */
+export function resolveModelPath(config: EngineConfig, defaultModel: string = bundledModelPath()): string {
   if (config.modelPath !== undefined && config.modelPath !== null) {
     if (typeof config.modelPath !== 'string' || config.modelPath.trim() === '') throw new Error('modelPath must be a file path');
     return path.resolve(config.modelPath);
   }
-  return path.join(packageRoot(), DEFAULT_MODEL_FILE);
+  return defaultModel;
 }
 
-export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
-  const model = resolveModelPath(config);
+/** Builds the engine for `config`; `defaultModel` replaces the bundled default's location (tests only). */
+export async function createEngine(config: EngineConfig, defaultModel: string = bundledModelPath()): Promise<RwkvEngine> {
+  const model = resolveModelPath(config, defaultModel);
   if (!fs.existsSync(model)) {
     throw new Error(
       config.modelPath === undefined

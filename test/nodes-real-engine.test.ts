@@ -17,6 +17,7 @@ import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
 import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { executeContext, type ContextOptions } from './nodes-n8n-context';
+import { requireGolden } from './golden-required';
 import { GOLDEN, REPO_ROOT } from './paths';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -50,7 +51,7 @@ describe('nodes on the real engine (tiny model)', function () {
   // Engines other test files may hold in this process; ours must all be gone after each test.
   let othersEngines = 0;
   before(function () {
-    if (!fs.existsSync(TINY)) this.skip();
+    requireGolden(this, TINY);
     setEngineProvider(undefined);
     othersEngines = sharedEngineCount();
   });
@@ -215,7 +216,7 @@ describe('nodes on the real engine (tiny model)', function () {
 
   describe('full-vocabulary model: chat prompts and JSON schema', () => {
     before(function () {
-      if (!fs.existsSync(VOCAB_MODEL)) this.skip();
+      requireGolden(this, VOCAB_MODEL);
       process.env.RWKV_FLOW_IDLE_SECONDS = '0';
     });
     after(() => {

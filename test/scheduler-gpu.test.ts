@@ -2,13 +2,13 @@
 // (vocab 512: the World tokenizer is restricted to ids below 512, which include all byte tokens).
 
 import * as assert from 'assert';
-import * as fs from 'fs';
 import * as path from 'path';
 import type { GenerateEvent } from '../engine/api';
 import { createBackend, type Backend } from '../engine/backend';
 import { RwkvEngine } from '../engine/engine';
 import type { SlotTask } from '../engine/slot-task';
 import { WorldTokenizer } from '../engine/tokenizer';
+import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 
 const MODEL = path.join(GOLDEN, 'v7-tiny.st');
@@ -41,7 +41,7 @@ describe('scheduler on the WebGPU backend (tiny golden model)', function () {
     return new RwkvEngine({ backend, tokenizer, config: { chunkSize }, cacheMinTokens, compileConstraint: null });
   };
   before(function () {
-    if (!fs.existsSync(MODEL)) this.skip();
+    requireGolden(this, MODEL);
   });
 
   const prompts = ['Hello there', 'The capital of France is', 'a', 'Once upon a time, in a land far, far away, there lived'];

@@ -1,6 +1,8 @@
 import * as assert from 'assert';
 import * as fs from 'fs';
-import { resolveModelPath } from '../engine/engine-factory';
+import * as os from 'os';
+import * as path from 'path';
+import { createEngine } from '../engine/engine-factory';
 import type { EngineConfig } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
 import { EngineClosedError } from '../engine/errors';
@@ -89,7 +91,22 @@ describe('scheduler: shared engine', () => {
   });
 
   it('names the missing bundled default model clearly', async () => {
-    if (fs.existsSync(resolveModelPath({}))) return;
-    await assert.rejects(acquireEngine({}), /bundled default model models[\\/]default\.st is not installed/);
+    // The default model's location pointed at a file that does not exist (the real one is installed).
+    const missing = path.join(os.tmpdir(), `rwkv-flow-no-default-${process.pid}`, 'default.st');
+    assert.ok(!fs.existsSync(missing));
+    const before = sharedEngineCount();
+    // The message says it is the bundled default, where it looked, and what to set instead.
+    const expected = (e: Error) => {
+      for (const part of [`bundled default model ${path.join('models', 'default.st')} is not installed`, `(looked at ${missing})`, 'set modelPath']) {
+        assert.ok(e.message.includes(part), `"${e.message}" lacks "${part}"`);
+      }
+      return true;
+    };
+    await assert.rejects(createEngine({}, missing), expected);
+    await assert.rejects(acquireEngine({}, (config) => createEngine(config, missing)), expected);
+    assert.strictEqual(sharedEngineCount(), before);
+    // A model the config names is reported as that file, not as the bundled default.
+    const named = path.join(path.dirname(missing), 'mine.st');
+    await assert.rejects(createEngine({ modelPath: named }, missing), { message: `model file not found: ${named}` });
   });
 });

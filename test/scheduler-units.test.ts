@@ -8,6 +8,7 @@ import { resolveSamplerOptions, TokenSampler, SeededRandom, AI00_DEFAULTS } from
 import { topK } from '../engine/samplers/probability';
 import { RepetitionPenalty } from '../engine/samplers/penalties';
 import { RequestError } from '../engine/errors';
+import { ReferenceMirostat, softmax, typicalCandidates, typicalDraw } from './sampler-reference';
 
 const f32 = (n: number, v = 0) => new Float32Array(n).fill(v);
 
@@ -193,12 +194,48 @@ describe('scheduler units: samplers', () => {
     }
   });
 
-  it('typical and mirostat draw plausible tokens', () => {
-    const logits = Float32Array.from([3, 2.5, 2, 1, -20, -20, -20, -20]);
-    for (const kind of ['typical', 'mirostat'] as const) {
-      const s = sampler({ kind, seed: 3 });
-      for (let i = 0; i < 100; i++) assert.ok(s.sample(logits) < 4, kind);
-    }
+  it('typical sampling draws from the locally typical set, as recomputed from the logits', () => {
+    // Rows 0 and 1 are the most probable but less typical than the middle ones: a probability-ordered
+    // (nucleus) set of the same mass would be different.
+    const logits = Float32Array.from([2.6, 2.2, 1.1, 1.0, 0.9, 0.5, 0.2, 0, -0.3, -0.8, -1, -1.5, -2, -2.5, -3, -4]);
+    const opts = { topK: 6, tau: 0.6, temperature: 0.7 };
+    const expectedSet = typicalCandidates(logits, opts.topK, opts.tau);
+    const p = softmax(logits);
+    const nucleusSet: number[] = [];
+    for (let mass = 0, row = 0; mass <= opts.tau; mass += p[row++]) nucleusSet.push(row);
+    assert.notDeepStrictEqual([...expectedSet].sort((a, b) => a - b), nucleusSet, 'the fixture tells typical from nucleus');
+
+    const s = new TokenSampler(resolveSamplerOptions({ kind: 'typical', seed: 11, presencePenalty: 0, frequencyPenalty: 0, ...opts }), logits.length, identity);
+    const random = new SeededRandom(11); // the sampler consumes one number of its seeded stream per draw
+    const got = Array.from({ length: 300 }, () => s.sample(logits));
+    const want = got.map(() => typicalDraw(logits, opts.topK, opts.tau, opts.temperature, random.next()));
+    assert.deepStrictEqual(got, want);
+    assert.deepStrictEqual([...new Set(got)].sort((a, b) => a - b), [...expectedSet].sort((a, b) => a - b));
+  });
+
+  it('mirostat truncates at its moving surprise bound, as recomputed from the logits', () => {
+    // A peaked row first (surprises below tau push the bound up to its cap of 4 tau), then a spread one.
+    const peaked = Float32Array.from({ length: 64 }, (_, i) => (i === 0 ? 4.5 : -0.08 * i));
+    const spread = Float32Array.from({ length: 64 }, (_, i) => -0.12 * i + 0.3 * Math.sin(i * 1.7));
+    const rows = [...Array<Float32Array>(150).fill(peaked), ...Array<Float32Array>(300).fill(spread)];
+    const tau = 2;
+    const eta = 0.3;
+    // Default penalties on purpose: mirostat (as in ai00) applies none, so the logits stay as given.
+    const s = new TokenSampler(resolveSamplerOptions({ kind: 'mirostat', seed: 5, mirostatTau: tau, mirostatEta: eta }), 64, identity);
+    const reference = new ReferenceMirostat(tau, eta);
+    const random = new SeededRandom(5); // the sampler consumes one number of its seeded stream per draw
+    const got = rows.map((logits) => s.sample(logits));
+    const bounds: number[] = [];
+    const want = rows.map((logits) => {
+      const row = reference.draw(logits, random.next());
+      bounds.push(reference.mu);
+      return row;
+    });
+    assert.deepStrictEqual(got, want);
+    // The fixture exercises the truncation: the bound reached its cap, moved, and always cut the rows short.
+    assert.strictEqual(Math.max(...bounds), 4 * tau);
+    const sizes = reference.history.map((c) => c.length);
+    assert.ok(Math.min(...sizes) < Math.max(...sizes) && Math.max(...sizes) < 64, `candidate counts ${Math.min(...sizes)}..${Math.max(...sizes)}`);
   });
 
   it('seeded sampling is reproducible and seeds differ', () => {

@@ -4,7 +4,6 @@
 // real backend against the full row, and through the engine: the same tokens as sampling the full row.
 
 import * as assert from 'assert';
-import * as fs from 'fs';
 import * as path from 'path';
 import type { GenerateEvent, GenerateRequest, SamplerOptions } from '../engine/api';
 import { createBackend, type Backend } from '../engine/backend';
@@ -16,6 +15,7 @@ import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { WorldTokenizer } from '../engine/tokenizer';
 import type { Feed, SlotTask } from '../engine/slot-task';
 import type { JobResult, LogitAdjust, SlotJob, TopLogits } from '../engine/types';
+import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 
 /** The CPU meaning of a 'top' result: the capacity largest finite values after the adjustment. */
@@ -148,7 +148,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     const MODEL = path.join(GOLDEN, 'v7-tiny.st');
     const backends: Backend[] = [];
     before(function () {
-      if (!fs.existsSync(MODEL)) this.skip();
+      requireGolden(this, MODEL);
     });
     after(() => backends.forEach((b) => b.dispose()));
 
@@ -264,7 +264,7 @@ describe("output 'top': logits reduced on the GPU", function () {
   describe('prefix cache after decoding from the top (tiny golden model)', () => {
     const MODEL = path.join(GOLDEN, 'v7-tiny.st');
     before(function () {
-      if (!fs.existsSync(MODEL)) this.skip();
+      requireGolden(this, MODEL);
     });
 
     it('an evicted slot that decoded from the top is cached without logits and serves longer prompts only', async () => {
