@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS, RwkvEngine } from './engine';
+import { checkEngineConfig } from './engine-config';
 import { packageRoot } from './package-root';
 import { WorldTokenizer } from './tokenizer';
 import type { ModelInfo } from './types';
@@ -31,6 +32,8 @@ export function resolveModelPath(config: EngineConfig): string {
 }
 
 export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
+  // Every field checked before the model is read or a GPU device is opened.
+  checkEngineConfig(config);
   const model = resolveModelPath(config);
   if (!fs.existsSync(model)) {
     throw new Error(
@@ -40,7 +43,6 @@ export async function createEngine(config: EngineConfig): Promise<RwkvEngine> {
     );
   }
   const maxBatch = config.maxBatch ?? ENGINE_DEFAULTS.maxBatch;
-  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > 1024) throw new RangeError(`maxBatch must be an integer in [1, 1024], got ${maxBatch}`);
   // Loaded lazily so that importing the engine API does not start WebGPU.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createBackend } = require('./backend') as typeof import('./backend');
