@@ -274,6 +274,16 @@ export class RwkvEngine implements Engine {
     return this.states.list();
   }
 
+  /** The named states loaded now (host copies), for the engine that replaces this one after a GPU failure. */
+  loadedStates(): InitialState[] {
+    return this.states.list().map((info) => this.states.resolve(info.name));
+  }
+
+  /** Takes over the states a broken predecessor had loaded, so requests naming them keep working. */
+  adoptStates(states: readonly InitialState[]): void {
+    for (const s of states) if (s.state && !this.listStates().some((l) => l.name === s.name)) this.states.add(s.name, s.state, s.source, s.logits);
+  }
+
   /** Set when the GPU behind this engine failed: the shared registry then builds a new engine. */
   get broken(): string | null {
     return this.brokenReason ?? this.backend.lost ?? null;

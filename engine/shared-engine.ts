@@ -17,6 +17,7 @@
 
 import type { ChooseResult, Engine, EngineConfig, EngineLease, GenerateEvent, GenerateRequest, StateInfo } from './api';
 import { EngineClosedError } from './errors';
+import type { InitialState } from './initial-states';
 import { checkEngineConfig, engineConfigKey } from './engine-config';
 import { createEngine, resolveModelPath } from './engine-factory';
 
@@ -24,6 +25,9 @@ export interface ClosableEngine extends Engine {
   close(opts?: { drain?: boolean }): Promise<void>;
   /** Non-null once the engine can no longer serve (GPU device lost or in error); it is then rebuilt on next use. */
   readonly broken?: string | null;
+  /** Loaded named states, carried from a broken engine to the one rebuilt in its place. */
+  loadedStates?(): InitialState[];
+  adoptStates?(states: readonly InitialState[]): void;
 }
 
 export type EngineFactory = (config: EngineConfig) => Promise<ClosableEngine>;
@@ -102,7 +106,13 @@ function replaceEntry(key: string, config: EngineConfig, factory: EngineFactory)
   const previous = reg.entries.get(key);
   // A copy: a caller changing its config object later must not change what a rebuild loads.
   const own = { ...config };
-  const entry: Entry = { config: own, factory, engine: factory(own), refs: previous?.refs ?? 0 };
+  // States loaded into a broken engine live on in its replacement: flows that loaded them at deploy keep working.
+  const carried = previous?.resolved?.loadedStates?.() ?? [];
+  const engine = factory(own).then((e) => {
+    if (carried.length) e.adoptStates?.(carried);
+    return e;
+  });
+  const entry: Entry = { config: own, factory, engine, refs: previous?.refs ?? 0 };
   reg.entries.set(key, entry);
   entry.engine.then((e) => (entry.resolved = e), () => {});
   if (previous) void previous.engine.then((e) => e.close({ drain: true }), () => {});

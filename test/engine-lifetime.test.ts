@@ -140,6 +140,10 @@ describe('engine lifetime', function () {
 
     it('a broken backend fails running and queued requests at once with its reason, and the next use rebuilds', async () => {
       const lease = await acquire({ modelPath: 'lt-broken', maxBatch: 1 });
+      const file = path.join(os.tmpdir(), `lt-tuned-${process.pid}.cbor`);
+      await lease.engine.saveConversation('a tuned start', file);
+      await lease.engine.loadState('tuned', file);
+      fs.rmSync(file);
       const reason = 'GPU device lost (unknown): the driver gave no reason';
       let queued: Promise<Error | null> | undefined;
       const running = await failureOf(lease.engine.generate({ prompt: 'first', maxTokens: 1000, sampler: endless }), () => {
@@ -159,6 +163,9 @@ describe('engine lifetime', function () {
       const events = await drain(lease.engine.generate({ prompt: 'after', maxTokens: 3, sampler: endless }));
       assert.strictEqual(events[events.length - 1].type, 'stop');
       assert.strictEqual(made.length, 2, 'a new engine serves the lease');
+      // The state loaded before the failure was carried over: requests naming it still work.
+      assert.deepStrictEqual(lease.engine.listStates().map((s) => s.name), ['tuned']);
+      await drain(lease.engine.generate({ prompt: 'x', maxTokens: 2, state: 'tuned', sampler: endless }));
     });
   });
 
