@@ -3,7 +3,7 @@
 import type { Checkpoint, InferenceBackend, ModelInfo } from './types';
 import { loadCheckpoint } from './loader/checkpoint';
 import { describeModel } from './model-spec';
-import { acquireGpu, GpuContext } from './gpu/device';
+import { acquireGpu, GpuContext, releaseGpu } from './gpu/device';
 import { uploadRwkv7, WeightPrecision } from './rwkv7/weights';
 import { Rwkv7Runtime } from './rwkv7/runtime';
 
@@ -34,14 +34,23 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (info.version !== 'v7') {
     throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; only RWKV-7 (x070) is`);
   }
+  // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
+  const ownsDevice = !opts.gpu;
   const gpu = opts.gpu ?? (await acquireGpu());
-  const weights = uploadRwkv7(gpu.device, ck, info, precision);
-  const runtime = new Rwkv7Runtime(gpu, info, weights, {
-    slots: opts.slots,
-    maxTokens: opts.maxTokens ?? 256,
-    maxRows: opts.maxRows ?? 64,
-    vecMaxRows: opts.vecMaxRows,
-    gemmTile: opts.gemmTile,
-  });
-  return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
+  try {
+    const weights = uploadRwkv7(gpu.device, ck, info, precision);
+    const runtime = new Rwkv7Runtime(gpu, info, weights, {
+      slots: opts.slots,
+      maxTokens: opts.maxTokens ?? 256,
+      maxRows: opts.maxRows ?? 64,
+      vecMaxRows: opts.vecMaxRows,
+      gemmTile: opts.gemmTile,
+      ownsDevice,
+    });
+    return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
+  } catch (e) {
+    // Weights half uploaded: the device goes with them (a lent one keeps what the lender must free).
+    if (ownsDevice) releaseGpu(gpu);
+    throw e;
+  }
 }

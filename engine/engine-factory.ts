@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS, RwkvEngine } from './engine';
+import { checkEngineConfig } from './engine-config';
 import { packageRoot } from './package-root';
 import { WorldTokenizer } from './tokenizer';
 import type { ModelInfo } from './types';
@@ -40,6 +41,8 @@ export function resolveModelPath(config: EngineConfig, defaultModel: string = bu
 
 /** Builds the engine for `config`; `defaultModel` replaces the bundled default's location (tests only). */
 export async function createEngine(config: EngineConfig, defaultModel: string = bundledModelPath()): Promise<RwkvEngine> {
+  // Every field checked before the model is read or a GPU device is opened.
+  checkEngineConfig(config);
   const model = resolveModelPath(config, defaultModel);
   if (!fs.existsSync(model)) {
     throw new Error(
@@ -49,7 +52,6 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     );
   }
   const maxBatch = config.maxBatch ?? ENGINE_DEFAULTS.maxBatch;
-  if (!Number.isInteger(maxBatch) || maxBatch < 1 || maxBatch > 1024) throw new RangeError(`maxBatch must be an integer in [1, 1024], got ${maxBatch}`);
   // Loaded lazily so that importing the engine API does not start WebGPU.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createBackend } = require('./backend') as typeof import('./backend');

@@ -63,6 +63,7 @@ export class RwkvEngine implements Engine {
   private readonly stateDir: string | undefined;
   private readonly compileConstraint: ConstraintCompiler | null;
   private closed = false;
+  private brokenReason: string | null = null;
 
   constructor(parts: EngineParts) {
     const config = parts.config ?? {};
@@ -89,6 +90,19 @@ export class RwkvEngine implements Engine {
     });
     this.stateDir = config.stateDir;
     this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;
+    parts.backend.onBroken?.((reason) => this.fail(reason));
+  }
+
+  /**
+   * The GPU broke (device lost, uncaptured WebGPU error): every queued and running request fails now with the
+   * reason, the GPU resources are freed, and the shared registry builds a new engine on the next use.
+   */
+  private fail(reason: string): void {
+    if (this.brokenReason) return;
+    this.brokenReason = reason;
+    this.scheduler.fail(new EngineClosedError(`the engine stopped: ${reason} (it is rebuilt on the next request)`));
+    // Not from inside Dawn's callback that told us: destroying the device there would re-enter it.
+    setImmediate(() => this.backend.dispose());
   }
 
   get stats(): SchedulerStats {
@@ -260,12 +274,22 @@ export class RwkvEngine implements Engine {
     return this.states.list();
   }
 
-  /** Stop the engine. drain: let queued and running requests finish first. */
-  /** Set when the GPU device behind this engine was lost: the shared registry then builds a new engine. */
-  get broken(): string | null {
-    return this.backend.lost ?? null;
+  /** The named states loaded now (host copies), for the engine that replaces this one after a GPU failure. */
+  loadedStates(): InitialState[] {
+    return this.states.list().map((info) => this.states.resolve(info.name));
   }
 
+  /** Takes over the states a broken predecessor had loaded, so requests naming them keep working. */
+  adoptStates(states: readonly InitialState[]): void {
+    for (const s of states) if (s.state && !this.listStates().some((l) => l.name === s.name)) this.states.add(s.name, s.state, s.source, s.logits);
+  }
+
+  /** Set when the GPU behind this engine failed: the shared registry then builds a new engine. */
+  get broken(): string | null {
+    return this.brokenReason ?? this.backend.lost ?? null;
+  }
+
+  /** Stop the engine. drain: let queued and running requests finish first. */
   async close(opts: { drain?: boolean } = {}): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -64,6 +64,8 @@ export class Scheduler {
   private loopDone: Promise<void> = Promise.resolve();
   /** 'drain': finish what is queued and running; 'now': stop after the current step. */
   private closing: 'drain' | 'now' | null = null;
+  /** Set once the backend broke: every task ended with it, and new ones are refused with its message. */
+  private failure: Error | null = null;
 
   private readonly pacer: PrefillPacer;
   /** Chunk size while no slot decodes: nothing waits on the step, and larger chunks use the GPU better. */
@@ -97,6 +99,7 @@ export class Scheduler {
 
   /** Queue a task. Throws QueueFullError / EngineClosedError synchronously; everything later goes to the task's callbacks. */
   submit(task: SlotTask): void {
+    if (this.failure) throw new EngineClosedError(this.failure.message);
     if (this.closing) throw new EngineClosedError();
     if (task.signal?.aborted) throw new AbortError();
     const free = this.pool.idleCount;
@@ -128,12 +131,24 @@ export class Scheduler {
    * EngineClosedError after the current step.
    */
   async close(opts: { drain?: boolean } = {}): Promise<void> {
-    this.closing = opts.drain ? 'drain' : 'now';
+    if (this.closing !== 'now') this.closing = opts.drain ? 'drain' : 'now';
     while (this.looping) await this.loopDone;
     if (opts.drain) return;
     const err = new EngineClosedError('engine closed before the request finished');
     for (const task of this.queue.splice(0)) this.detach(task), Scheduler.safely(() => task.onError(err));
     for (const run of [...this.running.values()]) this.end(run, () => run.task.onError(err));
+  }
+
+  /**
+   * The backend can no longer run (GPU device lost, uncaptured WebGPU error): end every queued and running
+   * task with `error` now, without waiting for the step in flight, and refuse new tasks.
+   */
+  fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.closing = 'now';
+    for (const task of this.queue.splice(0)) this.detach(task), Scheduler.safely(() => task.onError(error));
+    for (const run of [...this.running.values()]) this.end(run, () => run.task.onError(error));
   }
 
   private kick(): void {
@@ -277,8 +292,10 @@ export class Scheduler {
       results = await this.backend.run(jobs);
       if (results.length !== jobs.length) throw new Error(`backend returned ${results.length} results for ${jobs.length} jobs`);
     } catch (error) {
+      // fail() already ended every task of this step.
+      if (this.failure) return;
       // The batch cannot be attributed to one request and the slots' states are unknown now.
-      const err = Scheduler.asError(error);
+      const err = this.describe(error);
       for (const p of plan) {
         this.pool.clear(p.run.slot);
         Scheduler.safely(() => this.backend.resetState(p.run.slot.index));
@@ -289,6 +306,7 @@ export class Scheduler {
       this.stats.backendMs += performance.now() - t0;
       this.stats.steps++;
     }
+    if (this.failure) return; // the backend broke while this step ran: its tasks have ended, its results are void
     const vocab = this.backend.info.vocabSize;
     for (let i = 0; i < plan.length; i++) {
       const { run, tokens, output } = plan[i];
@@ -383,6 +401,14 @@ export class Scheduler {
     let at = 0;
     for (const p of parts) out.set(p, at), (at += p.length);
     return out;
+  }
+
+  /** A failed backend call as the tasks see it: the backend's own reason when it broke, never an empty message. */
+  private describe(e: unknown): Error {
+    const broken = this.backend.lost;
+    if (broken) return new Error(broken, { cause: e });
+    const err = Scheduler.asError(e);
+    return err.message.trim() ? err : new Error(`the backend call failed without a message (${err.name})`, { cause: e });
   }
 
   private static asError(e: unknown): Error {

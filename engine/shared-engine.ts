@@ -1,23 +1,38 @@
-// One engine per model per process, shared by every flow node. The registry hangs off a global
+// One engine per model and settings per process, shared by every flow node. The registry hangs off a global
 // symbol so two copies of this package (n8n and Node-RED can each bundle one) share engines.
-// Engines are created on first acquire, reference counted, reloaded when a node asks for the same
-// model with a different config, and closed (after their running requests) when the last lease
-// is released. Leases forward to whichever engine currently serves their model.
+//
+// Engines are keyed by the model file AND every other setting (engine-config.ts's engineConfigKey, generic over
+// the fields): two config nodes or credentials naming one model with different settings (state folder, batch,
+// cache...) get two engines, each with exactly the settings its users configured, instead of the last one to
+// acquire silently reconfiguring the other's engine. The alternative, refusing the second config with a
+// conflict error, would break redeploys: Node-RED closes the old config node and n8n's engine keeper releases
+// its idle lease in their own time, so the edited config often acquires while the old one still holds its
+// lease. With the key, that overlap costs a second engine for a moment and nothing else; an unchanged config
+// redeployed shares the engine it already has. A config is checked fully before the registry is touched, so a
+// bad one fails alone and never closes an engine someone else is serving from.
+//
+// Engines are created on first acquire, reference counted, and closed (after their running requests) when the
+// last lease is released. An engine whose GPU failed (device lost, uncaptured WebGPU error) reports `broken`; the
+// next use of any of its leases builds a new one in its place, and the leases follow it.
 
 import type { ChooseResult, Engine, EngineConfig, EngineLease, GenerateEvent, GenerateRequest, StateInfo } from './api';
 import { EngineClosedError } from './errors';
+import type { InitialState } from './initial-states';
+import { checkEngineConfig, engineConfigKey } from './engine-config';
 import { createEngine, resolveModelPath } from './engine-factory';
 
 export interface ClosableEngine extends Engine {
   close(opts?: { drain?: boolean }): Promise<void>;
-  /** Non-null once the engine can no longer serve (GPU device lost); it is then rebuilt on next use. */
+  /** Non-null once the engine can no longer serve (GPU device lost or in error); it is then rebuilt on next use. */
   readonly broken?: string | null;
+  /** Loaded named states, carried from a broken engine to the one rebuilt in its place. */
+  loadedStates?(): InitialState[];
+  adoptStates?(states: readonly InitialState[]): void;
 }
 
 export type EngineFactory = (config: EngineConfig) => Promise<ClosableEngine>;
 
 interface Entry {
-  configKey: string;
   config: EngineConfig;
   factory: EngineFactory;
   engine: Promise<ClosableEngine>;
@@ -37,24 +52,24 @@ function registry(): Registry {
   return (g[REGISTRY_KEY] ??= { entries: new Map() });
 }
 
-/** Everything but the model path, in a stable order: a change means the engine must be rebuilt. */
-function configKey(config: EngineConfig): string {
-  const { modelPath: _ignored, ...rest } = config;
-  return JSON.stringify(Object.keys(rest).sort().map((k) => [k, (rest as Record<string, unknown>)[k]]).filter(([, v]) => v !== undefined));
-}
-
 function modelKey(config: EngineConfig, factory: EngineFactory): string {
   // Custom factories (tests) get their own namespace so they never share with real engines.
   return factory === createEngine ? resolveModelPath(config) : `custom:${config.modelPath ?? ''}`;
 }
 
-/** Take a lease on the engine for `config`'s model, creating or reloading it as needed. */
+/** The registry key: the model file and every setting that changes how its engine behaves. */
+function entryKey(config: EngineConfig, factory: EngineFactory): string {
+  checkEngineConfig(config);
+  return `${modelKey(config, factory)}\n${engineConfigKey(config)}`;
+}
+
+/** Take a lease on the engine for `config` (model and settings), creating or rebuilding it as needed. */
 export async function acquireEngine(config: EngineConfig = {}, factory: EngineFactory = createEngine): Promise<EngineLease> {
+  // Checked before the registry is looked at: a bad config throws here and disturbs no engine.
+  const key = entryKey(config, factory);
   const reg = registry();
-  const key = modelKey(config, factory);
-  const wanted = configKey(config);
   let entry = reg.entries.get(key);
-  if (!entry || entry.configKey !== wanted) entry = replaceEntry(key, config, factory);
+  if (!entry) entry = replaceEntry(key, config, factory);
   else entry = rebuildIfBroken(key) ?? entry;
   entry.refs++;
   const mine = entry;
@@ -85,18 +100,26 @@ export async function acquireEngine(config: EngineConfig = {}, factory: EngineFa
   };
 }
 
-/** Installs a new engine for `key`, taking over the previous one's leases; the previous one drains and closes. */
+/** Installs a new engine for `key`, taking over the previous (broken) one's leases; the previous one closes. */
 function replaceEntry(key: string, config: EngineConfig, factory: EngineFactory): Entry {
   const reg = registry();
   const previous = reg.entries.get(key);
-  const entry: Entry = { configKey: configKey(config), config, factory, engine: factory(config), refs: previous?.refs ?? 0 };
+  // A copy: a caller changing its config object later must not change what a rebuild loads.
+  const own = { ...config };
+  // States loaded into a broken engine live on in its replacement: flows that loaded them at deploy keep working.
+  const carried = previous?.resolved?.loadedStates?.() ?? [];
+  const engine = factory(own).then((e) => {
+    if (carried.length) e.adoptStates?.(carried);
+    return e;
+  });
+  const entry: Entry = { config: own, factory, engine, refs: previous?.refs ?? 0 };
   reg.entries.set(key, entry);
   entry.engine.then((e) => (entry.resolved = e), () => {});
   if (previous) void previous.engine.then((e) => e.close({ drain: true }), () => {});
   return entry;
 }
 
-/** A new engine in place of one whose GPU device was lost, so the flows recover without a restart. */
+/** A new engine in place of one whose GPU failed, so the flows recover without a restart. */
 function rebuildIfBroken(key: string): Entry | null {
   const entry = registry().entries.get(key);
   if (!entry?.resolved?.broken) return null;

@@ -118,6 +118,8 @@ export interface InferenceBackend {
   resetState(slot: number): void;
   copyState(fromSlot: number, toSlot: number): void;
   dispose(): void;
-  /** Why the backend can no longer run (its GPU device was lost); null while healthy. */
+  /** Why the backend can no longer run (its GPU device was lost or hit an uncaptured error); null while healthy. */
   readonly lost?: string | null;
+  /** Calls `fn` once, with that reason, when the backend breaks (so requests fail without waiting on a call). */
+  onBroken?(fn: (reason: string) => void): void;
 }

@@ -1,5 +1,10 @@
 // WebGPU device acquisition through Dawn (npm `webgpu`). The package is ESM-only, so it is loaded with a
 // dynamic import that TypeScript keeps as-is in CommonJS output.
+//
+// A device fails for good on loss or on an uncaptured error (a validation error is an engine bug, and the
+// results of the commands that caused it are garbage): either makes the context `broken`, which every later
+// use reports, and its watchers (the runtimes on it) are told once so they can fail their requests at once.
+// Whoever acquired a device releases it with releaseGpu, which destroys it and all its memory.
 
 export interface GpuContext {
   device: GPUDevice;
@@ -11,6 +16,50 @@ export interface GpuContext {
   subgroup32: boolean;
   /** First uncaptured WebGPU error (a validation error is an engine bug): reported by the next call. */
   error: string | null;
+  /** Told once, with a non-empty message, when the device is lost or hits an uncaptured error. */
+  readonly watchers: Set<(reason: string) => void>;
+  /** Set by releaseGpu: the loss that follows is the expected end, not a failure. */
+  released: boolean;
+}
+
+/** Why the device can no longer be used, or null while it can. */
+export function gpuBroken(ctx: GpuContext): string | null {
+  return ctx.lostReason ?? ctx.error;
+}
+
+/** Calls `fn` once when the device breaks; returns the function that stops watching. */
+export function watchGpu(ctx: GpuContext, fn: (reason: string) => void): () => void {
+  ctx.watchers.add(fn);
+  return () => ctx.watchers.delete(fn);
+}
+
+/** Destroys a device this process acquired: its buffers, pipelines and driver memory go with it. */
+export function releaseGpu(ctx: GpuContext): void {
+  if (ctx.released) return;
+  ctx.released = true;
+  ctx.watchers.clear();
+  ctx.device.destroy();
+}
+
+function markBroken(ctx: GpuContext): void {
+  const reason = gpuBroken(ctx);
+  if (!reason || ctx.released) return;
+  const watchers = [...ctx.watchers];
+  ctx.watchers.clear();
+  for (const fn of watchers) {
+    try {
+      fn(reason);
+    } catch (e) {
+      console.error(`[rwkv-flow] while failing requests on a broken GPU device: ${(e as Error).message}`);
+    }
+  }
+}
+
+/** Dawn's loss messages can be empty; the message a caller sees never is. */
+export function deviceLostMessage(reason: string | undefined, message: string | undefined): string {
+  const why = reason && reason !== 'unknown' ? ` (${reason})` : '';
+  const detail = message && message.trim() ? `: ${message.trim()}` : ': the driver gave no reason';
+  return `GPU device lost${why}${detail}`;
 }
 
 export class GpuUnavailableError extends Error {}
@@ -77,15 +126,29 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
     'unknown adapter';
     const sg = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
   const subgroup32 = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize === 32 && sg.subgroupMaxSize === 32;
-  const ctx: GpuContext = { device, adapterName, features: new Set(features), subgroup32, lostReason: null, error: null };
+  const ctx: GpuContext = {
+    device,
+    adapterName,
+    features: new Set(features),
+    subgroup32,
+    lostReason: null,
+    error: null,
+    watchers: new Set(),
+    released: false,
+  };
   device.lost.then((l) => {
-    ctx.lostReason = `GPU device lost (${l.reason}): ${l.message}`;
+    if (ctx.released) return;
+    ctx.lostReason ??= deviceLostMessage(l?.reason, l?.message);
+    console.error(`[rwkv-flow] ${ctx.lostReason}`);
+    markBroken(ctx);
   });
   device.onuncapturederror = (e) => {
+    if (ctx.released || ctx.error) return; // the first error broke the device; later ones are its echoes
     // Validation errors mean a bug in the engine; surface them loudly instead of silently producing zeros.
-    const msg = `WebGPU error: ${(e as GPUUncapturedErrorEvent).error.message}`;
-    ctx.error ??= msg;
-    console.error(`[rwkv-flow] ${msg}`);
+    const detail = (e as GPUUncapturedErrorEvent).error?.message?.trim();
+    ctx.error = `WebGPU error: ${detail || 'an uncaptured error without a message'}`;
+    console.error(`[rwkv-flow] ${ctx.error}`);
+    markBroken(ctx);
   };
   return ctx;
 }

@@ -5,7 +5,7 @@
 // read-back, so a call costs one GPU round trip.
 
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
-import type { GpuContext } from '../gpu/device';
+import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
@@ -23,6 +23,8 @@ export interface RuntimeOptions {
   vecMaxRows?: number;
   /** Tokens per tile of the tiled kernel: 64 (default) or 16 (more workgroups for mid-size batches). */
   gemmTile?: 16 | 64;
+  /** The runtime acquired the device itself: dispose() destroys it. A device lent from outside is left alone. */
+  ownsDevice?: boolean;
 }
 
 interface Segment {
@@ -103,6 +105,9 @@ export class Rwkv7Runtime implements InferenceBackend {
   private topReducer: TopLogitsReducer | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
+  private readonly ownsDevice: boolean;
+  private readonly unwatch: () => void;
+  private readonly brokenListeners: ((reason: string) => void)[] = [];
 
   constructor(
     private readonly gpu: GpuContext,
@@ -123,6 +128,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     const N = info.headSize;
     this.layerStride = 2 * this.C + H * N * N;
     this.stateSize = info.nLayer * this.layerStride;
+    this.ownsDevice = opts.ownsDevice ?? false;
+    this.unwatch = watchGpu(gpu, (reason) => {
+      for (const fn of this.brokenListeners) fn(reason);
+    });
     this.allocate();
   }
 
@@ -426,22 +435,43 @@ export class Rwkv7Runtime implements InferenceBackend {
   // ---- InferenceBackend -----------------------------------------------------------------------------------
 
   private serialize<T>(fn: () => Promise<T>): Promise<T> {
-    const p = this.queue.then(() => {
-      this.checkAlive();
-      return fn();
-    });
+    const p = this.queue
+      .then(() => {
+        this.checkAlive();
+        return fn();
+      })
+      .catch((e: unknown) => {
+        throw this.explain(e);
+      });
     this.queue = p.catch(() => undefined);
     return p;
   }
 
+  /**
+   * A failed GPU call's error as callers should see it: the device's own failure when it broke (a pending
+   * map rejected by a lost device says little, or nothing), and never an empty message.
+   */
+  private explain(e: unknown): Error {
+    const broken = gpuBroken(this.gpu);
+    if (broken && !(e instanceof Error && e.message === broken)) return new Error(broken, { cause: e });
+    if (e instanceof Error && e.message.trim()) return e;
+    return new Error(`GPU call failed without a message${e instanceof Error ? ` (${e.name})` : ''}`, { cause: e });
+  }
+
+  /** Why this backend can no longer run (device lost, uncaptured WebGPU error); null while healthy. */
   get lost(): string | null {
-    return this.gpu.lostReason;
+    return gpuBroken(this.gpu);
+  }
+
+  /** Calls `fn` (once) when the device breaks, so the engine can fail its requests without waiting for a call. */
+  onBroken(fn: (reason: string) => void): void {
+    this.brokenListeners.push(fn);
   }
 
   private checkAlive() {
     if (this.disposed) throw new Error('the RWKV backend was disposed');
-    if (this.gpu.lostReason) throw new Error(this.gpu.lostReason);
-    if (this.gpu.error) throw new Error(this.gpu.error);
+    const broken = gpuBroken(this.gpu);
+    if (broken) throw new Error(broken);
   }
 
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
@@ -528,6 +558,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     }
     await staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes);
     try {
+      // An uncaptured error raised by this call's commands means its results are garbage.
+      this.checkAlive();
       // One copy for the whole call, handed out as views: one allocation a step instead of one per slot
       // keeps the garbage collector out of the decode loop. Holders that keep a view beyond the step
       // (prefix cache, idle slots) copy it.
@@ -576,6 +608,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       this.device.queue.submit([enc.finish()]);
       await staging.mapAsync(GPUMapMode.READ);
       try {
+        this.checkAlive();
         return new Float32Array(staging.getMappedRange().slice(0));
       } finally {
         staging.unmap();
@@ -612,14 +645,36 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.device.queue.submit([enc.finish()]);
   }
 
+  /** Frees every GPU buffer of this runtime, weights included, and the device when the runtime owns it. */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.unwatch();
+    this.brokenListeners.length = 0;
     for (const b of Object.values(this.buf)) b.destroy();
     for (const b of this.layerUniforms) b.destroy();
     for (const u of this.matUniforms.values()) u.buffer.destroy();
+    for (const b of weightBuffers(this.weights)) b.destroy();
     this.staging?.destroy();
     this.stateStaging?.destroy();
     this.topReducer?.dispose();
+    this.kernels.clear();
+    this.groups.clear();
+    this.recorded.clear();
+    this.matUniforms.clear();
+    if (this.ownsDevice) releaseGpu(this.gpu);
   }
+}
+
+/** Every GPU buffer a ModelWeights holds, found by walking it (so a new weight field is freed too). */
+function weightBuffers(weights: ModelWeights): GPUBuffer[] {
+  const found = new Set<GPUBuffer>();
+  const walk = (v: unknown) => {
+    if (!v || typeof v !== 'object' || ArrayBuffer.isView(v)) return;
+    const o = v as Record<string, unknown>;
+    if (typeof o.destroy === 'function' && typeof o.mapAsync === 'function') found.add(v as GPUBuffer);
+    else for (const x of Object.values(o)) walk(x);
+  };
+  walk(weights);
+  return [...found];
 }

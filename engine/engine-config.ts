@@ -1,0 +1,87 @@
+// The one place an EngineConfig is checked, and the key that tells two configs apart. The shared-engine
+// registry checks a config fully before it looks anything up (a bad config must never touch an engine that
+// another lease serves from), and the engine factory checks it again before it allocates anything.
+
+import type { EngineConfig } from './api';
+import { ENGINE_DEFAULTS } from './engine';
+
+/** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
+export const MAX_CHUNK_TOKENS = 8192;
+export const MAX_BATCH = 1024;
+export const MAX_QUEUE = 1_000_000;
+
+/** What an unset field means, so `{}` and `{ maxBatch: 8 }` are the same engine. */
+const DEFAULTS: Partial<Record<keyof EngineConfig, unknown>> = {
+  precision: 'f16',
+  maxBatch: ENGINE_DEFAULTS.maxBatch,
+  chunkSize: ENGINE_DEFAULTS.chunkSize,
+  prefillChunkSize: ENGINE_DEFAULTS.prefillChunkSize,
+  cacheBytes: ENGINE_DEFAULTS.cacheBytes,
+  maxQueue: ENGINE_DEFAULTS.maxQueue,
+  decodeKeep: 0.75,
+};
+
+function integerIn(config: EngineConfig, field: keyof EngineConfig, min: number, max: number): void {
+  const v = config[field];
+  if (v === undefined) return;
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    throw new RangeError(`engine config: ${field} must be an integer in [${min}, ${max}], got ${JSON.stringify(v)}`);
+  }
+}
+
+function optionalPath(config: EngineConfig, field: 'modelPath' | 'stateDir'): void {
+  const v = config[field] as unknown;
+  if (v === undefined || v === null) return;
+  if (typeof v !== 'string' || v.trim() === '' || v.includes('\0')) {
+    throw new TypeError(`engine config: ${field} must be a non-empty path, got ${JSON.stringify(v)}`);
+  }
+}
+
+/** Throws a RangeError/TypeError naming the first bad field; every check the engine would make later, made now. */
+export function checkEngineConfig(config: EngineConfig): void {
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new TypeError(`engine config must be an object, got ${config === null ? 'null' : typeof config}`);
+  }
+  optionalPath(config, 'modelPath');
+  optionalPath(config, 'stateDir');
+  if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32') {
+    throw new RangeError(`engine config: precision must be 'f16' or 'f32', got ${JSON.stringify(config.precision)}`);
+  }
+  integerIn(config, 'maxBatch', 1, MAX_BATCH);
+  integerIn(config, 'chunkSize', 1, MAX_CHUNK_TOKENS);
+  integerIn(config, 'prefillChunkSize', 1, MAX_CHUNK_TOKENS);
+  integerIn(config, 'maxQueue', 0, MAX_QUEUE);
+  const cache = config.cacheBytes;
+  if (cache !== undefined && (typeof cache !== 'number' || !Number.isFinite(cache) || cache < 0)) {
+    throw new RangeError(`engine config: cacheBytes must be a finite number >= 0, got ${JSON.stringify(cache)}`);
+  }
+  const keep = config.decodeKeep;
+  if (keep !== undefined && (typeof keep !== 'number' || !(keep > 0 && keep < 1))) {
+    throw new RangeError(`engine config: decodeKeep must be a number in (0, 1), got ${JSON.stringify(keep)}`);
+  }
+}
+
+/**
+ * Every setting but the model path, defaults filled in, in a stable order: two configs with the same key
+ * behave the same. Generic over the fields, so a setting added to EngineConfig later keys engines too.
+ */
+export function engineConfigKey(config: EngineConfig): string {
+  const merged: Record<string, unknown> = { ...DEFAULTS };
+  for (const [k, v] of Object.entries(config)) if (v !== undefined && v !== null) merged[k] = v;
+  delete merged.modelPath;
+  return stableJson(merged);
+}
+
+/** JSON with object keys sorted at every depth. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const obj = value as Record<string, unknown>;
+    return `{${Object.keys(obj)
+      .sort()
+      .filter((k) => obj[k] !== undefined)
+      .map((k) => `${JSON.stringify(k)}:${stableJson(obj[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value) ?? 'null';
+}
