@@ -191,6 +191,19 @@ describe('n8n nodes (fake engine)', function () {
       assert.strictEqual(keptEngineCount(), 0);
     });
 
+    it('an edited credential for the same model releases the idle engine of the old settings at once', async () => {
+      process.env.RWKV_FLOW_IDLE_SECONDS = '600';
+      await run(new RwkvEmbed(), { params: { text: 'y', options: {} }, credentials: { modelPath: '/m.st', maxBatch: 4 } });
+      assert.strictEqual(provider.held, 1);
+      await run(new RwkvEmbed(), { params: { text: 'y', options: {} }, credentials: { modelPath: '/m.st', maxBatch: 8 } });
+      assert.strictEqual(provider.acquired, 2);
+      assert.strictEqual(provider.held, 1, 'the engine of the old settings is still held');
+      assert.strictEqual(keptEngineCount(), 1);
+      // Another model's idle engine is not touched.
+      await run(new RwkvEmbed(), { params: { text: 'y', options: {} }, credentials: { modelPath: '/other.st' } });
+      assert.strictEqual(provider.held, 2);
+    });
+
     it('does not keep a model that failed to load', async () => {
       provider.failWith = new Error('model file not found: /models/tiny.st');
       await assert.rejects(run(new RwkvEmbed(), { params: { text: 'y', options: {} } }), /model file not found/);

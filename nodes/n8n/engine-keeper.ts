@@ -38,6 +38,12 @@ export async function useEngine(config: EngineConfig): Promise<EngineUse> {
   const key = JSON.stringify(config);
   let entry = kept.get(key);
   if (!entry) {
+    // An edited credential names the same model with other settings: the engine kept for the old settings
+    // would hold a second copy of the model until its idle timer ran out, so an idle one goes now.
+    await releaseIdleOfModel(config.modelPath, key);
+    entry = kept.get(key);
+  }
+  if (!entry) {
     entry = { lease: acquireLease(config), users: 0 };
     kept.set(key, entry);
   }
@@ -60,6 +66,12 @@ export async function useEngine(config: EngineConfig): Promise<EngineUse> {
     await done();
     throw err;
   }
+}
+
+/** Releases the kept engines of this model (same modelPath) under other settings that no execution uses. */
+async function releaseIdleOfModel(modelPath: string | undefined, except: string): Promise<void> {
+  const stale = [...kept].filter(([key, e]) => key !== except && e.users === 0 && (JSON.parse(key) as EngineConfig).modelPath === modelPath);
+  await Promise.all(stale.map(([key, e]) => releaseKept(key, e)));
 }
 
 /** Runs fn with the engine for this configuration (see useEngine). */
