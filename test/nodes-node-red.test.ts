@@ -357,7 +357,7 @@ describe('Node-RED nodes (fake engine)', function () {
     });
 
     it('passes engine errors through (state file not found)', async () => {
-      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-load-state', operation: 'load', stateName: 's', source: '/nonexistent/x.st' }));
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-load-state', operation: 'load', stateName: 's', source: 'nonexistent/x.st' }));
       const err = nextError('n1');
       helper.getNode('n1')!.receive({ payload: 1 });
       assert.match(String(await err), /ENOENT/);
