@@ -26,7 +26,7 @@ import { checkGenerateRequest, checkText } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
 import { readStateSource } from './state-file';
-import { StateFolder } from './state-folder';
+import { checkStatePath, StateFolder } from './state-folder';
 import { stateLayout } from './state-layout';
 import type { InferenceBackend } from './types';
 import { VocabMapping } from './vocab-mapping';
@@ -217,7 +217,7 @@ export class RwkvEngine implements Engine {
   async saveConversation(prompt: string, file: string, opts: { state?: string } = {}): Promise<{ bytes: number; tokens: number }> {
     this.checkOpen();
     checkText(prompt, 'prompt');
-    if (typeof file !== 'string' || file.length === 0) throw new RequestError('file must be a path');
+    checkStatePath(file); // a bad path fails before the prompt takes a slot
     const initial = this.states.resolve(opts.state);
     const tokens = this.promptRows(prompt, initial);
     // What is saved must load back within the conversation file's bound.

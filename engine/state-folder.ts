@@ -151,9 +151,14 @@ export interface Replaceable {
   accepts(head: Uint8Array): boolean;
 }
 
-function checkedParts(file: string): string[] {
+/** Throws a StateFileError naming what is lexically wrong with a state path (nothing on disk is looked at). */
+export function checkStatePath(file: unknown): asserts file is string {
   const problem = statePathProblem(file);
   if (problem) throw new StateFileError(`file ${JSON.stringify(typeof file === 'string' ? file : String(file))}`, problem);
+}
+
+function checkedParts(file: string): string[] {
+  checkStatePath(file);
   return file.split('/');
 }
 

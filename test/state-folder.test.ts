@@ -72,6 +72,17 @@ describe('state folder: confinement of state and conversation files', function (
     assert.deepStrictEqual(engine.listStates(), []);
   });
 
+  it('refuses a bad save path before the prompt runs on the model', async () => {
+    const backend = new FakeBackend({ slots: 1 });
+    const own = new RwkvEngine({ backend, tokenizer: byteTokenizer, config: { stateDir: states }, compileConstraint: null });
+    try {
+      assert.match(await rejectionOf(own.saveConversation(PROMPT, '../outside/queued.cbor')), RELATIVE);
+      assert.strictEqual(backend.calls.length, 0);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('refuses absolute paths, even to a readable state file', async () => {
     const secret = path.join(outside, 'secret.cbor');
     assert.match(await rejectionOf(engine.loadState('s', secret)), RELATIVE);
