@@ -78,7 +78,8 @@ export class RwkvModelApi implements ICredentialType {
       name: 'stateDir',
       type: 'string',
       default: '',
-      description: 'Folder where named initial states and conversation states are looked up and saved',
+      description:
+        'Folder that holds initial states and conversation states. Every state file a workflow names is a path inside it (no absolute paths, no ".." parts, no symlinks leading out), and n8n\'s file access settings (N8N_RESTRICT_FILE_ACCESS_TO) apply too. Empty = ~/.rwkv-flow/states, created on the first save.',
     },
     {
       displayName: 'Max Queue',

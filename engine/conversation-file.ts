@@ -11,6 +11,38 @@ import { StateFileError } from './errors';
 export const CONVERSATION_FORMAT = 'rwkv-flow.conversation';
 export const CONVERSATION_VERSION = 1;
 
+/** Most tokens a saved conversation holds: what is saved can always be read back within its bound. */
+export const MAX_CONVERSATION_TOKENS = 1 << 20;
+
+/**
+ * Largest conversation file of this model: its state, logits and at most MAX_CONVERSATION_TOKENS tokens,
+ * each a CBOR typed array of 4-byte values, plus the small fields and headers (64 KiB is ample).
+ */
+export function conversationBytesBound(info: ModelInfo, stateSize: number): number {
+  return 4 * (stateSize + info.vocabSize + MAX_CONVERSATION_TOKENS) + 64 * 1024;
+}
+
+/** Bytes of a conversation file's head that isConversationHead needs. */
+export const CONVERSATION_HEAD_BYTES = 64;
+
+/**
+ * Whether a file's first bytes are those encodeConversation writes: a CBOR map whose first entry is
+ * format: "rwkv-flow.conversation". A save replaces only such a file, and judging the head keeps that
+ * check cheap however large the file is.
+ */
+export function isConversationHead(head: Uint8Array): boolean {
+  if (head.length === 0 || head[0] >> 5 !== 5) return false;
+  const info = head[0] & 0x1f;
+  let at = 1 + (info < 24 || info === 31 ? 0 : info === 24 ? 1 : info === 25 ? 2 : info === 26 ? 4 : info === 27 ? 8 : NaN);
+  if (Number.isNaN(at)) return false;
+  for (const text of ['format', CONVERSATION_FORMAT]) {
+    if (text.length >= 24 || head[at] !== (0x60 | text.length)) return false; // short text string header
+    for (let i = 0; i < text.length; i++) if (head[at + 1 + i] !== text.charCodeAt(i)) return false;
+    at += 1 + text.length;
+  }
+  return true;
+}
+
 export interface ModelSignature {
   version: string;
   nLayer: number;

@@ -1,8 +1,6 @@
 // The Engine of api.ts over one model: tokenizes, validates, builds slot tasks and hands them to
 // the continuous-batching scheduler. Host adapters use it through shared-engine.ts.
 
-import * as fs from 'fs';
-import * as path from 'path';
 import type {
   ChooseResult,
   Engine,
@@ -12,7 +10,13 @@ import type {
   StateInfo,
 } from './api';
 import { loadConstraintCompiler, type CompiledConstraintLike, type ConstraintCompiler } from './constraint';
-import { encodeConversation, modelSignature } from './conversation-file';
+import {
+  CONVERSATION_HEAD_BYTES,
+  encodeConversation,
+  isConversationHead,
+  MAX_CONVERSATION_TOKENS,
+  modelSignature,
+} from './conversation-file';
 import { AbortError, EngineClosedError, RequestError } from './errors';
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
@@ -22,6 +26,7 @@ import { checkGenerateRequest, checkText } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
 import { readStateSource } from './state-file';
+import { checkStatePath, StateFolder } from './state-folder';
 import { stateLayout } from './state-layout';
 import type { InferenceBackend } from './types';
 import { VocabMapping } from './vocab-mapping';
@@ -60,7 +65,7 @@ export class RwkvEngine implements Engine {
   private readonly tokenizer: EngineTokenizer;
   private readonly mapping: VocabMapping;
   private readonly states: InitialStateRegistry;
-  private readonly stateDir: string | undefined;
+  private readonly stateFolder: StateFolder;
   private readonly compileConstraint: ConstraintCompiler | null;
   private closed = false;
   private brokenReason: string | null = null;
@@ -88,7 +93,7 @@ export class RwkvEngine implements Engine {
       cacheMinTokens: parts.cacheMinTokens ?? ENGINE_DEFAULTS.cacheMinTokens,
       decodeKeep: config.decodeKeep,
     });
-    this.stateDir = config.stateDir;
+    this.stateFolder = new StateFolder(config.stateDir);
     this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;
     parts.backend.onBroken?.((reason) => this.fail(reason));
   }
@@ -226,9 +231,13 @@ export class RwkvEngine implements Engine {
   async saveConversation(prompt: string, file: string, opts: { state?: string } = {}): Promise<{ bytes: number; tokens: number }> {
     this.checkOpen();
     checkText(prompt, 'prompt');
-    if (typeof file !== 'string' || file.length === 0) throw new RequestError('file must be a path');
+    checkStatePath(file); // a bad path fails before the prompt takes a slot
     const initial = this.states.resolve(opts.state);
     const tokens = this.promptRows(prompt, initial);
+    // What is saved must load back within the conversation file's bound.
+    if (tokens.length > MAX_CONVERSATION_TOKENS) {
+      throw new RequestError(`prompt is ${tokens.length} tokens; a saved conversation holds at most ${MAX_CONVERSATION_TOKENS}`);
+    }
     const { state, logits } = await this.runStateTask(initial, tokens);
     const bytes = encodeConversation({
       model: modelSignature(this.backend.info),
@@ -237,11 +246,8 @@ export class RwkvEngine implements Engine {
       state,
       logits,
     });
-    const target = this.resolvePath(file);
-    await fs.promises.mkdir(path.dirname(target), { recursive: true });
-    const tmp = `${target}.${process.pid}.tmp`;
-    await fs.promises.writeFile(tmp, bytes);
-    await fs.promises.rename(tmp, target);
+    // An existing file there is replaced only when it is a conversation file (of any model).
+    await this.stateFolder.write(file, bytes, { headBytes: CONVERSATION_HEAD_BYTES, accepts: isConversationHead });
     return { bytes: bytes.length, tokens: tokens.length };
   }
 
@@ -252,8 +258,7 @@ export class RwkvEngine implements Engine {
   async loadState(name: string, source: string | Uint8Array): Promise<StateInfo> {
     this.checkOpen();
     InitialStateRegistry.checkName(name);
-    const resolved = typeof source === 'string' ? this.resolvePath(source) : source;
-    const loaded = await readStateSource(resolved, this.backend.info, this.backend.stateSize);
+    const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend.stateSize);
     this.unloadState(name);
     return this.states.add(name, loaded.state, loaded.source, loaded.logits);
   }
@@ -333,10 +338,6 @@ export class RwkvEngine implements Engine {
     const row = this.mapping.worldToRow(END_OF_TEXT);
     if (row < 0) throw new RequestError("the model's vocabulary has no end-of-text token");
     return row;
-  }
-
-  private resolvePath(file: string): string {
-    return this.stateDir && !path.isAbsolute(file) ? path.join(this.stateDir, file) : file;
   }
 
   private checkOpen(): void {

@@ -1,14 +1,17 @@
 // Reading an initial state from a file or buffer. Accepted: an rwkv-flow conversation file (CBOR),
 // or a state-tuning checkpoint (.pth / safetensors with `blocks.{i}.att.time_state` [H, N, N], as
 // produced by RWKV-PEFT state tuning and used by ai00). Anything else is refused with the reason.
+// Files come only from the confined state folder (state-folder.ts), bounded by what a state of the
+// loaded model can be; bytes given directly get the same bound.
 
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { decodeConversation } from './conversation-file';
+import { conversationBytesBound, decodeConversation } from './conversation-file';
 import { StateFileError } from './errors';
 import { loadCheckpoint } from './loader/checkpoint';
 import { toF32 } from './loader/dtype';
+import type { StateFolder } from './state-folder';
 import { stateLayout } from './state-layout';
 import type { Checkpoint, ModelInfo } from './types';
 
@@ -18,27 +21,35 @@ export interface LoadedState {
   source: string;
 }
 
-export async function readStateSource(source: string | Uint8Array, info: ModelInfo, stateSize: number): Promise<LoadedState> {
-  const name = typeof source === 'string' ? source : 'buffer';
+/**
+ * Largest state source this model can have, checked before anything is read: a conversation file
+ * (conversationBytesBound) or a state-tuning checkpoint, whose time_state tensors hold at most
+ * nLayer * H * N * N values (f32, doubled for f64 or padding) plus the zip / pickle / JSON headers.
+ */
+export function stateSourceBound(info: ModelInfo, stateSize: number): number {
+  const checkpoint = 2 * 4 * info.nLayer * info.nHead * info.headSize * info.headSize + 1024 * 1024;
+  return Math.max(conversationBytesBound(info, stateSize), checkpoint);
+}
+
+/** A state from a file in the state folder (a relative path) or from bytes given directly. */
+export async function readStateSource(source: string | Uint8Array, folder: StateFolder, info: ModelInfo, stateSize: number): Promise<LoadedState> {
+  const bound = stateSourceBound(info, stateSize);
   let bytes: Uint8Array;
   if (typeof source === 'string') {
-    try {
-      bytes = await fs.promises.readFile(source);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      throw new StateFileError(name, code === 'ENOENT' ? 'file not found' : `cannot read (${(e as Error).message})`);
-    }
+    bytes = await folder.read(source, bound);
   } else if (source instanceof Uint8Array) {
+    if (source.length > bound) throw new StateFileError('buffer', `is ${source.length} bytes, more than a state of this model can be (${bound})`);
     bytes = source;
   } else {
     throw new StateFileError('source', 'must be a file path or a Uint8Array');
   }
+  const name = typeof source === 'string' ? source : 'buffer';
   if (bytes.length === 0) throw new StateFileError(name, 'is empty');
   if (looksLikeCborMap(bytes)) {
     const c = decodeConversation(bytes, name, info, stateSize);
     return { state: c.state, logits: c.logits, source: name };
   }
-  const ck = await readCheckpointBytes(bytes, source);
+  const ck = await readCheckpointBytes(bytes, name);
   return { state: stateFromTimeState(ck, info, stateSize, name), logits: null, source: name };
 }
 
@@ -51,11 +62,10 @@ function looksLikeCborMap(bytes: Uint8Array): boolean {
   return bytes[0] >= 0xa0 && bytes[0] <= 0xbf && !safetensors;
 }
 
-async function readCheckpointBytes(bytes: Uint8Array, source: string | Uint8Array): Promise<Checkpoint> {
-  const where = typeof source === 'string' ? source : 'buffer';
+async function readCheckpointBytes(bytes: Uint8Array, where: string): Promise<Checkpoint> {
   try {
-    if (typeof source === 'string') return loadCheckpoint(source);
-    // The checkpoint readers work on files; a buffer goes through a private temporary file.
+    // The checkpoint readers work on files; the bytes (already read, bounded, from the state folder or
+    // given directly) go through a private temporary file, so the readers never open a request's path.
     const dir = await fs.promises.mkdtemp(path.join(os.tmpdir(), 'rwkv-state-'));
     const file = path.join(dir, 'state.bin');
     try {

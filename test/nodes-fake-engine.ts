@@ -3,6 +3,7 @@
 // engine/api.ts only; the adapters are also tested against the real engine in nodes-real-engine.test.ts.
 
 import * as fs from 'fs';
+import * as path from 'path';
 import type {
   ChooseResult,
   Engine,
@@ -42,6 +43,8 @@ export class FakeEngine implements Engine {
   maxActive = 0;
   aborted = 0;
   private readonly states = new Map<string, StateInfo>();
+  /** The state folder of the config it was last provided for: its files are relative to it, as the real engine's. */
+  stateDir = '.';
 
   constructor(readonly options: FakeEngineOptions = {}) {}
 
@@ -110,7 +113,7 @@ export class FakeEngine implements Engine {
   }
 
   async loadState(name: string, source: string | Uint8Array): Promise<StateInfo> {
-    const bytes = typeof source === 'string' ? fs.readFileSync(source) : source;
+    const bytes = typeof source === 'string' ? fs.readFileSync(path.join(this.stateDir, source)) : source;
     const info: StateInfo = { name, source: typeof source === 'string' ? source : 'buffer', bytes: bytes.length };
     this.states.set(name, info);
     return info;
@@ -125,7 +128,7 @@ export class FakeEngine implements Engine {
   }
 
   async saveConversation(prompt: string, file: string): Promise<{ bytes: number; tokens: number }> {
-    fs.writeFileSync(file, Buffer.from(prompt));
+    fs.writeFileSync(path.join(this.stateDir, file), Buffer.from(prompt));
     return { bytes: prompt.length, tokens: prompt.length };
   }
 
@@ -153,6 +156,7 @@ export class FakeEngineProvider {
 
   readonly provide = async (config: EngineConfig): Promise<EngineLease> => {
     this.configs.push(config);
+    if (config.stateDir !== undefined) this.engine.stateDir = config.stateDir;
     if (this.failWith) throw this.failWith;
     this.acquired++;
     let released = false;

@@ -248,16 +248,22 @@ describe('n8n nodes (fake engine)', function () {
   });
 
   describe('RWKV Load State', () => {
+    // File paths are relative to the credential's state folder.
+    const inFolder = (stateDir: string) => ({ modelPath: '/models/tiny.st', precision: 'f16', maxBatch: 0, chunkSize: 0, cacheMiB: 0, stateDir, maxQueue: 0 });
+
     it('loads from binary data and from a path, lists and unloads', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-'));
-      const file = path.join(dir, 's.st');
-      fs.writeFileSync(file, Buffer.alloc(10));
+      const file = 's.st';
+      fs.writeFileSync(path.join(dir, file), Buffer.alloc(10));
       let { out } = await run(new RwkvLoadState(), {
         params: { operation: 'load', name: 'a', sourceType: 'binary', binaryPropertyName: 'data' },
         binary: { '0:data': Buffer.from([1, 2, 3, 4]) },
       });
       assert.deepStrictEqual(out[0].json, { operation: 'load', state: { name: 'a', source: 'buffer', bytes: 4 } });
-      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'load', name: 'b', sourceType: 'path', source: file } }));
+      ({ out } = await run(new RwkvLoadState(), {
+        params: { operation: 'load', name: 'b', sourceType: 'path', source: file },
+        credentials: inFolder(dir),
+      }));
       assert.deepStrictEqual(out[0].json.state, { name: 'b', source: file, bytes: 10 });
       ({ out } = await run(new RwkvLoadState(), { params: { operation: 'list' } }));
       assert.deepStrictEqual(out[0].json.states.map((s: { name: string }) => s.name), ['a', 'b']);
@@ -268,10 +274,12 @@ describe('n8n nodes (fake engine)', function () {
 
     it('saves and loads a conversation', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-'));
-      const file = path.join(dir, 'c.cbor');
-      let { out } = await run(new RwkvLoadState(), { params: { operation: 'saveConversation', prompt: 'User: hi', file, state: '' } });
+      const file = 'c.cbor';
+      const credentials = inFolder(dir);
+      let { out } = await run(new RwkvLoadState(), { params: { operation: 'saveConversation', prompt: 'User: hi', file, state: '' }, credentials });
       assert.deepStrictEqual(out[0].json, { operation: 'saveConversation', file, bytes: 8, tokens: 8 });
-      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'loadConversation', file, name: 'chat' } }));
+      assert.ok(fs.existsSync(path.join(dir, file)));
+      ({ out } = await run(new RwkvLoadState(), { params: { operation: 'loadConversation', file, name: 'chat' }, credentials }));
       assert.strictEqual(out[0].json.state.name, 'chat');
       fs.rmSync(dir, { recursive: true });
     });

@@ -322,15 +322,18 @@ describe('Node-RED nodes (fake engine)', function () {
   describe('rwkv-load-state', () => {
     it('loads from a buffer, lists, saves and loads a conversation, unloads', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-nr-'));
-      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-load-state', name: 'label', operation: 'load', stateName: 'tuned' }));
+      const flow = flowWith({ type: 'rwkv-load-state', name: 'label', operation: 'load', stateName: 'tuned' });
+      flow[0] = { ...MODEL, stateDir: dir }; // files are relative to the model's state folder
+      await helper.load(ALL_NODES, flow);
       let out = nextMessage('out1');
       helper.getNode('n1')!.receive({ payload: Buffer.from([1, 2, 3]) });
       assert.deepStrictEqual((await out).payload, { operation: 'load', state: { name: 'tuned', source: 'buffer', bytes: 3 } });
 
       out = nextMessage('out1');
-      const file = path.join(dir, 'chat.cbor');
+      const file = 'chat.cbor';
       helper.getNode('n1')!.receive({ operation: 'saveConversation', payload: 'User: hi\n\nAssistant: hello', file });
       assert.deepStrictEqual((await out).payload, { operation: 'saveConversation', file, bytes: 26, tokens: 26 });
+      assert.ok(fs.existsSync(path.join(dir, file)));
 
       out = nextMessage('out1');
       helper.getNode('n1')!.receive({ operation: 'loadConversation', file, name: 'chat' });
@@ -357,7 +360,7 @@ describe('Node-RED nodes (fake engine)', function () {
     });
 
     it('passes engine errors through (state file not found)', async () => {
-      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-load-state', operation: 'load', stateName: 's', source: '/nonexistent/x.st' }));
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-load-state', operation: 'load', stateName: 's', source: 'nonexistent/x.st' }));
       const err = nextError('n1');
       helper.getNode('n1')!.receive({ payload: 1 });
       assert.match(String(await err), /ENOENT/);

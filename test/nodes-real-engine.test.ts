@@ -130,16 +130,18 @@ describe('nodes on the real engine (tiny model)', function () {
 
     it('saves a conversation state and generates from it after loading it', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-real-'));
-      const file = path.join(dir, 'conv.cbor');
+      const file = 'conv.cbor'; // relative to the model's state folder
+      const [, ...rest] = flowWith({ type: 'rwkv-load-state' });
       await helper.load(NODES, [
-        ...flowWith({ type: 'rwkv-load-state' }),
+        { ...MODEL, stateDir: dir },
+        ...rest,
         { id: 'g1', type: 'rwkv-generate', model: 'm1', maxTokens: '3', wires: [['out1'], []] },
       ]);
       let out = nextInput('out1');
       helper.getNode('n1').receive({ operation: 'saveConversation', payload: '1+1=2\n\n', file });
       const saved = (await out).payload;
       assert.strictEqual(saved.tokens > 0, true);
-      assert.strictEqual(fs.statSync(file).size, saved.bytes);
+      assert.strictEqual(fs.statSync(path.join(dir, file)).size, saved.bytes);
 
       out = nextInput('out1');
       helper.getNode('n1').receive({ operation: 'loadConversation', file, name: 'conv' });
@@ -162,8 +164,8 @@ describe('nodes on the real engine (tiny model)', function () {
       assert.strictEqual(sharedEngineCount(), othersEngines);
     });
 
-    async function run(node: { execute?: unknown }, opts: Omit<ContextOptions, 'credentials'>) {
-      const { ctx } = executeContext({ ...opts, credentials: CREDENTIAL });
+    async function run(node: { execute?: unknown }, opts: ContextOptions) {
+      const { ctx } = executeContext({ ...opts, credentials: opts.credentials ?? CREDENTIAL });
       const out = await (node.execute as (this: IExecuteFunctions) => Promise<{ json: Msg }[][]>).call(ctx);
       return out[0].map((o) => o.json);
     }
@@ -203,12 +205,13 @@ describe('nodes on the real engine (tiny model)', function () {
       assert.strictEqual(vector.embedding.length, 128);
 
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-real-'));
-      const file = path.join(dir, 'c.cbor');
+      const file = 'c.cbor'; // relative to the credential's state folder
+      const credentials = { ...CREDENTIAL, stateDir: dir };
       process.env.RWKV_FLOW_IDLE_SECONDS = '60'; // keep the engine (and its loaded states) between executions
-      const [saved] = await run(new RwkvLoadState(), { params: { operation: 'saveConversation', prompt: '1+1=2', file, state: '' } });
+      const [saved] = await run(new RwkvLoadState(), { params: { operation: 'saveConversation', prompt: '1+1=2', file, state: '' }, credentials });
       assert.ok(saved.bytes > 0);
-      await run(new RwkvLoadState(), { params: { operation: 'loadConversation', file, name: 'c' } });
-      const [listed] = await run(new RwkvLoadState(), { params: { operation: 'list' } });
+      await run(new RwkvLoadState(), { params: { operation: 'loadConversation', file, name: 'c' }, credentials });
+      const [listed] = await run(new RwkvLoadState(), { params: { operation: 'list' }, credentials });
       assert.deepStrictEqual(listed.states.map((s: Msg) => s.name), ['c']);
       fs.rmSync(dir, { recursive: true });
     });

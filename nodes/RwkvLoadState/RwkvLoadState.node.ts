@@ -1,10 +1,13 @@
 // n8n node "RWKV Load State": load / unload / list initial states (state-tuning files, from a path
-// or from binary data), save a prompt as a conversation state (CBOR) and load it back.
+// or from binary data), save a prompt as a conversation state (CBOR) and load it back. Files are paths
+// inside the credential's state folder, and n8n's file access policy applies to them too.
 
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
-import { prepareStateOperation, runStateOperation, type StateOperationInput } from '../shared/state-operation';
-import { CREDENTIAL_NAME } from '../n8n/credential-config';
+import { StateFolder } from '../../engine/state-folder';
+import { prepareStateOperation, runStateOperation, stateFileOf, type StateOperationInput } from '../shared/state-operation';
+import { CREDENTIAL_NAME, modelConfigFor } from '../n8n/credential-config';
 import { executeItems } from '../n8n/execute-items';
+import { checkFileAccess } from './n8n-file-access';
 
 const show = (...operation: string[]) => ({ show: { operation } });
 
@@ -62,7 +65,8 @@ export class RwkvLoadState implements INodeType {
         type: 'string',
         default: '',
         required: true,
-        placeholder: '/states/rwkv-7-chat-tuned.pth',
+        placeholder: 'rwkv-7-chat-tuned.pth',
+        description: 'Path inside the State Folder of the RWKV Model credential (no absolute path, no ".." parts)',
         displayOptions: { show: { operation: ['load'], sourceType: ['path'] } },
       },
       {
@@ -89,6 +93,8 @@ export class RwkvLoadState implements INodeType {
         default: '',
         required: true,
         placeholder: 'support-chat.cbor',
+        description:
+          'Path inside the State Folder of the RWKV Model credential (no absolute path, no ".." parts). Saving replaces only an earlier conversation file.',
         displayOptions: show('saveConversation', 'loadConversation'),
       },
       {
@@ -103,6 +109,8 @@ export class RwkvLoadState implements INodeType {
   };
 
   async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
+    // The folder the engine confines files to; n8n's policy is checked on the real paths inside it.
+    let folder: StateFolder | undefined;
     return executeItems(this, async (i, engine) => {
       const operation = this.getNodeParameter('operation', i) as string;
       const param = (name: string) => this.getNodeParameter(name, i, '');
@@ -120,7 +128,13 @@ export class RwkvLoadState implements INodeType {
       } else if (operation === 'loadConversation') {
         Object.assign(input, { file: param('file'), name: param('name') });
       }
-      const result = await runStateOperation(engine, prepareStateOperation(input));
+      const op = prepareStateOperation(input);
+      const file = stateFileOf(op);
+      if (file !== undefined) {
+        folder ??= new StateFolder((await modelConfigFor(this)).stateDir);
+        await checkFileAccess(this.helpers, folder, file);
+      }
+      const result = await runStateOperation(engine, op);
       return result as unknown as IDataObject;
     });
   }

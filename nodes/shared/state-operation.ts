@@ -1,7 +1,10 @@
 // Initial states (e.g. trained state-tuning files) and conversation states (a prompt already run
-// through the model, saved as CBOR) as one node with an operation selector.
+// through the model, saved as CBOR) as one node with an operation selector. File paths are relative to
+// the model's state folder: a path that is absolute or has '..' parts is refused here, before the engine
+// (which confines every path again after following symlinks, engine/state-folder.ts).
 
 import type { Engine, StateInfo } from '../../engine/api';
+import { statePathProblem } from '../../engine/state-folder';
 import { optionalName, optionalText } from './coerce';
 import { ParameterError } from './parameter-error';
 
@@ -41,6 +44,21 @@ function required(name: string, value: unknown): string {
   return s;
 }
 
+/** A file path inside the state folder (relative, no '.' or '..' parts). */
+function statePath(name: string, value: unknown): string {
+  const file = required(name, value);
+  const problem = statePathProblem(file);
+  if (problem) throw new ParameterError(name, `${JSON.stringify(file)} ${problem}`);
+  return file;
+}
+
+/** The state-folder file an operation reads or writes, if any (for host file-access policies). */
+export function stateFileOf(op: StateOperation): string | undefined {
+  if (op.operation === 'load') return typeof op.source === 'string' ? op.source : undefined;
+  if (op.operation === 'saveConversation' || op.operation === 'loadConversation') return op.file;
+  return undefined;
+}
+
 export function prepareStateOperation(input: StateOperationInput): StateOperation {
   const operation = optionalName('operation', input.operation) ?? 'list';
   switch (operation) {
@@ -51,7 +69,7 @@ export function prepareStateOperation(input: StateOperationInput): StateOperatio
         // Node Buffers are Uint8Arrays; copy into a plain one so the engine sees one type.
         return { operation, name, source: new Uint8Array(input.source) };
       }
-      return { operation, name, source: required('source', input.source) };
+      return { operation, name, source: statePath('source', input.source) };
     }
     case 'unload':
       return { operation, name: required('name', input.name) };
@@ -60,13 +78,13 @@ export function prepareStateOperation(input: StateOperationInput): StateOperatio
     case 'saveConversation': {
       const prompt = optionalText('prompt', input.prompt);
       if (prompt === undefined) throw new ParameterError('prompt', 'is required to save a conversation');
-      const op: StateOperation = { operation, prompt, file: required('file', input.file) };
+      const op: StateOperation = { operation, prompt, file: statePath('file', input.file) };
       const state = optionalName('state', input.state);
       if (state !== undefined) op.state = state;
       return op;
     }
     case 'loadConversation':
-      return { operation, file: required('file', input.file), name: required('name', input.name) };
+      return { operation, file: statePath('file', input.file), name: required('name', input.name) };
     default:
       throw new ParameterError('operation', `must be one of ${STATE_OPERATIONS.join(', ')}, got ${JSON.stringify(operation)}`);
   }

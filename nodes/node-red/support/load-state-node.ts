@@ -1,5 +1,7 @@
 // rwkv-load-state: load / unload / list initial states, save / load conversation states.
 // A Buffer in msg.payload is taken as the state's bytes for "load", a string as the prompt to save.
+// File paths from msg or the editor are relative to the model's state folder only (checked in
+// prepareStateOperation, and again by the engine after following symlinks).
 
 import { prepareStateOperation, runStateOperation, type StateOperationInput } from '../../shared/state-operation';
 import type { NodeRedApi } from './node-red-types';
