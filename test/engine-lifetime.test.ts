@@ -139,11 +139,11 @@ describe('engine lifetime', function () {
     });
 
     it('a broken backend fails running and queued requests at once with its reason, and the next use rebuilds', async () => {
-      const lease = await acquire({ modelPath: 'lt-broken', maxBatch: 1 });
-      const file = path.join(os.tmpdir(), `lt-tuned-${process.pid}.cbor`);
-      await lease.engine.saveConversation('a tuned start', file);
-      await lease.engine.loadState('tuned', file);
-      fs.rmSync(file);
+      const stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'lt-broken-'));
+      const lease = await acquire({ modelPath: 'lt-broken', maxBatch: 1, stateDir });
+      await lease.engine.saveConversation('a tuned start', 'tuned.cbor');
+      await lease.engine.loadState('tuned', 'tuned.cbor');
+      fs.rmSync(stateDir, { recursive: true, force: true });
       const reason = 'GPU device lost (unknown): the driver gave no reason';
       let queued: Promise<Error | null> | undefined;
       const running = await failureOf(lease.engine.generate({ prompt: 'first', maxTokens: 1000, sampler: endless }), () => {
