@@ -24,15 +24,25 @@ export interface ConstraintMatcher {
   shortestCompletion(): Uint8Array;
   /**
    * shortestCompletion() as tokens (longest vocabulary match first), for a scheduler that must
-   * close the output within its token budget instead of sampling.
+   * close the output within its token budget instead of sampling; null when that takes more than
+   * `limit` tokens.
    */
-  completionTokens(): number[];
+  completionTokens(limit?: number): number[] | null;
+  /** The output can still be closed within `budget` tokens from here. */
+  fits(budget: number): boolean;
+  /** After `token` the output could still be closed within `budget` tokens (the matcher does not move). */
+  fitsAfter(token: number, budget: number): boolean;
   /** Tokens accepted so far (end of text excluded). */
   readonly tokensAccepted: number;
 }
 
 /** Longest forced byte run followed; no vocabulary token is longer. */
 const MAX_FORCED_BYTES = 128;
+/**
+ * Most completion bytes tokenized to answer fits/fitsAfter; beyond it the answer is "no", which
+ * only makes a scheduler close the output early. Keeps every decoding step's check cheap.
+ */
+const MAX_CHECKED_COMPLETION_BYTES = 1 << 16;
 
 export class GrammarMatcher implements ConstraintMatcher {
   private state: number;
@@ -105,14 +115,44 @@ export class GrammarMatcher implements ConstraintMatcher {
     return forced.length ? this.longestTokenWithin(forced) : -1;
   }
 
-  completionTokens(): number[] {
-    const bytes = Array.from(this.shortestCompletion());
+  completionTokens(limit = Infinity): number[] | null {
+    return this.ended ? [] : this.planFrom(this.state, limit, Infinity);
+  }
+
+  fits(budget: number): boolean {
+    return this.ended || this.fitsFrom(this.state, budget);
+  }
+
+  fitsAfter(token: number, budget: number): boolean {
+    if (this.ended) return false;
+    if (token === 0) return this.automaton.accepting(this.state);
+    const bytes = this.masks.trie.bytesOf[token];
+    const next = bytes ? this.automaton.run(this.state, bytes) : DEAD;
+    return next !== DEAD && this.fitsFrom(next, budget);
+  }
+
+  private fitsFrom(state: number, budget: number): boolean {
+    const len = this.completion().length(state);
+    // Every byte is a token of its own in a full vocabulary, so the bytes bound the tokens.
+    if (len <= budget && this.masks.trie.hasAllBytes) return true;
+    return this.planFrom(state, budget, MAX_CHECKED_COMPLETION_BYTES) !== null;
+  }
+
+  /** The completion's tokens from a state, or null when over `limit` tokens or `maxBytes` bytes. */
+  private planFrom(state: number, limit: number, maxBytes: number): number[] | null {
+    const completion = this.completion();
+    const len = completion.length(state);
+    if (len === 0) return [];
+    // No token is longer than the trie is deep: a longer completion needs more tokens than that.
+    if (len > maxBytes || len > limit * this.masks.trie.maxDepth) return null;
+    const bytes = Array.from(completion.bytes(state));
     const out: number[] = [];
     for (let at = 0; at < bytes.length; ) {
-      const [tok, len] = this.longestPrefixToken(bytes, at);
+      if (out.length >= limit) return null;
+      const [tok, tokLen] = this.longestPrefixToken(bytes, at);
       if (tok < 0) throw new ConstraintError(`no vocabulary token starts with byte ${bytes[at]}`, 'completion');
       out.push(tok);
-      at += len;
+      at += tokLen;
     }
     return out;
   }
