@@ -30,7 +30,7 @@ export const LIMITS = {
   /** Expression nesting the lowering pass follows (deeper input is refused earlier). */
   exprDepth: 2_000,
   /** Bytes of the shortest output a constraint allows: a longer one cannot be a model's answer. */
-  shortestOutputBytes: 100_000,
+  shortestOutputBytes: 200_000,
   /** Size of the generated schema-validator code brought back to the main thread. */
   validatorCodeChars: 4_000_000,
   /** Wall time of one compilation in its worker. */
@@ -46,21 +46,41 @@ export function overLimit(what: string, value: number, limit: number, place?: st
   return new LimitError(`${what} is ${value}, above the limit of ${limit}`, place);
 }
 
+/** A value met while walking a schema, with the way back to the root for its JSON pointer. */
+interface Visit {
+  value: unknown;
+  depth: number;
+  parent: Visit | null;
+  key: string;
+}
+
+function pointerOf(v: Visit): string {
+  const keys: string[] = [];
+  for (let n: Visit | null = v; n && n.parent; n = n.parent) keys.push(n.key.replace(/~/g, '~0').replace(/\//g, '~1'));
+  return ['#', ...keys.reverse()].join('/');
+}
+
 /**
  * Checks a schema document's size and depth without recursion (it is user input and may be
  * nested 100,000 deep), before anything else walks it. Throws with the JSON pointer of the
  * first value past the depth limit.
  */
 export function checkSchemaShape(schema: unknown): void {
-  const stack: [unknown, string, number][] = [[schema, '#', 0]];
+  const stack: Visit[] = [{ value: schema, depth: 0, parent: null, key: '' }];
   let values = 0;
   while (stack.length) {
-    const [v, ptr, depth] = stack.pop()!;
-    if (++values > LIMITS.schemaValues) throw overLimit('the number of JSON values in the schema', values, LIMITS.schemaValues, ptr);
+    const visit = stack.pop()!;
+    const v = visit.value;
+    if (++values > LIMITS.schemaValues) throw overLimit('the number of JSON values in the schema', values, LIMITS.schemaValues, pointerOf(visit));
     if (v === null || typeof v !== 'object') continue;
-    if (depth >= LIMITS.schemaDepth)
-      throw new LimitError(`the schema is nested deeper than ${LIMITS.schemaDepth} levels`, ptr);
-    if (Array.isArray(v)) v.forEach((x, i) => stack.push([x, `${ptr}/${i}`, depth + 1]));
-    else for (const [k, x] of Object.entries(v)) stack.push([x, `${ptr}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`, depth + 1]);
+    if (visit.depth >= LIMITS.schemaDepth) throw new LimitError(`the schema is nested deeper than ${LIMITS.schemaDepth} levels`, pointerOf(visit));
+    const depth = visit.depth + 1;
+    // Values waiting on the stack count too, so one huge array or object is refused before it is pushed.
+    const push = (value: unknown, key: string) => {
+      if (values + stack.length >= LIMITS.schemaValues) throw overLimit('the number of JSON values in the schema', values + stack.length + 1, LIMITS.schemaValues, pointerOf(visit));
+      stack.push({ value, depth, parent: visit, key });
+    };
+    if (Array.isArray(v)) for (let i = 0; i < v.length; i++) push(v[i], String(i));
+    else for (const key in v) if (Object.hasOwn(v, key)) push((v as Record<string, unknown>)[key], key);
   }
 }
