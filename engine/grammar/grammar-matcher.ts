@@ -48,6 +48,14 @@ export class GrammarMatcher implements ConstraintMatcher {
   private state: number;
   private ended = false;
   tokensAccepted = 0;
+  /**
+   * A completion known to close the output from the current state (tokens from `at` on), kept
+   * while accepted tokens follow it: forced and closing runs then check their budget in O(1)
+   * instead of re-tokenizing the completion every step.
+   */
+  private plan: { tokens: number[]; at: number } | null = null;
+  /** The completion computed by the last fitsAfter, adopted if that token is accepted. */
+  private nextPlan: { token: number; tokens: number[] } | null = null;
 
   constructor(
     private masks: TokenMasks,
@@ -116,26 +124,40 @@ export class GrammarMatcher implements ConstraintMatcher {
   }
 
   completionTokens(limit = Infinity): number[] | null {
-    return this.ended ? [] : this.planFrom(this.state, limit, Infinity);
+    if (this.ended) return [];
+    if (this.plan && this.plan.tokens.length - this.plan.at <= limit) return this.plan.tokens.slice(this.plan.at);
+    const tokens = this.planFrom(this.state, limit, Infinity);
+    if (tokens) this.plan = { tokens, at: 0 };
+    return tokens ? tokens.slice() : null;
   }
 
   fits(budget: number): boolean {
-    return this.ended || this.fitsFrom(this.state, budget);
+    if (this.ended) return true;
+    if (this.plan && this.plan.tokens.length - this.plan.at <= budget) return true;
+    const tokens = this.fitsFrom(this.state, budget);
+    if (Array.isArray(tokens)) this.plan = { tokens, at: 0 };
+    return tokens !== false;
   }
 
   fitsAfter(token: number, budget: number): boolean {
     if (this.ended) return false;
     if (token === 0) return this.automaton.accepting(this.state);
+    const p = this.plan;
+    if (p && p.tokens[p.at] === token && p.tokens.length - p.at - 1 <= budget) return true;
     const bytes = this.masks.trie.bytesOf[token];
     const next = bytes ? this.automaton.run(this.state, bytes) : DEAD;
-    return next !== DEAD && this.fitsFrom(next, budget);
+    if (next === DEAD) return false;
+    const tokens = this.fitsFrom(next, budget);
+    this.nextPlan = Array.isArray(tokens) ? { token, tokens } : null;
+    return tokens !== false;
   }
 
-  private fitsFrom(state: number, budget: number): boolean {
+  /** false, or true, or the completion's tokens when they had to be counted. */
+  private fitsFrom(state: number, budget: number): boolean | number[] {
     const len = this.completion().length(state);
     // Every byte is a token of its own in a full vocabulary, so the bytes bound the tokens.
     if (len <= budget && this.masks.trie.hasAllBytes) return true;
-    return this.planFrom(state, budget, MAX_CHECKED_COMPLETION_BYTES) !== null;
+    return this.planFrom(state, budget, MAX_CHECKED_COMPLETION_BYTES) ?? false;
   }
 
   /** The completion's tokens from a state, or null when over `limit` tokens or `maxBytes` bytes. */
@@ -194,6 +216,10 @@ export class GrammarMatcher implements ConstraintMatcher {
       );
     this.state = next;
     this.tokensAccepted++;
+    const p = this.plan;
+    if (p && p.tokens[p.at] === token) p.at++;
+    else this.plan = this.nextPlan?.token === token ? { tokens: this.nextPlan.tokens, at: 0 } : null;
+    this.nextPlan = null;
   }
 
   isAccepting(): boolean {
