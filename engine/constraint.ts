@@ -10,8 +10,15 @@ export interface ConstraintMatcherLike {
   accept(token: number): void;
   isAccepting(): boolean;
   isDone(): boolean;
-  /** The fewest tokens (World ids) that finish the grammar from here; empty when accepting. */
-  completionTokens(): number[];
+  /**
+   * The fewest tokens (World ids) that finish the grammar from here; empty when accepting; null
+   * when that takes more than `limit` tokens.
+   */
+  completionTokens(limit?: number): number[] | null;
+  /** The output can still be closed within `budget` tokens from here. */
+  fits?(budget: number): boolean;
+  /** After `token`, the output could still be closed within `budget` tokens (the matcher does not move). */
+  fitsAfter?(token: number, budget: number): boolean;
 }
 
 export interface CompiledConstraintLike {
@@ -20,14 +27,21 @@ export interface CompiledConstraintLike {
   validateOutput(text: string): unknown;
 }
 
-export type ConstraintCompiler = (spec: { grammar?: string; jsonSchema?: object }, tokenizer: unknown) => CompiledConstraintLike;
+/** Compiles a constraint: in this thread (returns it) or off it (returns a promise). */
+export type ConstraintCompiler = (
+  spec: { grammar?: string; jsonSchema?: object },
+  tokenizer: unknown,
+) => CompiledConstraintLike | Promise<CompiledConstraintLike>;
 
-/** The grammar module's compileConstraint, or null when it is not part of this build. */
+/**
+ * The grammar module's compileConstraintAsync (compiles in a worker thread, bounded in time and
+ * memory), or null when the module is not part of this build.
+ */
 export function loadConstraintCompiler(): ConstraintCompiler | null {
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    const mod = require('./grammar/index') as { compileConstraint?: ConstraintCompiler };
-    return typeof mod.compileConstraint === 'function' ? mod.compileConstraint : null;
+    const mod = require('./grammar/index') as { compileConstraintAsync?: ConstraintCompiler };
+    return typeof mod.compileConstraintAsync === 'function' ? mod.compileConstraintAsync : null;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && /grammar[\\/]index/.test((e as Error).message)) return null;
     throw e;

@@ -123,12 +123,15 @@ export class RwkvEngine implements Engine {
     const prompt = this.promptRows(checked.prompt, initial);
     const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0);
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
-    let constraint: CompiledConstraintLike | null = null;
+    // The constraint compiles off the event loop (a worker) while generate() returns; the request
+    // is queued only once it compiled, and a compile error is the iterator's error.
+    let constraint: CompiledConstraintLike | Promise<CompiledConstraintLike> | null = null;
     if (req.grammar || req.jsonSchema) {
       if (!this.compileConstraint) throw new RequestError('grammar and jsonSchema need the grammar module, which is not available in this build');
       constraint = this.compileConstraint({ grammar: req.grammar || undefined, jsonSchema: req.jsonSchema || undefined }, this.tokenizer);
+      if (constraint instanceof Promise) constraint.catch(() => {}); // observed in stream(); never unhandled
     }
-    const build = (signal: AbortSignal, channel: EventChannel<GenerateEvent>) =>
+    const build = (signal: AbortSignal, channel: EventChannel<GenerateEvent>, compiled: CompiledConstraintLike | null) =>
       new GenerateTask({
         initial,
         prompt,
@@ -138,17 +141,18 @@ export class RwkvEngine implements Engine {
         maxTokens: checked.maxTokens,
         mapping: this.mapping,
         decodeBytes: (ids) => this.tokenizer.decodeBytes(ids),
-        constraint,
-        parseJson: !!req.jsonSchema,
+        constraint: compiled,
+        parseJson: !!req.jsonSchema && !!compiled,
         channel,
         topCapacity: this.backend.topCapacity ?? 0,
       });
-    return this.stream(build, opts.signal);
+    return this.stream(build, constraint, opts.signal);
   }
 
-  /** Submits on first iteration; leaving the loop early cancels the request and frees its slot. */
+  /** Submits on first iteration, once the constraint compiled; leaving the loop early cancels the request and frees its slot. */
   private async *stream(
-    build: (signal: AbortSignal, channel: EventChannel<GenerateEvent>) => GenerateTask,
+    build: (signal: AbortSignal, channel: EventChannel<GenerateEvent>, constraint: CompiledConstraintLike | null) => GenerateTask,
+    constraint: CompiledConstraintLike | Promise<CompiledConstraintLike> | null,
     outer: AbortSignal | undefined,
   ): AsyncGenerator<GenerateEvent> {
     const controller = new AbortController();
@@ -156,8 +160,10 @@ export class RwkvEngine implements Engine {
     if (outer?.aborted) controller.abort();
     outer?.addEventListener('abort', forward, { once: true });
     const channel = new EventChannel<GenerateEvent>();
-    const task = build(controller.signal, channel);
     try {
+      const compiled = await untilAborted(constraint, controller.signal);
+      // Aborted while compiling: the task only reports the abort (no constraint needed for that).
+      const task = build(controller.signal, channel, controller.signal.aborted ? null : compiled);
       if (controller.signal.aborted) task.onAbort();
       else this.scheduler.submit(task);
       yield* channel;
@@ -342,6 +348,22 @@ export class RwkvEngine implements Engine {
 
   private checkOpen(): void {
     if (this.closed) throw new EngineClosedError();
+  }
+}
+
+/** The value of a maybe-promise, or null as soon as the signal aborts. */
+async function untilAborted<T>(value: T | Promise<T>, signal: AbortSignal): Promise<T | null> {
+  if (!(value instanceof Promise)) return value;
+  if (signal.aborted) return null;
+  let onAbort = () => {};
+  const aborted = new Promise<null>((resolve) => {
+    onAbort = () => resolve(null);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([value, aborted]);
+  } finally {
+    signal.removeEventListener('abort', onAbort);
   }
 }
 

@@ -9,12 +9,10 @@ import type { EventChannel } from './event-channel';
 import type { InitialState } from './initial-states';
 import type { TokenSampler } from './samplers';
 import type { Feed, SlotTask, TaskStart } from './slot-task';
+import { RequestError } from './errors';
 import { StopMatcher } from './stop-matcher';
 import type { JobResult, LogitAdjust, TopLogits } from './types';
 import type { VocabMapping } from './vocab-mapping';
-
-/** Budget (tokens) below which a constrained request checks whether it must start closing its output. */
-const CLOSING_WINDOW = 64;
 
 export const END_OF_TEXT = 0;
 
@@ -55,6 +53,8 @@ export class GenerateTask implements SlotTask {
   private text = '';
   private unreportedTokens: number[] = [];
   private finished = false;
+  /** Once a sampled token would leave no room to close the output: the tokens that close it. */
+  private closing: number[] | null = null;
 
   constructor(params: GenerateTaskParams) {
     this.p = params;
@@ -63,6 +63,11 @@ export class GenerateTask implements SlotTask {
     this.signal = params.signal;
     this.stop = new StopMatcher(params.stop);
     this.matcher = params.constraint ? params.constraint.newMatcher() : null;
+    // Nothing is queued for a request whose shortest valid output cannot fit its budget.
+    if (this.matcher?.fits && !this.matcher.fits(params.maxTokens))
+      throw new RequestError(
+        `maxTokens ${params.maxTokens} is too small for this ${params.parseJson ? 'schema' : 'grammar'}: its shortest valid output takes more tokens`,
+      );
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
     this.allowedRows = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;
   }
@@ -126,7 +131,7 @@ export class GenerateTask implements SlotTask {
   private topAdjust(): LogitAdjust | undefined {
     const adjust = this.p.sampler.adjustments();
     const m = this.matcher;
-    if (!m || m.forcedToken() !== null) return adjust;
+    if (!m || this.closing || m.forcedToken() !== null) return adjust;
     return { rows: adjust?.rows ?? new Int32Array(0), deltas: adjust?.deltas ?? new Float32Array(0), allowed: this.rowMask(m) };
   }
 
@@ -142,30 +147,39 @@ export class GenerateTask implements SlotTask {
 
   /**
    * Sample a row, honouring the grammar: forced tokens skip sampling; end of text only when accepting.
-   * When the token budget left is no more than the grammar's shortest completion, the output is closed
-   * along that completion, so a length-limited constrained request still returns conforming output.
+   * The shortest completion is reserved before every token: a token is taken only when the output can
+   * still be closed within the budget after it; otherwise the output is closed along its shortest
+   * completion (which fitted before this step), so a length-limited request still conforms.
    */
   private pick(logits: Float32Array | TopLogits): number {
     const m = this.matcher;
     if (!m) return logits instanceof Float32Array ? this.p.sampler.sample(logits) : this.p.sampler.sampleTop(logits);
+    if (this.closing) return this.closingRow();
+    const id = this.candidate(m, logits);
     const left = this.p.maxTokens - this.completion;
-    if (left <= CLOSING_WINDOW) {
-      const closing = m.completionTokens();
-      if (closing.length >= left) {
-        const id = closing.length === 0 ? END_OF_TEXT : closing[0];
-        const row = this.p.mapping.worldToRow(id);
-        if (row >= 0) return row;
-      }
-    }
+    if (!m.fitsAfter || m.fitsAfter(id, left - 1)) return this.p.mapping.worldToRow(id);
+    this.closing = m.completionTokens(left) ?? [];
+    return this.closingRow();
+  }
+
+  /** The next token of the closing completion, end of text once it is written. */
+  private closingRow(): number {
+    const id = this.closing!.shift() ?? END_OF_TEXT;
+    const row = this.p.mapping.worldToRow(id);
+    if (row < 0) throw new Error(`closing the output needs token ${id}, which the model's vocabulary lacks`);
+    return row;
+  }
+
+  /** The token the grammar forces, or the one sampled under its mask (World id). */
+  private candidate(m: ConstraintMatcherLike, logits: Float32Array | TopLogits): number {
     const forced = m.forcedToken();
     if (forced !== null) {
-      const row = this.p.mapping.worldToRow(forced);
-      if (row < 0) throw new Error(`grammar forces token ${forced}, which the model's vocabulary lacks`);
-      return row;
+      if (this.p.mapping.worldToRow(forced) < 0) throw new Error(`grammar forces token ${forced}, which the model's vocabulary lacks`);
+      return forced;
     }
     // A 'top' result was reduced over the rows topAdjust() allowed.
-    if (!(logits instanceof Float32Array)) return this.p.sampler.sampleTop(logits);
-    return this.p.sampler.sample(logits, this.rowMask(m));
+    const row = logits instanceof Float32Array ? this.p.sampler.sample(logits, this.rowMask(m)) : this.p.sampler.sampleTop(logits);
+    return this.p.mapping.rowToWorld(row);
   }
 
   private emit(text: string): void {

@@ -136,7 +136,7 @@ describe('constraint matcher over the World vocabulary', function () {
     for (const id of tok().encode('{"a":[1')) m.accept(id);
     const completion = new TextDecoder().decode(m.shortestCompletion());
     assert.strictEqual(completion, ',0]}');
-    for (const id of m.completionTokens()) m.accept(id);
+    for (const id of m.completionTokens()!) m.accept(id);
     assert.ok(m.isAccepting());
     assert.deepStrictEqual(c.validateOutput('{"a":[1,0]}'), { a: [1, 0] });
   });

@@ -44,7 +44,7 @@ export function sampleConstrained(constraint: CompiledConstraint, vocabSize: num
   while (!m.isDone()) {
     // Close the output with its shortest completion once that would only just fit the budget.
     const left = opts.maxTokens - run.tokens.length;
-    const completion = m.completionTokens();
+    const completion = m.completionTokens()!;
     if (completion.length + 2 >= left) {
       for (const t of completion) m.accept(t);
       run.tokens.push(...completion);

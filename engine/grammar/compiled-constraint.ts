@@ -3,11 +3,8 @@
 // constraint; a matcher per request only holds a state number.
 
 import { ConstraintError } from './constraint-error';
-import { FlatGrammar } from './flat-grammar';
-import { checkLeftRecursion, pruneUnproductive } from './grammar-checks';
+import { GrammarTables } from './flat-grammar';
 import { ConstraintMatcher, GrammarMatcher } from './grammar-matcher';
-import { GrammarIR } from './grammar-ir';
-import { lowerGrammar } from './lower-grammar';
 import { ShortestCompletion } from './shortest-completion';
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { TokenMasks } from './token-masks';
@@ -26,22 +23,18 @@ export interface CompiledConstraint {
 
 export type OutputCheck = (text: string) => unknown;
 
-/** Lowers and checks a grammar, then builds its automaton over bytes. */
-export function buildAutomaton(ir: GrammarIR): StackAutomaton {
-  const flat: FlatGrammar = lowerGrammar(ir);
-  pruneUnproductive(flat);
-  checkLeftRecursion(flat);
-  return new StackAutomaton(flat);
-}
-
 export class CompiledGrammarConstraint implements CompiledConstraint {
   private masks: TokenMasks;
   private forced = new Map<number, number>();
   private completion?: ShortestCompletion;
   private check: OutputCheck;
 
-  constructor(readonly automaton: StackAutomaton, trie: TokenTrie, check?: OutputCheck) {
-    this.masks = new TokenMasks(automaton, trie);
+  readonly automaton: StackAutomaton;
+
+  /** From the tables compile-pipeline.ts made (in a worker or in this thread). */
+  constructor(tables: GrammarTables, trie: TokenTrie, check?: OutputCheck) {
+    this.automaton = new StackAutomaton(tables);
+    this.masks = new TokenMasks(this.automaton, trie);
     this.check = check ?? ((text) => this.checkGrammar(text));
   }
 

@@ -1,6 +1,8 @@
 // Static checks on the flat grammar before any decoding: the language must not be empty, every
 // alternative that can never finish is dropped (so the recognizer never walks into a dead
 // end), and left recursion that would grow the parse stack without consuming input is refused.
+// Each pass is linear in the grammar's size (worklists, no fixpoint sweeps, no recursion): a
+// grammar is request input and may have a million positions.
 
 import { ConstraintError } from './constraint-error';
 import { BYTES, END, FlatGrammar, REF } from './flat-grammar';
@@ -11,46 +13,61 @@ function byteSetEmpty(g: FlatGrammar, set: number): boolean {
   return true;
 }
 
-/** Positions of one alternative, up to (not including) END. */
-function altItems(g: FlatGrammar, start: number): number[] {
-  const out: number[] = [];
-  for (let p = start; g.kind[p] !== END; p++) out.push(p);
-  return out;
+/**
+ * Rules that derive something, by a worklist over alternatives: an alternative is complete once
+ * all its rule references are; `blocked` says which byte items may never be satisfied.
+ */
+function derivableRules(g: FlatGrammar, blocked: (pos: number) => boolean): Uint8Array {
+  const nRules = g.ruleAlts.length;
+  const done = new Uint8Array(nRules);
+  const owner: number[] = [];
+  const pending: number[] = [];
+  const uses: number[][] = Array.from({ length: nRules }, () => []);
+  const ready: number[] = [];
+  for (let r = 0; r < nRules; r++) {
+    for (const s of g.ruleAlts[r]) {
+      const alt = owner.length;
+      owner.push(r);
+      let refs = 0;
+      let dead = false;
+      for (let p = s; g.kind[p] !== END; p++) {
+        if (g.kind[p] === REF) {
+          refs++;
+          uses[g.arg[p]].push(alt);
+        } else if (blocked(p)) dead = true;
+      }
+      pending.push(dead ? -1 : refs);
+      if (!dead && refs === 0) ready.push(r);
+    }
+  }
+  while (ready.length) {
+    const r = ready.pop()!;
+    if (done[r]) continue;
+    done[r] = 1;
+    for (const alt of uses[r]) {
+      if (pending[alt] <= 0) continue;
+      if (--pending[alt] === 0 && !done[owner[alt]]) ready.push(owner[alt]);
+    }
+  }
+  return done;
 }
 
 /** Drops alternatives that cannot derive any finite string; throws if the root is among them. */
 export function pruneUnproductive(g: FlatGrammar): void {
-  const nRules = g.ruleAlts.length;
-  const productive = new Uint8Array(nRules);
-  const itemOk = (p: number) => (g.kind[p] === BYTES ? !byteSetEmpty(g, g.arg[p]) : productive[g.arg[p]] === 1);
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let r = 0; r < nRules; r++) {
-      if (productive[r]) continue;
-      if (g.ruleAlts[r].some((s) => altItems(g, s).every(itemOk))) {
-        productive[r] = 1;
-        changed = true;
-      }
-    }
-  }
+  const productive = derivableRules(g, (p) => byteSetEmpty(g, g.arg[p]));
   if (!productive[g.root])
     throw new ConstraintError(`the grammar matches no string at all (rule '${g.ruleNames[g.root]}' can never finish)`, g.rulePlaces[g.root]);
-  for (let r = 0; r < nRules; r++) g.ruleAlts[r] = g.ruleAlts[r].filter((s) => altItems(g, s).every(itemOk));
+  const altOk = (s: number) => {
+    for (let p = s; g.kind[p] !== END; p++) {
+      if (g.kind[p] === BYTES ? byteSetEmpty(g, g.arg[p]) : !productive[g.arg[p]]) return false;
+    }
+    return true;
+  };
+  for (let r = 0; r < g.ruleAlts.length; r++) g.ruleAlts[r] = g.ruleAlts[r].filter(altOk);
 }
 
 export function nullableRules(g: FlatGrammar): Uint8Array {
-  const nullable = new Uint8Array(g.ruleAlts.length);
-  for (let changed = true; changed; ) {
-    changed = false;
-    for (let r = 0; r < g.ruleAlts.length; r++) {
-      if (nullable[r]) continue;
-      if (g.ruleAlts[r].some((s) => altItems(g, s).every((p) => g.kind[p] === REF && nullable[g.arg[p]]))) {
-        nullable[r] = 1;
-        changed = true;
-      }
-    }
-  }
-  return nullable;
+  return derivableRules(g, () => true);
 }
 
 /**

@@ -38,6 +38,11 @@ export function lit(text: string): Expr {
 }
 
 export function seq(...items: Expr[]): Expr {
+  return seqOf(items);
+}
+
+/** seq over a list of any length (a spread call has an argument limit). */
+export function seqOf(items: Expr[]): Expr {
   const flat: Expr[] = [];
   for (const it of items) {
     if (it.t === 'seq') flat.push(...it.items);
@@ -47,6 +52,11 @@ export function seq(...items: Expr[]): Expr {
 }
 
 export function alt(...items: Expr[]): Expr {
+  return altOf(items);
+}
+
+/** alt over a list of any length (a spread call has an argument limit). */
+export function altOf(items: Expr[]): Expr {
   const flat: Expr[] = [];
   for (const it of items) {
     if (it.t === 'alt') flat.push(...it.items);

@@ -24,20 +24,38 @@ export interface ConstraintMatcher {
   shortestCompletion(): Uint8Array;
   /**
    * shortestCompletion() as tokens (longest vocabulary match first), for a scheduler that must
-   * close the output within its token budget instead of sampling.
+   * close the output within its token budget instead of sampling; null when that takes more than
+   * `limit` tokens.
    */
-  completionTokens(): number[];
+  completionTokens(limit?: number): number[] | null;
+  /** The output can still be closed within `budget` tokens from here. */
+  fits(budget: number): boolean;
+  /** After `token` the output could still be closed within `budget` tokens (the matcher does not move). */
+  fitsAfter(token: number, budget: number): boolean;
   /** Tokens accepted so far (end of text excluded). */
   readonly tokensAccepted: number;
 }
 
 /** Longest forced byte run followed; no vocabulary token is longer. */
 const MAX_FORCED_BYTES = 128;
+/**
+ * Most completion bytes tokenized to answer fits/fitsAfter; beyond it the answer is "no", which
+ * only makes a scheduler close the output early. Keeps every decoding step's check cheap.
+ */
+const MAX_CHECKED_COMPLETION_BYTES = 1 << 16;
 
 export class GrammarMatcher implements ConstraintMatcher {
   private state: number;
   private ended = false;
   tokensAccepted = 0;
+  /**
+   * A completion known to close the output from the current state (tokens from `at` on), kept
+   * while accepted tokens follow it: forced and closing runs then check their budget in O(1)
+   * instead of re-tokenizing the completion every step.
+   */
+  private plan: { tokens: number[]; at: number } | null = null;
+  /** The completion computed by the last fitsAfter, adopted if that token is accepted. */
+  private nextPlan: { token: number; tokens: number[] } | null = null;
 
   constructor(
     private masks: TokenMasks,
@@ -105,14 +123,58 @@ export class GrammarMatcher implements ConstraintMatcher {
     return forced.length ? this.longestTokenWithin(forced) : -1;
   }
 
-  completionTokens(): number[] {
-    const bytes = Array.from(this.shortestCompletion());
+  completionTokens(limit = Infinity): number[] | null {
+    if (this.ended) return [];
+    if (this.plan && this.plan.tokens.length - this.plan.at <= limit) return this.plan.tokens.slice(this.plan.at);
+    const tokens = this.planFrom(this.state, limit, Infinity);
+    if (tokens) this.plan = { tokens, at: 0 };
+    return tokens ? tokens.slice() : null;
+  }
+
+  fits(budget: number): boolean {
+    if (this.ended) return true;
+    if (this.plan && this.plan.tokens.length - this.plan.at <= budget) return true;
+    const tokens = this.fitsFrom(this.state, budget);
+    if (Array.isArray(tokens)) this.plan = { tokens, at: 0 };
+    return tokens !== false;
+  }
+
+  fitsAfter(token: number, budget: number): boolean {
+    if (this.ended) return false;
+    if (token === 0) return this.automaton.accepting(this.state);
+    const p = this.plan;
+    if (p && p.tokens[p.at] === token && p.tokens.length - p.at - 1 <= budget) return true;
+    const bytes = this.masks.trie.bytesOf[token];
+    const next = bytes ? this.automaton.run(this.state, bytes) : DEAD;
+    if (next === DEAD) return false;
+    const tokens = this.fitsFrom(next, budget);
+    this.nextPlan = Array.isArray(tokens) ? { token, tokens } : null;
+    return tokens !== false;
+  }
+
+  /** false, or true, or the completion's tokens when they had to be counted. */
+  private fitsFrom(state: number, budget: number): boolean | number[] {
+    const len = this.completion().length(state);
+    // Every byte is a token of its own in a full vocabulary, so the bytes bound the tokens.
+    if (len <= budget && this.masks.trie.hasAllBytes) return true;
+    return this.planFrom(state, budget, MAX_CHECKED_COMPLETION_BYTES) ?? false;
+  }
+
+  /** The completion's tokens from a state, or null when over `limit` tokens or `maxBytes` bytes. */
+  private planFrom(state: number, limit: number, maxBytes: number): number[] | null {
+    const completion = this.completion();
+    const len = completion.length(state);
+    if (len === 0) return [];
+    // No token is longer than the trie is deep: a longer completion needs more tokens than that.
+    if (len > maxBytes || len > limit * this.masks.trie.maxDepth) return null;
+    const bytes = Array.from(completion.bytes(state));
     const out: number[] = [];
     for (let at = 0; at < bytes.length; ) {
-      const [tok, len] = this.longestPrefixToken(bytes, at);
+      if (out.length >= limit) return null;
+      const [tok, tokLen] = this.longestPrefixToken(bytes, at);
       if (tok < 0) throw new ConstraintError(`no vocabulary token starts with byte ${bytes[at]}`, 'completion');
       out.push(tok);
-      at += len;
+      at += tokLen;
     }
     return out;
   }
@@ -154,6 +216,10 @@ export class GrammarMatcher implements ConstraintMatcher {
       );
     this.state = next;
     this.tokensAccepted++;
+    const p = this.plan;
+    if (p && p.tokens[p.at] === token) p.at++;
+    else this.plan = this.nextPlan?.token === token ? { tokens: this.nextPlan.tokens, at: 0 } : null;
+    this.nextPlan = null;
   }
 
   isAccepting(): boolean {

@@ -6,9 +6,10 @@
 // The dialect is recognised from the text: every KBNF rule ends in ';', GBNF rules never do.
 // The root is the rule `root`, else `start`, else the first rule.
 
+import { LIMITS, overLimit } from './compile-limits';
 import { ConstraintError } from './constraint-error';
-import { CodePointSet, complementSet, MAX_CODE_POINT, normalizeSet, singleton, unionSets } from './code-point-set';
-import { alt, chars, EMPTY, Expr, GrammarIR, GrammarRule, lit, ref, rep, seq } from './grammar-ir';
+import { CodePointSet, complementSet, MAX_CODE_POINT, normalizeSet, singleton } from './code-point-set';
+import { chars, EMPTY, Expr, GrammarIR, GrammarRule, lit, ref, rep, seqOf } from './grammar-ir';
 import { ANY_CHAR, regexFullMatch } from './regex-to-expr';
 
 export type GrammarDialect = 'kbnf' | 'gbnf';
@@ -23,26 +24,40 @@ export function detectDialect(text: string): GrammarDialect {
   return stripped.endsWith(';') ? 'kbnf' : 'gbnf';
 }
 
-export function parseGrammar(text: string, dialect: GrammarDialect = detectDialect(text)): GrammarIR {
-  return new GrammarParser(text, dialect).parse();
+export function parseGrammar(text: string, dialect?: GrammarDialect): GrammarIR {
+  if (text.length > LIMITS.grammarChars) throw overLimit('the grammar length (characters)', text.length, LIMITS.grammarChars);
+  return new GrammarParser(text, dialect ?? detectDialect(text)).parse();
 }
 
 class GrammarParser {
   private i = 0;
   private rules = new Map<string, GrammarRule>();
   private order: string[] = [];
+  /** Further definitions of an already defined rule (`a ::= x` then `a ::= y` means `a ::= x | y`). */
+  private moreAlternatives = new Map<string, Expr[]>();
+  /** Groups open around the current position. */
+  private nesting = 0;
+  /** Offset of each line's first character, for places (built on first use). */
+  private lineStarts: number[] | null = null;
 
   constructor(private src: string, private dialect: GrammarDialect) {}
 
   private place(at = this.i): string {
-    let line = 1, col = 1;
-    for (let k = 0; k < at && k < this.src.length; k++) {
-      if (this.src[k] === '\n') {
-        line++;
-        col = 1;
-      } else col++;
+    // A binary search over line starts: places are made per rule and reference, so a scan from
+    // the start of the text each time would make parsing quadratic.
+    if (!this.lineStarts) {
+      this.lineStarts = [0];
+      for (let k = 0; k < this.src.length; k++) if (this.src[k] === '\n') this.lineStarts.push(k + 1);
     }
-    return `line ${line}, column ${col}`;
+    const starts = this.lineStarts;
+    const pos = Math.min(at, this.src.length);
+    let lo = 0, hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= pos) lo = mid;
+      else hi = mid - 1;
+    }
+    return `line ${lo + 1}, column ${pos - starts[lo] + 1}`;
   }
 
   private fail(msg: string, at = this.i): never {
@@ -100,13 +115,28 @@ class GrammarParser {
       } else if (this.src[this.i] === ';') this.i++;
       this.skipSpace();
       const prev = this.rules.get(name);
-      if (prev) prev.body = alt(prev.body, body);
-      else {
+      if (prev) {
+        const more = this.moreAlternatives.get(name);
+        if (more) more.push(body);
+        else this.moreAlternatives.set(name, [body]);
+      } else {
+        if (this.order.length >= LIMITS.grammarRules)
+          throw overLimit('the number of rules', this.order.length + 1, LIMITS.grammarRules, `rule '${name}', ${this.place(start)}`);
         this.rules.set(name, { name, body, place: `rule '${name}', ${this.place(start)}` });
         this.order.push(name);
       }
     }
     if (this.order.length === 0) this.fail('the grammar has no rules');
+    // Merged once at the end: merging per definition would copy the list each time.
+    for (const [name, bodies] of this.moreAlternatives) {
+      const rule = this.rules.get(name)!;
+      const items: Expr[] = [];
+      for (const b of [rule.body, ...bodies]) {
+        if (b.t === 'alt') for (const x of b.items) items.push(x);
+        else items.push(b);
+      }
+      rule.body = { t: 'alt', items };
+    }
     const root = this.rules.has('root') ? 'root' : this.rules.has('start') ? 'start' : this.order[0];
     return { rules: this.rules, root };
   }
@@ -132,7 +162,7 @@ class GrammarParser {
       if (this.atRuleStart()) break;
       items.push(this.parsePostfix(this.parsePrimary()));
     }
-    return seq(EMPTY, ...items);
+    return seqOf(items);
   }
 
   private parsePostfix(e: Expr): Expr {
@@ -147,6 +177,8 @@ class GrammarParser {
         const min = Number(m[1]);
         const max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
         if (max < min) this.fail(`repetition {${min},${max}} has max below min`);
+        const count = max === Infinity ? min : max;
+        if (count > LIMITS.repeat) this.fail(`repetition ${m[0].replace(/\s+/g, '')}: the count ${count} is above the limit of ${LIMITS.repeat}`);
         e = rep(e, min, max);
         this.i += m[0].length - 1;
       } else return e;
@@ -155,6 +187,17 @@ class GrammarParser {
   }
 
   private parsePrimary(): Expr {
+    // Groups recurse through parseAlternation: bound the depth so deep nesting is an error
+    // naming the place, not a stack overflow.
+    if (++this.nesting > LIMITS.nesting) this.fail(`groups nested deeper than ${LIMITS.nesting} levels`);
+    try {
+      return this.parsePrimaryAt();
+    } finally {
+      this.nesting--;
+    }
+  }
+
+  private parsePrimaryAt(): Expr {
     const start = this.i;
     const c = this.src[this.i];
     if (c === '"' || c === "'") return lit(this.parseString());
@@ -271,8 +314,8 @@ class GrammarParser {
         parts.push([lo, hi]);
       } else parts.push(singleton(lo));
     }
-    const set = unionSets(...parts);
-    return negated ? complementSet(set) : normalizeSet(set);
+    const set = normalizeSet(parts.flat());
+    return negated ? complementSet(set) : set;
   }
 
   private classChar(): number {

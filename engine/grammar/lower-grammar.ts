@@ -3,13 +3,11 @@
 // repetitions become helper rules. Repetition is right-recursive so the recognizer's stacks
 // stay flat across iterations.
 
+import { LIMITS } from './compile-limits';
 import { ConstraintError } from './constraint-error';
 import { BYTES, END, FlatGrammar, REF } from './flat-grammar';
 import { Expr, GrammarIR } from './grammar-ir';
 import { utf8Sequences } from './utf8-sequences';
-
-/** Upper bound on grammar positions after expanding bounded repetitions. */
-const MAX_POSITIONS = 4_000_000;
 
 /** An item of an alternative: byte-set id (>= 0) or rule id encoded as -(id + 1). */
 type Item = number;
@@ -27,6 +25,8 @@ class Lowering {
   private byteSets: Uint8Array[] = [];
   private charClassRules = new Map<string, number>();
   private positions = 0;
+  /** Expression nesting being lowered (the passes recurse; parsers bound it much lower). */
+  private depth = 0;
 
   constructor(private ir: GrammarIR) {}
 
@@ -35,7 +35,7 @@ class Lowering {
     for (const rule of this.ir.rules.values()) {
       const id = this.ruleIds.get(rule.name)!;
       this.ruleBodies[id] = this.lowerAlts(rule.body, rule.name, rule.place);
-      this.count(this.ruleBodies[id]);
+      this.count(this.ruleBodies[id], rule.place);
     }
     const root = this.ruleIds.get(this.ir.root);
     if (root === undefined) throw new ConstraintError(`the root rule '${this.ir.root}' is not defined`);
@@ -56,14 +56,26 @@ class Lowering {
     this.ruleNames.push(`${owner}#${id}`);
     this.rulePlaces.push(place);
     this.ruleBodies.push(body);
-    this.count(body);
+    this.count(body, place);
     return id;
   }
 
-  private count(body: Item[][]): void {
+  private count(body: Item[][], place: string): void {
     for (const a of body) this.positions += a.length + 1;
-    if (this.positions > MAX_POSITIONS)
-      throw new ConstraintError(`grammar too large after expanding repetitions (over ${MAX_POSITIONS} positions)`);
+    this.checkSize(0, place);
+  }
+
+  /** Throws when `more` positions on top of those counted would pass the limit. */
+  private checkSize(more: number, place: string, what = 'the grammar'): void {
+    if (this.positions + more > LIMITS.positions)
+      throw new ConstraintError(
+        `${what} is too large: over ${LIMITS.positions} byte-level positions after expanding repetitions`,
+        place,
+      );
+  }
+
+  private enter(place: string): void {
+    if (++this.depth > LIMITS.exprDepth) throw new ConstraintError(`expression nested deeper than ${LIMITS.exprDepth} levels`, place);
   }
 
   /** Byte-set id of each single byte, the common case (literals). */
@@ -89,11 +101,25 @@ class Lowering {
   }
 
   private lowerAlts(e: Expr, owner: string, place: string): Item[][] {
-    if (e.t === 'alt') return e.items.flatMap((x) => (x.t === 'alt' ? this.lowerAlts(x, owner, place) : [this.lowerSeq(x, owner, place)]));
-    return [this.lowerSeq(e, owner, place)];
+    this.enter(place);
+    try {
+      if (e.t === 'alt') return e.items.flatMap((x) => (x.t === 'alt' ? this.lowerAlts(x, owner, place) : [this.lowerSeq(x, owner, place)]));
+      return [this.lowerSeq(e, owner, place)];
+    } finally {
+      this.depth--;
+    }
   }
 
   private lowerSeq(e: Expr, owner: string, place: string): Item[] {
+    this.enter(place);
+    try {
+      return this.lowerSeqAt(e, owner, place);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private lowerSeqAt(e: Expr, owner: string, place: string): Item[] {
     switch (e.t) {
       case 'seq':
         return e.items.flatMap((x) => this.lowerSeq(x, owner, place));
@@ -144,15 +170,16 @@ class Lowering {
   private lowerRep(item: Expr, min: number, max: number, owner: string, place: string): Item[] {
     if (!(min >= 0) || !(max >= min)) throw new ConstraintError(`bad repetition bounds {${min},${max}}`, place);
     const x = this.lowerSeq(item, owner, place);
+    // Checked before expanding: the copies are what would exhaust memory.
+    const copies = min + (max === Infinity ? 1 : max - min);
+    const bounds = `{${min},${max === Infinity ? '' : max}}`;
+    this.checkSize(copies * (x.length + 2), place, `repetition ${bounds} of ${x.length} positions`);
     const out: Item[] = [];
-    for (let i = 0; i < min; i++) {
-      out.push(...x);
-      if (out.length > MAX_POSITIONS) throw new ConstraintError(`repetition {${min},} too large`, place);
-    }
+    for (let i = 0; i < min; i++) for (const it of x) out.push(it);
     if (max === Infinity) {
       const id = this.helper(owner, place, []);
       this.ruleBodies[id] = [[...x, -(id + 1)], []];
-      this.count(this.ruleBodies[id]);
+      this.count(this.ruleBodies[id], place);
       out.push(-(id + 1));
     } else if (max > min) {
       // O_1 ::= X | ε ; O_k ::= X O_{k-1} | ε

@@ -3,6 +3,7 @@
 // grammar cannot express or that need the match history (back-references, lookaround, word
 // boundaries) are refused with the offset of the construct.
 
+import { LIMITS } from './compile-limits';
 import { ConstraintError } from './constraint-error';
 import {
   asciiCaseFold,
@@ -11,9 +12,8 @@ import {
   MAX_CODE_POINT,
   normalizeSet,
   singleton,
-  unionSets,
 } from './code-point-set';
-import { alt, chars, EMPTY, Expr, rep, seq } from './grammar-ir';
+import { altOf, chars, EMPTY, Expr, rep, seqOf } from './grammar-ir';
 
 export interface RegexBranch {
   expr: Expr;
@@ -39,13 +39,15 @@ export function regexBranches(source: string, flags = '', place = 'regex'): Rege
 
 /** A regex that must match the whole text (anchors at the ends are allowed and ignored). */
 export function regexFullMatch(source: string, flags = '', place = 'regex'): Expr {
-  return alt(...regexBranches(source, flags, place).map((b) => b.expr));
+  return altOf(regexBranches(source, flags, place).map((b) => b.expr));
 }
 
 class RegexParser {
   private cps: number[];
   private i = 0;
   private ignoreCase: boolean;
+  /** Groups open around the current position. */
+  private nesting = 0;
 
   constructor(private source: string, flags: string, private place: string) {
     this.cps = Array.from(source, (c) => c.codePointAt(0)!);
@@ -76,7 +78,7 @@ class RegexParser {
       const items = this.parseAlternative(true);
       let anchoredEnd = false;
       if (this.eat('$')) anchoredEnd = true;
-      branches.push({ expr: seq(EMPTY, ...items), anchoredStart, anchoredEnd });
+      branches.push({ expr: seqOf(items), anchoredStart, anchoredEnd });
       if (this.eat('|')) continue;
       if (this.i < this.cps.length) this.fail(this.peek() === 0x29 ? "unbalanced ')'" : 'anchor ^ or $ only allowed at the ends');
       return branches;
@@ -84,8 +86,8 @@ class RegexParser {
   }
 
   private parseDisjunction(): Expr {
-    const alts: Expr[] = [seq(EMPTY, ...this.parseAlternative(false))];
-    while (this.eat('|')) alts.push(seq(EMPTY, ...this.parseAlternative(false)));
+    const alts: Expr[] = [seqOf(this.parseAlternative(false))];
+    while (this.eat('|')) alts.push(seqOf(this.parseAlternative(false)));
     return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
   }
 
@@ -117,6 +119,8 @@ class RegexParser {
       min = Number(m[1]);
       max = m[2] === undefined ? min : m[3] === '' ? Infinity : Number(m[3]);
       if (max < min) this.fail('quantifier {n,m} with m < n');
+      const count = max === Infinity ? min : max;
+      if (count > LIMITS.repeat) this.fail(`quantifier ${m[0]}: the count ${count} is above the limit of ${LIMITS.repeat}`);
       this.i += m[0].length - 1;
     } else return atom;
     this.i++;
@@ -147,7 +151,9 @@ class RegexParser {
             this.i++;
           } else this.fail('lookaround assertions are not supported');
         }
+        if (++this.nesting > LIMITS.nesting) this.fail(`groups nested deeper than ${LIMITS.nesting} levels`);
         const inner = this.parseDisjunction();
+        this.nesting--;
         if (!this.eat(')')) this.fail("missing ')'");
         return inner;
       }
@@ -265,7 +271,7 @@ class RegexParser {
         parts.push([lo[0], hi[0]]);
       } else parts.push(lo);
     }
-    const set = unionSets(...parts);
+    const set = normalizeSet(parts.flat());
     return negated ? complementSet(this.ignoreCase ? asciiCaseFold(set) : set) : set;
   }
 

@@ -6,9 +6,10 @@
 
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
+import { LIMITS, overLimit } from './compile-limits';
 import { ConstraintError } from './constraint-error';
 import { complementSet, CodePointSet } from './code-point-set';
-import { alt, EMPTY, Expr, GrammarIR, GrammarRule, lit, NOTHING, ref, rep, seq } from './grammar-ir';
+import { alt, altOf, EMPTY, Expr, GrammarIR, GrammarRule, lit, NOTHING, ref, rep, seq } from './grammar-ir';
 import { decimalRange } from './decimal-range';
 import { formatExpr } from './json-formats';
 import {
@@ -244,7 +245,7 @@ class SchemaConverter {
       });
       if (branchKey === 'oneOf') this.checkDisjoint(branches.map((b) => b.schema), place);
       const alts = branches.map((b) => this.convert(b.schema, b.place)).filter((e): e is Expr => e !== null);
-      return alts.length ? alt(...alts) : null;
+      return alts.length ? altOf(alts) : null;
     }
 
     if (node.const !== undefined || node.enum !== undefined) return this.enumExpr(node, place);
@@ -256,7 +257,7 @@ class SchemaConverter {
       const e = this.typeExpr(t, node, place);
       if (e) alts.push(e);
     }
-    return alts.length ? alt(...alts) : null;
+    return alts.length ? altOf(alts) : null;
   }
 
   private checkKeywords(s: SchemaObject, place: string): void {
@@ -314,6 +315,8 @@ class SchemaConverter {
 
   private enumExpr(node: SchemaObject, place: string): Expr | null {
     let values = node.const !== undefined ? [node.const] : (node.enum as unknown[]);
+    if (Array.isArray(values) && values.length > LIMITS.properties)
+      throw overLimit("the number of 'enum' values", values.length, LIMITS.properties, `${place}/enum`);
     const rest: SchemaObject = { ...node };
     delete rest.const;
     delete rest.enum;
@@ -336,7 +339,7 @@ class SchemaConverter {
       seen.add(text);
       alts.push(lit(text));
     }
-    return alts.length ? alt(...alts) : null;
+    return alts.length ? altOf(alts) : null;
   }
 
   private typeExpr(t: string, s: SchemaObject, place: string): Expr | null {
@@ -401,10 +404,11 @@ class SchemaConverter {
       const branches = regexBranches(s.pattern as string, 'u', `${place}/pattern`).map((b) =>
         seq(b.anchoredStart ? EMPTY : any, jsonEncodeChars(b.expr), b.anchoredEnd ? EMPTY : any),
       );
-      return seq(lit('"'), alt(...branches), lit('"'));
+      return seq(lit('"'), altOf(branches), lit('"'));
     }
     if (!hasLength) return this.shared('string', () => seq(lit('"'), rep(this.jsonChars(), 0, Infinity), lit('"')));
-    if (maxLength !== Infinity && maxLength > 100_000) throw new ConstraintError('maxLength above 100000 is not supported', place);
+    if (minLength > LIMITS.repeat) throw overLimit("'minLength'", minLength, LIMITS.repeat, `${place}/minLength`);
+    if (maxLength !== Infinity && maxLength > LIMITS.repeat) throw overLimit("'maxLength'", maxLength, LIMITS.repeat, `${place}/maxLength`);
     return seq(lit('"'), rep(this.jsonChars(), minLength, maxLength), lit('"'));
   }
 
@@ -426,6 +430,10 @@ class SchemaConverter {
     const itemsSchema = (s.items ?? true) as Schema;
     const minItems = (s.minItems as number | undefined) ?? 0;
     let maxItems = (s.maxItems as number | undefined) ?? Infinity;
+    // Checked before any work: each counted element becomes grammar positions.
+    if (minItems > LIMITS.arrayItems) throw overLimit("'minItems'", minItems, LIMITS.arrayItems, `${place}/minItems`);
+    if (maxItems !== Infinity && maxItems > LIMITS.arrayItems) throw overLimit("'maxItems'", maxItems, LIMITS.arrayItems, `${place}/maxItems`);
+    if (prefix.length > LIMITS.arrayItems) throw overLimit("the number of 'prefixItems'", prefix.length, LIMITS.arrayItems, `${place}/prefixItems`);
     const prefixExprs: (Expr | null)[] = prefix.map((p, i) => this.convert(p, `${place}/prefixItems/${i}`));
     const itemExpr = this.convert(itemsSchema, `${place}/items`);
     // The first position whose schema accepts nothing caps the length.
@@ -433,22 +441,19 @@ class SchemaConverter {
     if (firstImpossible >= 0) maxItems = Math.min(maxItems, firstImpossible);
     else if (itemExpr === null) maxItems = Math.min(maxItems, prefix.length);
     if (minItems > maxItems) return null;
-    if (maxItems !== Infinity && maxItems > 10_000) throw new ConstraintError('maxItems above 10000 is not supported', place);
     const ws = WS;
     const sep = seq(ws, lit(','), ws);
     const at = (i: number) => (i < prefix.length ? prefixExprs[i]! : itemExpr!);
-    // Build from the back: tail(i) = what may follow once i elements are written.
-    const fixed = Math.max(prefix.length, minItems);
-    let tail: Expr;
-    if (maxItems === Infinity) tail = rep(seq(sep, itemExpr!), 0, Infinity);
-    else tail = EMPTY;
-    if (maxItems !== Infinity) {
-      // Element 0 is written by `first` below, so the optional tail starts at index 1.
-      for (let i = maxItems - 1; i >= Math.max(fixed, 1); i--) tail = rep(seq(sep, at(i), tail), 0, 1);
-    }
-    for (let i = Math.min(fixed, maxItems) - 1; i >= 1; i--) {
-      const step = seq(sep, at(i), tail);
-      tail = i >= minItems ? alt(EMPTY, step) : step;
+    // after(k): what may follow once k >= 1 elements are written. Past the prefix the elements
+    // are alike, so one bounded repetition says it (no nesting per element); each prefix
+    // position is its own rule, so expressions stay shallow however long the prefix is.
+    const uniformFrom = Math.max(prefix.length, 1);
+    let tail: Expr =
+      maxItems <= uniformFrom ? EMPTY : rep(seq(sep, itemExpr!), Math.max(0, minItems - uniformFrom), maxItems - uniformFrom);
+    const id = this.rules.size;
+    for (let k = Math.min(uniformFrom, maxItems) - 1; k >= 1; k--) {
+      const step = seq(sep, at(k), tail);
+      tail = this.rule(`array${id}-after${k}`, k >= minItems ? alt(EMPTY, step) : step, place);
     }
     let body: Expr;
     if (maxItems === 0) body = EMPTY;
@@ -463,7 +468,14 @@ class SchemaConverter {
     const props = (s.properties ?? {}) as Record<string, Schema>;
     const required = new Set((s.required ?? []) as string[]);
     const additional = (s.additionalProperties ?? true) as Schema;
-    const keys = [...new Set([...Object.keys(props), ...required])].sort(
+    const declaredKeys = Object.keys(props);
+    if (declaredKeys.length > LIMITS.properties)
+      throw overLimit("the number of 'properties'", declaredKeys.length, LIMITS.properties, `${place}/properties`);
+    if (required.size > LIMITS.properties) throw overLimit("the number of 'required' names", required.size, LIMITS.properties, `${place}/required`);
+    for (const k of [...declaredKeys, ...required])
+      if (typeof k === 'string' && k.length > LIMITS.keyChars)
+        throw overLimit('the length of a property name', k.length, LIMITS.keyChars, `${place}/properties/${escapePointer(k.slice(0, 40))}...`);
+    const keys = [...new Set([...declaredKeys, ...required])].sort(
       (a, b) => (this.keyRank.get(a) ?? Infinity) - (this.keyRank.get(b) ?? Infinity),
     );
     const ws = WS;
@@ -521,7 +533,7 @@ class SchemaConverter {
       }
       const others: CodePointSet = complementSet(used.length ? normalize(used) : []);
       if (others.length) alts.push(seq(jsonChar(others), anyTail));
-      return alt(...alts);
+      return altOf(alts);
     };
     return seq(lit('"'), build(rootNode), lit('"'));
   }

@@ -5,7 +5,7 @@
 // so after warm-up a byte step is one array read; this is what makes walking the vocabulary
 // trie per decoding step affordable, and it is shared by every request using the grammar.
 
-import { BYTES, END, FlatGrammar } from './flat-grammar';
+import { BYTES, END, GrammarTables } from './flat-grammar';
 
 /** Transition not computed yet. */
 const UNKNOWN = -2;
@@ -34,11 +34,11 @@ export class StackAutomaton {
   private stateIndex = new Map<string, number>();
   readonly initial: number;
 
-  constructor(readonly g: FlatGrammar) {
+  constructor(readonly g: GrammarTables) {
     this.nPos = g.kind.length + 1;
     const out = new Set<number>();
     const seen = new Set<number>();
-    for (const s of g.ruleAlts[g.root]) this.closure(s, 0, out, seen);
+    for (let k = g.ruleAltIndex[g.root]; k < g.ruleAltIndex[g.root + 1]; k++) this.closure(g.altStarts[k], 0, out, seen);
     this.initial = this.internState(out);
   }
 
@@ -108,8 +108,12 @@ export class StackAutomaton {
 
   /** The stack `node` with `bottom` (one of its ancestors) replaced by the context marker. */
   private rebase(node: number, bottom: number): number {
-    if (node === bottom) return CONTEXT;
-    return this.intern(this.nodePos[node], this.rebase(this.nodeParent[node], bottom));
+    // Iterative: stacks may be thousands of frames deep (nested input).
+    const above: number[] = [];
+    for (let n = node; n !== bottom; n = this.nodeParent[n]) above.push(this.nodePos[n]);
+    let out = CONTEXT;
+    for (let i = above.length - 1; i >= 0; i--) out = this.intern(above[i], out);
+    return out;
   }
 
   private computeNext(state: number, byte: number): number {
@@ -142,7 +146,7 @@ export class StackAutomaton {
    * ends cycles through rules that may match the empty string.
    */
   private closure(pos0: number, parent0: number, out: Set<number>, seen: Set<number>): void {
-    const { kind, arg, ruleAlts } = this.g;
+    const { kind, arg, altStarts, ruleAltIndex } = this.g;
     const work: number[] = [pos0, parent0];
     while (work.length) {
       const parent = work.pop()!;
@@ -159,7 +163,8 @@ export class StackAutomaton {
       } else {
         // Tail references do not push a frame, so right recursion runs in constant stack.
         const cont = kind[pos + 1] === END ? parent : this.intern(pos + 1, parent);
-        for (const s of ruleAlts[arg[pos]]) work.push(s, cont);
+        const r = arg[pos];
+        for (let k = ruleAltIndex[r]; k < ruleAltIndex[r + 1]; k++) work.push(altStarts[k], cont);
       }
     }
   }

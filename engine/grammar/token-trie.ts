@@ -27,6 +27,8 @@ export class TokenTrie {
   readonly bytesOf: (Uint8Array | undefined)[];
   /** Single-byte token id per byte value, or -1. */
   readonly byteToken: Int32Array;
+  /** Every byte value is a token of its own (true of the full World vocabulary). */
+  readonly hasAllBytes: boolean;
 
   private constructor(vocab: VocabLike) {
     this.vocabSize = vocab.vocabSize;
@@ -42,6 +44,7 @@ export class TokenTrie {
         if (b.length === 1 && this.byteToken[b[0]] < 0) this.byteToken[b[0]] = id;
       }
     }
+    this.hasAllBytes = this.byteToken.every((id) => id >= 0);
     ids.sort((x, y) => compareBytes(this.bytesOf[x]!, this.bytesOf[y]!));
     const byte: number[] = [], depth: number[] = [], token: number[] = [], skip: number[] = [], parent: number[] = [];
     const path: number[] = []; // node index per depth-1
