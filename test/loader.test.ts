@@ -344,7 +344,7 @@ describe('loader', function () {
         ['overlap', { a: { dtype: 'F16', shape: [4], data_offsets: [0, 8] }, b: { dtype: 'F16', shape: [4], data_offsets: [6, 14] } }, /"a" and "b" overlap/],
         ['dtype', { a: { dtype: 'F64', shape: [1], data_offsets: [0, 8] } }, /"a": unsupported dtype F64/],
         ['range', { a: { dtype: 'F32', shape: [100], data_offsets: [0, 400] } }, /"a": data ends at byte 400 .* only 16 data bytes \(file truncated\?\)/],
-        ['offsets', { a: { dtype: 'F32', shape: [1], data_offsets: [8, 4] } }, /"a": data_offsets \[8,4\] is not \[begin, end\]/],
+        ['offsets', { a: { dtype: 'F32', shape: [1], data_offsets: [8, 4] } }, /"a": data_offsets \[8, 4\] is not \[begin, end\]/],
         ['shape', { a: { dtype: 'F32', shape: [-1], data_offsets: [0, 4] } }, /"a": shape \[-1\] is not a list of non-negative integers/],
         ['meta', { __metadata__: { n: 5 } }, /__metadata__\.n is not a string/],
       ];
