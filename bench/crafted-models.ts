@@ -20,6 +20,8 @@ export interface ZipInput {
   method?: number;
   /** Declared uncompressed size (default data.length). */
   size?: number;
+  /** CRC-32 of the uncompressed bytes (default: of data when stored, else 0). */
+  crc?: number;
   /** A central-directory entry that points at the local header and data of the named earlier entry. */
   aliasOf?: string;
 }
@@ -28,84 +30,88 @@ const crc32 = (d: Uint8Array) => (zlib as unknown as { crc32(d: Uint8Array): num
 
 /** A ZIP archive (stored entries unless told otherwise), optionally with every ZIP64 structure forced on. */
 export function buildZip(entries: ZipInput[], zip64 = false): Buffer {
-  const parts: Buffer[] = [];
-  const central: Buffer[] = [];
+  // Laid out first, then written into one buffer: archives of 100K entries stay fast to build.
   const placed = new Map<string, { offset: number; crc: number }>();
+  const rows = entries.map((e) => ({ e, name: Buffer.from(e.name), method: e.method ?? 0, size: e.size ?? e.data.length, at: 0, crc: 0, local: false }));
   let offset = 0;
-  for (const e of entries) {
-    const name = Buffer.from(e.name);
-    const method = e.method ?? 0;
-    const size = e.size ?? e.data.length;
-    const alias = e.aliasOf === undefined ? undefined : placed.get(e.aliasOf);
-    if (e.aliasOf !== undefined && !alias) throw new Error(`buildZip: alias of unknown entry ${e.aliasOf}`);
-    const crc = alias ? alias.crc : method === 0 ? crc32(e.data) : 0;
-    const at = alias ? alias.offset : offset;
+  const localExtra = zip64 ? 20 : 0;
+  const centralExtra = zip64 ? 28 : 0;
+  for (const r of rows) {
+    const alias = r.e.aliasOf === undefined ? undefined : placed.get(r.e.aliasOf);
+    if (r.e.aliasOf !== undefined && !alias) throw new Error(`buildZip: alias of unknown entry ${r.e.aliasOf}`);
+    r.crc = alias ? alias.crc : r.e.crc ?? (r.method === 0 ? crc32(r.e.data) : 0);
+    r.at = alias ? alias.offset : offset;
+    r.local = !alias;
     if (!alias) {
-      const extra = zip64 ? Buffer.alloc(20) : Buffer.alloc(0);
-      if (zip64) {
-        extra.writeUInt16LE(1, 0);
-        extra.writeUInt16LE(16, 2);
-        extra.writeBigUInt64LE(BigInt(size), 4);
-        extra.writeBigUInt64LE(BigInt(e.data.length), 12);
-      }
-      const local = Buffer.alloc(30);
-      local.writeUInt32LE(0x04034b50, 0);
-      local.writeUInt16LE(zip64 ? 45 : 20, 4);
-      local.writeUInt16LE(method, 8);
-      local.writeUInt32LE(crc, 14);
-      local.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 18);
-      local.writeUInt32LE(zip64 ? 0xffffffff : size, 22);
-      local.writeUInt16LE(name.length, 26);
-      local.writeUInt16LE(extra.length, 28);
-      parts.push(local, name, extra, Buffer.from(e.data.buffer, e.data.byteOffset, e.data.byteLength));
-      placed.set(e.name, { offset, crc });
-      offset += 30 + name.length + extra.length + e.data.length;
+      placed.set(r.e.name, { offset, crc: r.crc });
+      offset += 30 + r.name.length + localExtra + r.e.data.length;
     }
-    const cextra = zip64 ? Buffer.alloc(28) : Buffer.alloc(0);
+  }
+  const cdSize = rows.reduce((n, r) => n + 46 + r.name.length + centralExtra, 0);
+  const out = Buffer.alloc(offset + cdSize + (zip64 ? 76 : 0) + 22);
+  const version = zip64 ? 45 : 20;
+  let p = 0;
+  for (const r of rows) {
+    if (!r.local) continue;
+    out.writeUInt32LE(0x04034b50, p);
+    out.writeUInt16LE(version, p + 4);
+    out.writeUInt16LE(r.method, p + 8);
+    out.writeUInt32LE(r.crc, p + 14);
+    out.writeUInt32LE(zip64 ? 0xffffffff : r.e.data.length, p + 18);
+    out.writeUInt32LE(zip64 ? 0xffffffff : r.size, p + 22);
+    out.writeUInt16LE(r.name.length, p + 26);
+    out.writeUInt16LE(localExtra, p + 28);
+    p += 30 + r.name.copy(out, p + 30);
     if (zip64) {
-      cextra.writeUInt16LE(1, 0);
-      cextra.writeUInt16LE(24, 2);
-      cextra.writeBigUInt64LE(BigInt(size), 4);
-      cextra.writeBigUInt64LE(BigInt(e.data.length), 12);
-      cextra.writeBigUInt64LE(BigInt(at), 20);
+      out.writeUInt16LE(1, p);
+      out.writeUInt16LE(16, p + 2);
+      out.writeBigUInt64LE(BigInt(r.size), p + 4);
+      out.writeBigUInt64LE(BigInt(r.e.data.length), p + 12);
+      p += 20;
     }
-    const c = Buffer.alloc(46);
-    c.writeUInt32LE(0x02014b50, 0);
-    c.writeUInt16LE(zip64 ? 45 : 20, 4);
-    c.writeUInt16LE(zip64 ? 45 : 20, 6);
-    c.writeUInt16LE(method, 10);
-    c.writeUInt32LE(crc, 16);
-    c.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 20);
-    c.writeUInt32LE(zip64 ? 0xffffffff : size, 24);
-    c.writeUInt16LE(name.length, 28);
-    c.writeUInt16LE(cextra.length, 30);
-    c.writeUInt32LE(zip64 ? 0xffffffff : at, 42);
-    central.push(c, name, cextra);
+    out.set(r.e.data, p);
+    p += r.e.data.length;
   }
-  const cd = Buffer.concat(central);
-  const count = central.length / 3;
-  const tail: Buffer[] = [];
+  for (const r of rows) {
+    out.writeUInt32LE(0x02014b50, p);
+    out.writeUInt16LE(version, p + 4);
+    out.writeUInt16LE(version, p + 6);
+    out.writeUInt16LE(r.method, p + 10);
+    out.writeUInt32LE(r.crc, p + 16);
+    out.writeUInt32LE(zip64 ? 0xffffffff : r.e.data.length, p + 20);
+    out.writeUInt32LE(zip64 ? 0xffffffff : r.size, p + 24);
+    out.writeUInt16LE(r.name.length, p + 28);
+    out.writeUInt16LE(centralExtra, p + 30);
+    out.writeUInt32LE(zip64 ? 0xffffffff : r.at, p + 42);
+    p += 46 + r.name.copy(out, p + 46);
+    if (zip64) {
+      out.writeUInt16LE(1, p);
+      out.writeUInt16LE(24, p + 2);
+      out.writeBigUInt64LE(BigInt(r.size), p + 4);
+      out.writeBigUInt64LE(BigInt(r.e.data.length), p + 12);
+      out.writeBigUInt64LE(BigInt(r.at), p + 20);
+      p += 28;
+    }
+  }
+  const count = rows.length;
   if (zip64) {
-    const rec = Buffer.alloc(56);
-    rec.writeUInt32LE(0x06064b50, 0);
-    rec.writeBigUInt64LE(44n, 4);
-    rec.writeBigUInt64LE(BigInt(count), 24);
-    rec.writeBigUInt64LE(BigInt(count), 32);
-    rec.writeBigUInt64LE(BigInt(cd.length), 40);
-    rec.writeBigUInt64LE(BigInt(offset), 48);
-    const loc = Buffer.alloc(20);
-    loc.writeUInt32LE(0x07064b50, 0);
-    loc.writeBigUInt64LE(BigInt(offset + cd.length), 8);
-    loc.writeUInt32LE(1, 16);
-    tail.push(rec, loc);
+    out.writeUInt32LE(0x06064b50, p);
+    out.writeBigUInt64LE(44n, p + 4);
+    out.writeBigUInt64LE(BigInt(count), p + 24);
+    out.writeBigUInt64LE(BigInt(count), p + 32);
+    out.writeBigUInt64LE(BigInt(cdSize), p + 40);
+    out.writeBigUInt64LE(BigInt(offset), p + 48);
+    out.writeUInt32LE(0x07064b50, p + 56);
+    out.writeBigUInt64LE(BigInt(offset + cdSize), p + 64);
+    out.writeUInt32LE(1, p + 72);
+    p += 76;
   }
-  const eocd = Buffer.alloc(22);
-  eocd.writeUInt32LE(0x06054b50, 0);
-  eocd.writeUInt16LE(zip64 || count > 0xfffe ? 0xffff : count, 8);
-  eocd.writeUInt16LE(zip64 || count > 0xfffe ? 0xffff : count, 10);
-  eocd.writeUInt32LE(zip64 ? 0xffffffff : cd.length, 12);
-  eocd.writeUInt32LE(zip64 ? 0xffffffff : offset, 16);
-  return Buffer.concat([...parts, cd, ...tail, eocd]);
+  out.writeUInt32LE(0x06054b50, p);
+  out.writeUInt16LE(zip64 || count > 0xfffe ? 0xffff : count, p + 8);
+  out.writeUInt16LE(zip64 || count > 0xfffe ? 0xffff : count, p + 10);
+  out.writeUInt32LE(zip64 ? 0xffffffff : cdSize, p + 12);
+  out.writeUInt32LE(zip64 ? 0xffffffff : offset, p + 16);
+  return out;
 }
 
 /**
@@ -251,6 +257,13 @@ function tensorWithSize(size: Buffer, prelude: Buffer = Buffer.alloc(0)): Buffer
   return Buffer.concat([Buffer.from([0x80, 0x02]), prelude, Buffer.from([0x7d, 0x28]), pk.str('t'), body, Buffer.from([0x75, 0x2e])]);
 }
 
+/** emb.weight and `layers` one-float tensors blocks.i.att.w0, as safetensors. */
+function manyTensors(layers: number): Buffer {
+  const header: Record<string, unknown> = { 'emb.weight': { dtype: 'F32', shape: [1, 1], data_offsets: [0, 4] } };
+  for (let i = 0; i < layers; i++) header[`blocks.${i}.att.w0`] = { dtype: 'F32', shape: [1], data_offsets: [4 + 4 * i, 8 + 4 * i] };
+  return rawSafetensors(header, new Uint8Array(4 + 4 * layers));
+}
+
 export const CRAFTED_MODELS: CraftedModel[] = [
   {
     name: 'huge-layer-index.pth',
@@ -272,6 +285,18 @@ export const CRAFTED_MODELS: CraftedModel[] = [
       }
       return writeFile(dir, 'huge-layer-index.st', rawSafetensors(header, Buffer.concat(tensors.map((t) => t.bytes))));
     },
+  },
+  {
+    name: 'many-layers.st',
+    what: '60,000 contiguous layers each holding only att.w0 (a spec listing every expected tensor first builds 2.4 million)',
+    expect: /missing tensor blocks\.0\.ln0\.weight \(RWKV-7, 60000 layers\)/,
+    write: (dir) => writeFile(dir, 'many-layers.st', manyTensors(60_000)),
+  },
+  {
+    name: 'many-tensors.st',
+    what: '200,000 tiny tensors (each read is a buffer of its own)',
+    expect: /safetensors header declares 200001 tensors; at most \d+ are supported/,
+    write: (dir) => writeFile(dir, 'many-tensors.st', manyTensors(200_000)),
   },
   {
     name: 'shared-nested-list.pth',
@@ -351,6 +376,17 @@ export const CRAFTED_MODELS: CraftedModel[] = [
       const empty = new Uint8Array(0);
       for (let i = 0; i < 100_000; i++) storages.push({ name: `m/data/${i}`, data: empty });
       return writeFile(dir, 'zip-many-entries.pth', onePth(pk.tensor('FloatStorage', '0', 0, 0, [0], [1]), [...storages, { name: 'm/x', data: new Uint8Array(0) }], undefined, true));
+    },
+  },
+  {
+    name: 'zip-max-entries.pth',
+    what: '65,000 empty ZIP entries, within the entry bound: every local header is checked (then: not a model)',
+    expect: /not an RWKV checkpoint/,
+    write: (dir) => {
+      const storages: ZipInput[] = [];
+      const empty = new Uint8Array(0);
+      for (let i = 0; i < 65_000; i++) storages.push({ name: `m/data/${i}`, data: empty });
+      return writeFile(dir, 'zip-max-entries.pth', onePth(pk.tensor('FloatStorage', '0', 0, 0, [0], [1]), storages));
     },
   },
   {

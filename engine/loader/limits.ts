@@ -10,6 +10,8 @@ const MiB = 1024 * 1024;
 export const LOADER_LIMITS = {
   /** Dimensions of one tensor (RWKV tensors have at most 3). */
   maxRank: 8,
+  /** Tensors in one checkpoint (each read is a buffer of its own, so a file of many tiny ones is costly). */
+  maxTensors: 65_536,
   /** Bytes of one tensor name (official names are < 40). */
   maxNameBytes: 1024,
   pickle: {

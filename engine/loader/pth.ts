@@ -231,6 +231,7 @@ function openPthFile(file: FileReader): CheckpointReader {
     if (typeof name !== 'string' || !(value instanceof TensorRef)) continue; // non-tensor entries carry no weights
     const { storage, offset, shape, stride } = value;
     const tensor = `tensor ${clip(name)}`;
+    if (index.size === LOADER_LIMITS.maxTensors) throw new Error(`${filePath}: checkpoint holds more than ${LOADER_LIMITS.maxTensors} tensors`);
     if (Buffer.byteLength(name) > LOADER_LIMITS.maxNameBytes) {
       throw new Error(`${filePath}: ${tensor}: name is longer than ${LOADER_LIMITS.maxNameBytes} bytes`);
     }

@@ -46,6 +46,10 @@ export function validateSafetensorsHeader(json: unknown, dataLength: number, whe
   }
   const metadata: Record<string, string> = {};
   const entries: SafetensorsEntry[] = [];
+  const declared = Object.keys(json).filter((k) => k !== '__metadata__').length;
+  if (declared > LOADER_LIMITS.maxTensors) {
+    throw new Error(`${where}: safetensors header declares ${declared} tensors; at most ${LOADER_LIMITS.maxTensors} are supported`);
+  }
   for (const [name, value] of Object.entries(json as Record<string, unknown>)) {
     if (name === '__metadata__') {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
