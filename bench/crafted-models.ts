@@ -226,6 +226,8 @@ export interface CraftedModel {
   what: string;
   /** The refusal must match this (a clear message naming the problem). */
   expect: RegExp;
+  /** A tighter bound on the refusal's peak RSS growth than the general one, where the class needs it. */
+  maxRssGrowthMiB?: number;
   /** Write the file into `dir`; returns its path. */
   write(dir: string): string;
 }
@@ -288,15 +290,17 @@ export const CRAFTED_MODELS: CraftedModel[] = [
   },
   {
     name: 'many-layers.st',
-    what: '60,000 contiguous layers each holding only att.w0 (a spec listing every expected tensor first builds 2.4 million)',
-    expect: /missing tensor blocks\.0\.ln0\.weight \(RWKV-7, 60000 layers\)/,
-    write: (dir) => writeFile(dir, 'many-layers.st', manyTensors(60_000)),
+    what: '30,000 contiguous layers each holding only att.w0 (a spec listing every expected tensor first builds 1.2 million)',
+    expect: /missing tensor blocks\.0\.ln0\.weight \(RWKV-7, 30000 layers\)/,
+    // Loading 30,000 one-float tensors costs ~80 MiB; listing 1.2 million expected tensors first adds ~130.
+    maxRssGrowthMiB: 150,
+    write: (dir) => writeFile(dir, 'many-layers.st', manyTensors(30_000)),
   },
   {
     name: 'many-tensors.st',
-    what: '200,000 tiny tensors (each read is a buffer of its own)',
-    expect: /safetensors header declares 200001 tensors; at most \d+ are supported/,
-    write: (dir) => writeFile(dir, 'many-tensors.st', manyTensors(200_000)),
+    what: '40,000 tiny tensors (each read is a buffer of its own)',
+    expect: /safetensors header declares 40001 tensors; at most \d+ are supported/,
+    write: (dir) => writeFile(dir, 'many-tensors.st', manyTensors(40_000)),
   },
   {
     name: 'shared-nested-list.pth',
@@ -465,9 +469,26 @@ export const CRAFTED_MODELS: CraftedModel[] = [
     },
   },
   {
+    name: 'metadata-keys.st',
+    what: '390,000 __metadata__ entries, just under the header item bound',
+    expect: /safetensors __metadata__ has 390000 entries; at most \d+ are supported/,
+    write: (dir) => {
+      const parts: string[] = [];
+      for (let i = 0; i < 390_000; i++) parts.push(`"k${i}":""`);
+      return writeFile(dir, 'metadata-keys.st', rawSafetensors(`{"__metadata__":{${parts.join(',')}}}`));
+    },
+  },
+  {
+    name: 'byteorder-huge.pth',
+    what: 'a 64 MB byteorder entry',
+    expect: /byteorder entry of 67108864 bytes/,
+    write: (dir) =>
+      writeFile(dir, 'byteorder-huge.pth', onePth(pk.tensor('FloatStorage', '0', 1, 0, [1], [1]), [{ name: 'm/byteorder', data: new Uint8Array(64 << 20) }, { name: 'm/data/0', data: new Uint8Array(4) }])),
+  },
+  {
     name: 'dense-header.st',
     what: 'a header just under the size limit made of 5 million empty arrays',
-    expect: /safetensors header has more than \d+ JSON arrays and objects/,
+    expect: /safetensors header has more than \d+ JSON arrays, objects and items/,
     write: (dir) => {
       const json = `{"__metadata__":{},"t":[${'[],'.repeat(5_000_000)}[]]}`;
       return writeFile(dir, 'dense-header.st', rawSafetensors(json, new Uint8Array(0)));

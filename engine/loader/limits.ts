@@ -1,9 +1,9 @@
 // What the loader accepts at most, in one place, and bounded previews of file-supplied values for error
 // messages. Every count, size and length a model file declares is checked against these (and against the
 // file's own size) before anything is allocated for it, so a crafted file is refused quickly with a short
-// message and bounded memory. The bounds sit about ten times above what real RWKV checkpoints need: a
+// message and bounded memory. The bounds sit ten or more times above what real RWKV checkpoints need: a
 // 14B model has ~2,000 tensors, a pickle of ~200 KB with ~50K values (~24 per tensor), a safetensors
-// header of ~200 KB.
+// header of ~200 KB with ~16K JSON items.
 
 const MiB = 1024 * 1024;
 
@@ -11,7 +11,7 @@ export const LOADER_LIMITS = {
   /** Dimensions of one tensor (RWKV tensors have at most 3). */
   maxRank: 8,
   /** Tensors in one checkpoint (each read is a buffer of its own, so a file of many tiny ones is costly). */
-  maxTensors: 65_536,
+  maxTensors: 32_768,
   /** Bytes of one tensor name (official names are < 40). */
   maxNameBytes: 1024,
   pickle: {
@@ -34,8 +34,10 @@ export const LOADER_LIMITS = {
   },
   safetensors: {
     maxHeaderBytes: 16 * MiB,
-    /** JSON arrays and objects in the header (three per tensor in real files). */
-    maxHeaderContainers: 1_000_000,
+    /** JSON arrays, objects and commas in the header (about eight per tensor in real files). */
+    maxHeaderItems: 400_000,
+    /** Entries of __metadata__ (real files have a handful). */
+    maxMetadataEntries: 1024,
   },
 } as const;
 

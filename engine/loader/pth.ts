@@ -205,6 +205,7 @@ function openPthFile(file: FileReader): CheckpointReader {
   const { prefix } = findPickle(zip, filePath);
   const byteorder = zip.entries.get(`${prefix}byteorder`);
   if (byteorder) {
+    if (byteorder.size > 16) throw new Error(`${filePath}: byteorder entry of ${byteorder.size} bytes (expected "little")`);
     const order = Buffer.from(zip.read(byteorder)).toString('latin1').trim();
     if (order !== 'little') throw new Error(`${filePath}: checkpoint byte order is "${order}"; only little-endian is supported`);
   }

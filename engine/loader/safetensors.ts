@@ -55,6 +55,10 @@ export function validateSafetensorsHeader(json: unknown, dataLength: number, whe
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
         throw new Error(`${where}: safetensors __metadata__ is not an object`);
       }
+      const count = Object.keys(value).length;
+      if (count > LOADER_LIMITS.safetensors.maxMetadataEntries) {
+        throw new Error(`${where}: safetensors __metadata__ has ${count} entries; at most ${LOADER_LIMITS.safetensors.maxMetadataEntries} are supported`);
+      }
       for (const [k, v] of Object.entries(value)) {
         if (typeof v !== 'string') throw new Error(`${where}: safetensors __metadata__.${clip(k)} is not a string`);
         metadata[k] = v;
@@ -109,11 +113,15 @@ export function readSafetensorsHeader(file: FileReader): SafetensorsHeader {
     throw new Error(`${file.path}: safetensors header length ${headerLen} exceeds the file size ${file.size} (file truncated?)`);
   }
   const headerBytes = file.read(8, headerLen, 'header');
-  // Counted over the raw bytes (brackets inside strings too): an over-estimate is harmless at this bound.
-  let containers = 0;
-  for (let i = 0; i < headerBytes.length; i++) if (headerBytes[i] === 0x5b || headerBytes[i] === 0x7b) containers++;
-  if (containers > limits.maxHeaderContainers) {
-    throw new Error(`${file.path}: safetensors header has more than ${limits.maxHeaderContainers} JSON arrays and objects`);
+  // '[', '{' and ',' bound the values JSON.parse will make. Counted over the raw bytes (inside strings
+  // too): an over-estimate is harmless at this bound.
+  let items = 0;
+  for (let i = 0; i < headerBytes.length; i++) {
+    const b = headerBytes[i];
+    if (b === 0x5b || b === 0x7b || b === 0x2c) items++;
+  }
+  if (items > limits.maxHeaderItems) {
+    throw new Error(`${file.path}: safetensors header has more than ${limits.maxHeaderItems} JSON arrays, objects and items`);
   }
   const headerText = Buffer.from(headerBytes).toString('utf8');
   let json: unknown;
