@@ -2,10 +2,16 @@
 // tensor shapes). For RWKV-7, the one version the engine runs, every tensor of the official x070
 // layout is checked for presence, exact shape and a float dtype, so a bad file is rejected here with
 // the offending tensor named instead of producing wrong logits later.
+//
+// The layer count is the number of contiguous layers blocks.0 … blocks.L-1; a tensor of a layer beyond
+// them (blocks.1000000.…) is structurally impossible and refused by name before anything per-layer is
+// built, and the expected tensors are checked one by one as they are generated, so a crafted index can
+// never make describeModel allocate more than the checkpoint itself holds.
 
 import type { Checkpoint, ModelInfo, RawTensor, RwkvVersion } from './types';
 import type { CheckpointReader, TensorInfo } from './loader/checkpoint-reader';
 import { toI32 } from './loader/dtype';
+import { clip } from './loader/limits';
 
 /** Names, dtypes and shapes are all describeModel needs (plus the bytes of `vocab_map`, if present). */
 export type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
@@ -13,14 +19,15 @@ export type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
 export type ModelDims = Omit<ModelInfo, 'version' | 'vocabMap'>;
 
 /** Tensor names and shapes of an RWKV-7 (x070) checkpoint, in the order official files store them. */
-export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
+export function* rwkv7Tensors(d: ModelDims): Generator<[string, number[]]> {
   const { nLayer: L, nEmbd: C, nHead: H, headSize: N, vocabSize: V, ffnDim: F } = d;
   const { w: Dw, a: Da, v: Dv, g: Dg } = d.loraDims;
   const vec = [1, 1, C];
-  const out: [string, number[]][] = [['emb.weight', [V, C]], ['blocks.0.ln0.weight', [C]], ['blocks.0.ln0.bias', [C]]];
+  yield* [['emb.weight', [V, C]], ['blocks.0.ln0.weight', [C]], ['blocks.0.ln0.bias', [C]]] as [string, number[]][];
   for (let i = 0; i < L; i++) {
     const b = `blocks.${i}.`;
     const a = `${b}att.`;
+    const out: [string, number[]][] = [];
     out.push([`${b}ln1.weight`, [C]], [`${b}ln1.bias`, [C]], [`${b}ln2.weight`, [C]], [`${b}ln2.bias`, [C]]);
     for (const x of ['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g']) out.push([a + x, vec]);
     out.push([`${a}w0`, vec], [`${a}w1`, [C, Dw]], [`${a}w2`, [Dw, C]]);
@@ -32,9 +39,14 @@ export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
     for (const m of ['receptance', 'key', 'value', 'output']) out.push([`${a}${m}.weight`, [C, C]]);
     out.push([`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]);
     out.push([`${b}ffn.x_k`, vec], [`${b}ffn.key.weight`, [F, C]], [`${b}ffn.value.weight`, [C, F]]);
+    yield* out;
   }
-  out.push(['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]);
-  return out;
+  yield* [['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]] as [string, number[]][];
+}
+
+/** rwkv7Tensors as a list. */
+export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
+  return [...rwkv7Tensors(d)];
 }
 
 const NOT_RWKV = 'not an RWKV checkpoint (no emb.weight / blocks.N.* tensors)';
@@ -48,18 +60,36 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
+function hasBlocks(ck: TensorIndex): boolean {
+  for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name)) return true;
+  return false;
+}
+
+/**
+ * The number of contiguous layers blocks.0 … blocks.L-1. A tensor of any other layer is refused, naming it:
+ * a layer index past a gap (or with leading zeros) cannot belong to the model, and trusting the largest
+ * index would let one crafted name decide how much is allocated per layer.
+ */
 function countLayers(ck: TensorIndex): number {
-  let max = -1;
+  const present = new Set<number>();
   for (const name of ck.tensors.keys()) {
     const m = BLOCK_NAME.exec(name);
-    if (m) max = Math.max(max, Number(m[1]));
+    if (m) present.add(Number(m[1]));
   }
-  return max + 1;
+  let n = 0;
+  while (present.has(n)) n++;
+  for (const name of ck.tensors.keys()) {
+    const m = BLOCK_NAME.exec(name);
+    if (!m || (Number(m[1]) < n && String(Number(m[1])) === m[1])) continue;
+    const layers = n === 0 ? 'the checkpoint has no blocks.0 tensors' : `the model's layers are blocks.0 … blocks.${n - 1}`;
+    throw new Error(`tensor ${clip(name)}: layer index ${clip(m[1], 30)} is not a layer of the model (${layers})`);
+  }
+  return n;
 }
 
 /** Which RWKV generation the tensor names belong to. Throws for a checkpoint that is not RWKV. */
 export function detectVersion(ck: TensorIndex): RwkvVersion {
-  if (!ck.tensors.has('emb.weight') || countLayers(ck) === 0) throw new Error(NOT_RWKV);
+  if (!ck.tensors.has('emb.weight') || !hasBlocks(ck)) throw new Error(NOT_RWKV);
   const has = (suffix: string) => {
     for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name) && name.endsWith(suffix)) return true;
     return false;
@@ -111,22 +141,35 @@ function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
       g: dim(ck, 'blocks.0.att.g1', 1),
     },
   };
-  const expected = rwkv7TensorShapes(dims);
-  for (const [name, shape] of expected) {
+  // Checked as generated: the first missing tensor stops it, whatever the layer count.
+  for (const [name, shape] of rwkv7Tensors(dims)) {
     const t = ck.tensors.get(name);
     if (!t) throw new Error(`missing tensor ${name} (RWKV-7, ${nLayer} layers)`);
     if (!sameShape(t.shape, shape)) throw new Error(`tensor ${name}: wrong shape: expected ${fmtShape(shape)}, got ${fmtShape(t.shape)}`);
     checkFloat(t);
   }
   // Anything else would be weights the engine silently ignores (a variant it does not implement).
-  const known = new Set(expected.map(([n]) => n));
+  // Known names: the top-level ones, layer 0's, and every other layer's (all alike), by suffix.
+  const top = new Set<string>();
+  const layer0 = new Set<string>();
+  const layerN = new Set<string>();
+  for (const [name] of rwkv7Tensors({ ...dims, nLayer: 2 })) {
+    const m = /^blocks\.([01])\.(.*)$/.exec(name);
+    if (!m) top.add(name);
+    else (m[1] === '0' ? layer0 : layerN).add(m[2]);
+  }
+  const known = (name: string) => {
+    const m = /^blocks\.(\d+)\.(.*)$/.exec(name);
+    if (!m) return top.has(name);
+    return (m[1] === '0' ? layer0 : layerN).has(m[2]); // countLayers refused indices past the layers
+  };
   for (const [name, t] of ck.tensors) {
-    if (known.has(name) || name === 'vocab_map') continue;
+    if (known(name) || name === 'vocab_map') continue;
     // Some trainers keep unused v0/v1/v2 in layer 0; harmless when shaped right.
     const v = /^blocks\.0\.att\.(v0|v1|v2)$/.exec(name);
     const vShape = v && { v0: [1, 1, C], v1: [C, dims.loraDims.v], v2: [dims.loraDims.v, C] }[v[1] as 'v0' | 'v1' | 'v2'];
     if (vShape && (nLayer === 1 || sameShape(t.shape, vShape))) continue;
-    throw new Error(`unexpected tensor ${name} ${fmtShape(t.shape)}: not part of the RWKV-7 (x070) layout`);
+    throw new Error(`unexpected tensor ${clip(name)} ${fmtShape(t.shape)}: not part of the RWKV-7 (x070) layout`);
   }
   return dims;
 }
@@ -149,9 +192,14 @@ function describeOlder(ck: TensorIndex, version: RwkvVersion, nLayer: number): M
   return { nLayer, nEmbd: C, nHead, headSize, vocabSize: V, ffnDim, loraDims: { w, a: 0, v: 0, g: 0 } };
 }
 
-function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
+/** Checked on the index entry, before a reader reads its bytes. */
+function checkVocabMap(t: TensorInfo, vocabSize: number): void {
   if (t.dtype !== 'i32') throw new Error(`tensor vocab_map: wrong dtype: expected i32, got ${t.dtype}`);
   if (!sameShape(t.shape, [vocabSize])) throw new Error(`tensor vocab_map: wrong shape: expected [${vocabSize}], got ${fmtShape(t.shape)}`);
+}
+
+function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
+  checkVocabMap(t, vocabSize);
   const map = Int32Array.from(toI32(t)); // own copy: ModelInfo outlives the checkpoint buffers
   const seen = new Uint8Array(65536);
   for (let i = 0; i < map.length; i++) {
@@ -173,6 +221,7 @@ export function describeModel(ck: Checkpoint | CheckpointReader): ModelInfo {
   const dims = version === 'v7' ? describeV7(ck, nLayer) : describeOlder(ck, version, nLayer);
   const info: ModelInfo = { version, ...dims };
   const vm = ck.tensors.get('vocab_map');
+  if (vm) checkVocabMap(vm, dims.vocabSize);
   if (vm) info.vocabMap = readVocabMap('bytes' in vm ? (vm as RawTensor) : (ck as CheckpointReader).read('vocab_map'), dims.vocabSize);
   return info;
 }
