@@ -6,10 +6,14 @@ import type { EngineConfig, EngineLease } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
 import { byteTokenizer, FakeBackend, type FakeBackendOptions } from './fake-backend';
 
-export function fakeBackendEngineProvider(backend: FakeBackendOptions = { slots: 2 }) {
+/** Token of 'a': the scripted backend makes it overwhelmingly likely, so a generation never ends early on end-of-text. */
+const A = 'a'.charCodeAt(0) + 1;
+
+export function fakeBackendEngineProvider(backend: Partial<FakeBackendOptions> = {}) {
   const engines: RwkvEngine[] = [];
+  const options: FakeBackendOptions = { slots: 2, script: () => A, ...backend };
   const provide = async (config: EngineConfig): Promise<EngineLease> => {
-    const engine = new RwkvEngine({ backend: new FakeBackend(backend), tokenizer: byteTokenizer, config, compileConstraint: null });
+    const engine = new RwkvEngine({ backend: new FakeBackend(options), tokenizer: byteTokenizer, config, compileConstraint: null });
     engines.push(engine);
     return { engine, release: () => engine.close() };
   };
