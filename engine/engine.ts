@@ -285,11 +285,15 @@ export class RwkvEngine implements Engine {
   async loadState(name: string, source: string | Uint8Array): Promise<StateInfo> {
     this.checkOpen();
     InitialStateRegistry.checkName(name);
-    this.states.checkRoomFor(name); // before reading the file; add() checks again after
-    const resolved = typeof source === 'string' ? this.resolvePath(source) : source;
-    const loaded = await readStateSource(resolved, this.backend.info, this.backend.stateSize);
-    this.unloadState(name);
-    return this.states.add(name, loaded.state, loaded.source, loaded.logits);
+    const release = this.states.reserve(name); // a place under maxStates before the file is read
+    try {
+      const resolved = typeof source === 'string' ? this.resolvePath(source) : source;
+      const loaded = await readStateSource(resolved, this.backend.info, this.backend.stateSize);
+      this.unloadState(name);
+      return this.states.add(name, loaded.state, loaded.source, loaded.logits);
+    } finally {
+      release();
+    }
   }
 
   unloadState(name: string): void {

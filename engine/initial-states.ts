@@ -28,6 +28,8 @@ export class InitialStateRegistry {
   /** The one byte bound of every state's prefix cache. */
   readonly cacheBudget: CacheBudget;
   private readonly states = new Map<string, InitialState>();
+  /** Names being loaded (file still being read) → number of loads in progress. */
+  private readonly pending = new Map<string, number>();
 
   constructor(
     private readonly stateSize: number,
@@ -39,12 +41,32 @@ export class InitialStateRegistry {
     this.zero = { name: '', source: 'zero', state: null, logits: null, cache: new PrefixCache(this.cacheBudget) };
   }
 
-  /** Refuses a new name once maxStates are loaded (replacing a loaded name is always allowed). */
+  /** Refuses a new name once maxStates are loaded or being loaded (replacing a name is always allowed). */
   checkRoomFor(name: string): void {
-    if (this.states.has(name) || this.states.size < this.maxStates) return;
+    if (this.states.has(name) || this.pending.has(name)) return;
+    let taken = this.states.size;
+    for (const other of this.pending.keys()) if (!this.states.has(other)) taken++;
+    if (taken < this.maxStates) return;
     throw new RequestError(
-      `cannot load state "${name}": ${this.states.size} named states are loaded, the limit of this model is ${this.maxStates} (maxStates in the model configuration); unload one first`,
+      `cannot load state "${name}": ${taken} named states are loaded or loading, the limit of this model is ${this.maxStates} (maxStates in the model configuration); unload one first`,
     );
+  }
+
+  /**
+   * Holds a place for `name` while its file is read, so many loads at once cannot all read their files
+   * and overshoot maxStates. Call the returned function when the load has ended, either way.
+   */
+  reserve(name: string): () => void {
+    this.checkRoomFor(name);
+    this.pending.set(name, (this.pending.get(name) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = this.pending.get(name)! - 1;
+      if (left > 0) this.pending.set(name, left);
+      else this.pending.delete(name);
+    };
   }
 
   /** The named state, or the zero state for undefined/''. */

@@ -152,6 +152,16 @@ describe('request limits: named states and cache bytes', () => {
     await engine.close();
   });
 
+  it('counts loads in progress: many loads at once never overshoot maxStates', async () => {
+    const { engine, fake } = makeEngine({ slots: 1 }, { maxStates: 4 });
+    const bytes = conversationBytes(fake);
+    const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => engine.loadState(`c${i}`, bytes)));
+    assert.strictEqual(results.filter((r) => r.status === 'fulfilled').length, 4);
+    assert.strictEqual(engine.listStates().length, 4);
+    for (const r of results) if (r.status === 'rejected') assert.match(String(r.reason), /maxStates/);
+    await engine.close();
+  });
+
   it('keeps the prefix caches of all states together under one cacheBytes bound, evicting the least recently used', () => {
     const entry = 4 * 4 + 2 * 4; // state of 4 floats + logits of 2
     const reg = new InitialStateRegistry(4, entry * 3);
