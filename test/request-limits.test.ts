@@ -3,6 +3,9 @@
 // queued whole or not at all and cancels its other parts when one fails. On the fake CPU backend.
 
 import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import type { EngineConfig, GenerateEvent } from '../engine/api';
 import { encodeConversation, modelSignature } from '../engine/conversation-file';
 import { RwkvEngine } from '../engine/engine';
@@ -152,13 +155,23 @@ describe('request limits: named states and cache bytes', () => {
     await engine.close();
   });
 
-  it('counts loads in progress: many loads at once never overshoot maxStates', async () => {
-    const { engine, fake } = makeEngine({ slots: 1 }, { maxStates: 4 });
-    const bytes = conversationBytes(fake);
-    const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => engine.loadState(`c${i}`, bytes)));
-    assert.strictEqual(results.filter((r) => r.status === 'fulfilled').length, 4);
+  it('counts loads in progress: many loads at once never overshoot maxStates, nor read the refused files', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-limits-'));
+    const { engine, fake } = makeEngine({ slots: 1 }, { maxStates: 4, stateDir: dir });
+    fs.writeFileSync(path.join(dir, 'conv.bin'), conversationBytes(fake));
+    const readFile = fs.promises.readFile;
+    let reads = 0;
+    fs.promises.readFile = ((...args: Parameters<typeof readFile>) => (reads++, readFile(...args))) as typeof readFile;
+    try {
+      const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => engine.loadState(`c${i}`, 'conv.bin')));
+      assert.strictEqual(results.filter((r) => r.status === 'fulfilled').length, 4);
+      for (const r of results) if (r.status === 'rejected') assert.match(String(r.reason), /maxStates/);
+      assert.strictEqual(reads, 4, 'only the loads that had a place read their file');
+    } finally {
+      fs.promises.readFile = readFile;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
     assert.strictEqual(engine.listStates().length, 4);
-    for (const r of results) if (r.status === 'rejected') assert.match(String(r.reason), /maxStates/);
     await engine.close();
   });
 
