@@ -80,7 +80,8 @@ export async function main(argv: string[]): Promise<number> {
     case 'generate': {
       if (values.prompt === undefined) throw new Error('generate needs --prompt TEXT');
       const maxTokens = positiveInt('max-tokens', values['max-tokens'], 200);
-      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1 });
+      // The CLI user is the operator: the flag sets the cap, and there is no deadline (Ctrl-C stops it).
+      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0 });
       try {
         for await (const ev of engine.generate({
           prompt: values.prompt,

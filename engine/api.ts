@@ -10,7 +10,7 @@ export interface EngineConfig {
   chunkSize?: number;
   /** Tokens per prefill chunk while no slot decodes (at least chunkSize): larger chunks use the GPU better. */
   prefillChunkSize?: number;
-  /** Byte bound of the prefix-state cache (per initial state). */
+  /** One byte bound across the prefix-state caches of all initial states (least recently used evicted first). */
   cacheBytes?: number;
   /** Folder where named initial states and conversation states are looked up and saved. */
   stateDir?: string;
@@ -18,6 +18,16 @@ export interface EngineConfig {
   maxQueue?: number;
   /** Share of their speed decoding requests keep while a long prompt prefills (0..1, default 0.75). */
   decodeKeep?: number;
+  // Operator limits: a request can never exceed them (nothing in a request or message changes them).
+  /** Most tokens one generate() may ask for (default 4096); a request above it is refused. */
+  maxTokensLimit?: number;
+  /**
+   * Wall-clock deadline of one request from its submission, queueing included, in ms (default 10 minutes;
+   * 0 = none). A request past it is cancelled and fails with RequestTimeoutError.
+   */
+  requestTimeoutMs?: number;
+  /** Most named initial states loaded at once (default 64). */
+  maxStates?: number;
 }
 
 export interface SamplerOptions {

@@ -5,7 +5,8 @@ import type { GenerateRequest } from './api';
 import { RequestError } from './errors';
 
 export const DEFAULT_MAX_TOKENS = 256;
-const MAX_MAX_TOKENS = 1 << 20;
+/** The highest cap an operator may set (maxTokensLimit). */
+export const MAX_MAX_TOKENS = 1 << 20;
 const MAX_STOPS = 32;
 const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema']);
 
@@ -15,16 +16,23 @@ export interface CheckedGenerate {
   stop: string[];
 }
 
-export function checkGenerateRequest(req: GenerateRequest): CheckedGenerate {
+/**
+ * `maxTokensLimit` is the operator's cap: a request asking for more is refused (an API caller learns the
+ * limit instead of silently getting less); a request that leaves maxTokens out gets min(default, cap).
+ */
+export function checkGenerateRequest(req: GenerateRequest, maxTokensLimit = MAX_MAX_TOKENS): CheckedGenerate {
   if (!req || typeof req !== 'object') throw new RequestError('request must be an object');
   for (const key of Object.keys(req)) {
     if (!KNOWN_KEYS.has(key)) throw new RequestError(`unknown request field "${key}" (known: ${[...KNOWN_KEYS].join(', ')})`);
   }
   const prompt = checkText(req.prompt, 'prompt');
-  let maxTokens = DEFAULT_MAX_TOKENS;
+  let maxTokens = Math.min(DEFAULT_MAX_TOKENS, maxTokensLimit);
   if (req.maxTokens !== undefined && req.maxTokens !== null) {
-    if (typeof req.maxTokens !== 'number' || !Number.isInteger(req.maxTokens) || req.maxTokens < 1 || req.maxTokens > MAX_MAX_TOKENS) {
-      throw new RequestError(`maxTokens must be an integer in [1, ${MAX_MAX_TOKENS}], got ${JSON.stringify(req.maxTokens)}`);
+    if (typeof req.maxTokens !== 'number' || !Number.isInteger(req.maxTokens) || req.maxTokens < 1) {
+      throw new RequestError(`maxTokens must be an integer ≥ 1, got ${JSON.stringify(req.maxTokens)}`);
+    }
+    if (req.maxTokens > maxTokensLimit) {
+      throw new RequestError(`maxTokens ${req.maxTokens} is above this model's limit of ${maxTokensLimit} (maxTokensLimit in the model configuration)`);
     }
     maxTokens = req.maxTokens;
   }

@@ -16,6 +16,7 @@ import { LmChatRwkv } from '../nodes/LmChatRwkv/LmChatRwkv.node';
 import type { Message } from '../nodes/n8n/ai-node-sdk';
 import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { fakeBackendEngineProvider } from './fake-backend-engine';
 import { FakeEngineProvider } from './nodes-fake-engine';
 import { executeContext, type ContextOptions } from './nodes-n8n-context';
 
@@ -175,6 +176,40 @@ describe('n8n nodes (fake engine)', function () {
         credentials: { modelPath: ' /m.st ', precision: 'f32', maxBatch: 8, chunkSize: 0, cacheMiB: 1, stateDir: '/s', maxQueue: 0 },
       });
       assert.deepStrictEqual(provider.configs[0], { modelPath: '/m.st', precision: 'f32', maxBatch: 8, cacheBytes: 1048576, stateDir: '/s' });
+    });
+
+    it('passes the operator limits of the credential; a request deadline of 0 means none', async () => {
+      await run(new RwkvGenerate(), {
+        params: { ...GENERATE, prompt: 'x' },
+        credentials: { precision: 'f16', maxTokensLimit: 512, requestTimeoutSeconds: 0, maxStates: 0 },
+      });
+      assert.deepStrictEqual(provider.configs[0], { precision: 'f16', maxTokensLimit: 512, requestTimeoutMs: 0 });
+    });
+
+    it('an item cannot go beyond the max-tokens limit of the credential', async () => {
+      const real = fakeBackendEngineProvider();
+      setEngineProvider(real.provide);
+      const { out } = await run(new RwkvGenerate(), {
+        items: items(2),
+        continueOnFail: true,
+        params: { ...GENERATE, prompt: 'hi', maxTokens: (i: number) => (i === 0 ? 1_048_576 : 8) },
+        credentials: { precision: 'f16', maxTokensLimit: 8 },
+      });
+      assert.match(out[0].json.error, /maxTokens 1048576 is above this model's limit of 8/);
+      assert.strictEqual(out[1].json.usage.completionTokens, 8);
+    });
+
+    it('ends a generation past the deadline of the credential with a timeout error', async () => {
+      const real = fakeBackendEngineProvider({ slots: 1, delayMs: 2 });
+      setEngineProvider(real.provide);
+      await assert.rejects(
+        run(new RwkvGenerate(), {
+          params: { ...GENERATE, prompt: 'hi', maxTokens: 100_000 },
+          credentials: { precision: 'f16', maxTokensLimit: 100_000, requestTimeoutSeconds: 0.1 },
+        }),
+        /ran past the 100 ms deadline/,
+      );
+      assert.strictEqual(real.engines[0].scheduler.active, 0);
     });
   });
 
@@ -361,7 +396,10 @@ describe('n8n nodes (fake engine)', function () {
       for (const node of nodes) assert.deepStrictEqual(node.description.credentials, [{ name: credential.name, required: true }]);
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
-        ['cacheMiB', 'chunkSize', 'decodeKeep', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'prefillChunkSize', 'stateDir'],
+        [
+          'cacheMiB', 'chunkSize', 'decodeKeep', 'maxBatch', 'maxQueue', 'maxStates', 'maxTokensLimit', 'modelPath', 'precision',
+          'prefillChunkSize', 'requestTimeoutSeconds', 'stateDir',
+        ],
       );
     });
 

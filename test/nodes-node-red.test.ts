@@ -3,10 +3,12 @@
 // nodes-real-engine.test.ts.
 
 import * as assert from 'assert';
+import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { fakeBackendEngineProvider } from './fake-backend-engine';
 import { FakeEngineProvider } from './nodes-fake-engine';
 import { REPO_ROOT } from './paths';
 
@@ -92,7 +94,14 @@ describe('Node-RED nodes (fake engine)', function () {
         cacheBytes: 2 * 1024 * 1024,
       });
       await helper.unload();
-      assert.strictEqual(provider.released, 1);
+      await helper.load(ALL_NODES, [{ ...MODEL, id: 'm2', maxTokensLimit: '512', requestTimeoutSeconds: '0', maxStates: '3' }]);
+      await until(() => provider.acquired === 2, 'second lease');
+      assert.deepStrictEqual(
+        { ...provider.configs[1], modelPath: undefined, precision: undefined, maxBatch: undefined, cacheBytes: undefined },
+        { modelPath: undefined, precision: undefined, maxBatch: undefined, cacheBytes: undefined, maxTokensLimit: 512, requestTimeoutMs: 0, maxStates: 3 },
+      );
+      await helper.unload();
+      assert.strictEqual(provider.released, 2);
     });
 
     it('reports a bad configuration on every message instead of crashing', async () => {
@@ -240,13 +249,16 @@ describe('Node-RED nodes (fake engine)', function () {
       ['removing the node', async () => helper.setFlows([MODEL], 'full')],
       ['stopping the runtime', async () => helper.unload()],
     ] as const) {
-      it(`${what} during generation cancels it and frees the slot and the lease`, async () => {
+      it(`${what} during generation cancels it, frees the slot and the lease, and ends the message with done(err)`, async () => {
         provider.engine.options.tokenDelayMs = 30;
         await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
         const sent: Msg[] = [];
         helper.getNode('out1')!.on('input', (m) => sent.push(m));
+        // Wrapped on the instance: stopping the runtime (helper.unload) removes the helper's call:error spies first.
         const errors: unknown[] = [];
-        helper.getNode('n1')!.on('call:error', (c) => errors.push(c.args[0]));
+        const worker = helper.getNode('n1') as unknown as { error: (...args: unknown[]) => void };
+        const reportError = worker.error;
+        worker.error = (...args: unknown[]) => (errors.push(args[0]), reportError.apply(worker, args));
         helper.getNode('n1')!.receive({ payload: 'a long prompt with many words to echo back slowly' });
         await until(() => provider.engine.active === 1, 'generation started');
         await redeploy();
@@ -255,9 +267,67 @@ describe('Node-RED nodes (fake engine)', function () {
         assert.ok(provider.released >= 1, 'lease not released');
         await new Promise((r) => setTimeout(r, 50));
         assert.deepStrictEqual(sent, []);
-        assert.deepStrictEqual(errors, []);
+        // A Catch node gets the message and can answer its HTTP caller (before: a silent done()).
+        assert.strictEqual(errors.length, 1);
+        assert.match(String(errors[0]), /rwkv-generate closed \(redeploy, removal or shutdown\) before the answer/);
       });
     }
+
+    it('ends every in-flight message of a closing node with done(err)', async () => {
+      provider.engine.options.tokenDelayMs = 30;
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const errors: { err: unknown; msg: Msg }[] = [];
+      helper.getNode('n1')!.on('call:error', (c) => errors.push({ err: c.args[0], msg: c.args[1] }));
+      for (let i = 0; i < 10; i++) helper.getNode('n1')!.receive({ payload: `a long prompt with many words number ${i}`, topic: `m${i}` });
+      await until(() => provider.engine.active === 10, 'ten generations running');
+      await helper.setFlows(flowWith({ type: 'rwkv-generate' }, 2), 'full');
+      assert.strictEqual(provider.engine.active, 0);
+      assert.strictEqual(errors.length, 10);
+      assert.deepStrictEqual(errors.map((e) => e.msg.topic).sort(), Array.from({ length: 10 }, (_, i) => `m${i}`).sort());
+      for (const e of errors) assert.match(String(e.err), /closed \(redeploy/);
+    });
+
+    it('cancels the request when the HTTP caller disconnects (msg.res closed), without a "done" status', async () => {
+      provider.engine.options.tokenDelayMs = 30;
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const status = collectStatus('n1');
+      const sent: Msg[] = [];
+      helper.getNode('out1')!.on('input', (m) => sent.push(m));
+      const err = nextError('n1');
+      // http-in's msg.res wraps the express response as msg.res._res.
+      const response = Object.assign(new EventEmitter(), { writableFinished: false });
+      helper.getNode('n1')!.receive({ payload: 'a long prompt with many words to echo back slowly', res: { _res: response }, req: {} });
+      await until(() => provider.engine.active === 1, 'generation started');
+      response.emit('close');
+      assert.match(String(await err), /HTTP caller disconnected/);
+      await until(() => provider.engine.active === 0, 'slot freed');
+      assert.strictEqual(provider.engine.aborted, 1);
+      assert.deepStrictEqual(sent, []);
+      assert.ok(!status.some((s) => s.startsWith('done')), `status said done: ${status.join(' | ')}`);
+      assert.strictEqual(response.listenerCount('close'), 0, 'listener removed');
+    });
+
+    it('leaves a request alone whose response closed after being answered', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const response = Object.assign(new EventEmitter(), { writableFinished: true });
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: 'The quick brown fox', res: { _res: response } });
+      response.emit('close');
+      assert.strictEqual((await out).payload, ' echo: quick brown fox');
+    });
+
+    it('enforces the max-tokens limit of the model configuration; a message cannot lift it', async () => {
+      const real = fakeBackendEngineProvider();
+      setEngineProvider(real.provide);
+      await helper.load(ALL_NODES, [{ ...MODEL, maxTokensLimit: '8', requestTimeoutSeconds: '30', maxStates: '2' }, ...flowWith({ type: 'rwkv-generate' }, 2).slice(1)]);
+      await until(() => real.engines.length === 1, 'engine');
+      const err = nextError('n1');
+      helper.getNode('n1')!.receive({ payload: 'hi', maxTokens: 1_048_576, maxTokensLimit: 1_048_576, requestTimeoutMs: 0 });
+      assert.match(String(await err), /maxTokens 1048576 is above this model's limit of 8/);
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: { prompt: 'hi', maxTokensLimit: 100 } });
+      assert.strictEqual((await out).rwkv.usage.completionTokens, 8, 'an unset maxTokens gets min(256, limit)');
+    });
   });
 
   describe('rwkv-choose', () => {

@@ -56,6 +56,21 @@ describe('nodes/shared', () => {
       assert.throws(() => parseModelConfig({ decodeKeep: 1 }), /decodeKeep: must be between 0 and 1/);
       assert.throws(() => parseModelConfig({ prefillChunkSize: 0 }), /prefillChunkSize: must be an integer ≥ 1/);
       assert.throws(() => parseModelConfig({ modelPath: 5 }), /modelPath: must be a string/);
+      assert.throws(() => parseModelConfig({ maxTokensLimit: '0' }), /maxTokensLimit: must be an integer ≥ 1/);
+      assert.throws(() => parseModelConfig({ maxTokensLimit: 2 ** 21 }), /maxTokensLimit: must be at most 1048576/);
+      assert.throws(() => parseModelConfig({ requestTimeoutSeconds: '-1' }), /requestTimeoutSeconds: must be between 0 \(no deadline\)/);
+      assert.throws(() => parseModelConfig({ requestTimeoutSeconds: 1e9 }), /requestTimeoutSeconds: must be between 0/);
+      assert.throws(() => parseModelConfig({ maxStates: '-2' }), /maxStates: must be an integer ≥ 0/);
+    });
+
+    it('maps the operator limits: seconds to ms, 0 = no deadline, blanks to engine defaults', () => {
+      assert.deepStrictEqual(parseModelConfig({ maxTokensLimit: '1024', requestTimeoutSeconds: '2.5', maxStates: '8' }), {
+        maxTokensLimit: 1024,
+        requestTimeoutMs: 2500,
+        maxStates: 8,
+      });
+      assert.deepStrictEqual(parseModelConfig({ requestTimeoutSeconds: '0' }), { requestTimeoutMs: 0 });
+      assert.deepStrictEqual(parseModelConfig({ maxTokensLimit: '', requestTimeoutSeconds: '', maxStates: '' }), {});
     });
   });
 

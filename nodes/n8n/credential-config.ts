@@ -1,5 +1,5 @@
 // The RWKV Model credential → EngineConfig. n8n number fields always hold a number, so 0 stands
-// for "engine default" there.
+// for "engine default" there, except the request deadline, whose 0 means "none" (its default is 600 s).
 
 import type { IExecuteFunctions, ISupplyDataFunctions } from 'n8n-workflow';
 import type { EngineConfig } from '../../engine/api';
@@ -20,6 +20,9 @@ export function modelConfigFromCredential(data: Record<string, unknown>): Engine
     cacheMiB: zeroIsDefault(data.cacheMiB),
     stateDir: data.stateDir,
     maxQueue: zeroIsDefault(data.maxQueue),
+    maxTokensLimit: zeroIsDefault(data.maxTokensLimit),
+    requestTimeoutSeconds: data.requestTimeoutSeconds,
+    maxStates: zeroIsDefault(data.maxStates),
   });
 }
 

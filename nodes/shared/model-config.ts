@@ -18,9 +18,19 @@ export interface ModelConfigFields {
   cacheMiB?: unknown;
   stateDir?: unknown;
   maxQueue?: unknown;
+  // Operator limits: set here only, never from a message or item.
+  /** Most tokens one generation may ask for. */
+  maxTokensLimit?: unknown;
+  /** Deadline of one request in seconds, queueing included; 0 = none (the engine takes ms). */
+  requestTimeoutSeconds?: unknown;
+  /** Most named initial states loaded at once. */
+  maxStates?: unknown;
 }
 
 const MIB = 1024 * 1024;
+/** setTimeout's largest delay, in whole seconds (about 24.8 days). */
+const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+const MAX_TOKENS_LIMIT = 1 << 20;
 
 export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
   const config: EngineConfig = {};
@@ -53,5 +63,19 @@ export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
   if (stateDir !== undefined) config.stateDir = stateDir;
   const maxQueue = optionalInteger('maxQueue', fields.maxQueue, 0);
   if (maxQueue !== undefined) config.maxQueue = maxQueue;
+  const maxTokensLimit = optionalInteger('maxTokensLimit', fields.maxTokensLimit, 1);
+  if (maxTokensLimit !== undefined) {
+    if (maxTokensLimit > MAX_TOKENS_LIMIT) throw new ParameterError('maxTokensLimit', `must be at most ${MAX_TOKENS_LIMIT}, got ${maxTokensLimit}`);
+    config.maxTokensLimit = maxTokensLimit;
+  }
+  const timeout = optionalNumber('requestTimeoutSeconds', fields.requestTimeoutSeconds);
+  if (timeout !== undefined) {
+    if (!(timeout >= 0 && timeout <= MAX_TIMEOUT_SECONDS)) {
+      throw new ParameterError('requestTimeoutSeconds', `must be between 0 (no deadline) and ${MAX_TIMEOUT_SECONDS}, got ${timeout}`);
+    }
+    config.requestTimeoutMs = Math.round(timeout * 1000);
+  }
+  const maxStates = optionalInteger('maxStates', fields.maxStates, 0);
+  if (maxStates !== undefined) config.maxStates = maxStates;
   return config;
 }
