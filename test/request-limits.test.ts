@@ -159,16 +159,17 @@ describe('request limits: named states and cache bytes', () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-limits-'));
     const { engine, fake } = makeEngine({ slots: 1 }, { maxStates: 4, stateDir: dir });
     fs.writeFileSync(path.join(dir, 'conv.bin'), conversationBytes(fake));
-    const readFile = fs.promises.readFile;
+    // State files are opened (engine/state-folder.ts) and read from the descriptor: count the opens.
+    const open = fs.promises.open;
     let reads = 0;
-    fs.promises.readFile = ((...args: Parameters<typeof readFile>) => (reads++, readFile(...args))) as typeof readFile;
+    fs.promises.open = ((...args: Parameters<typeof open>) => (reads++, open(...args))) as typeof open;
     try {
       const results = await Promise.allSettled(Array.from({ length: 50 }, (_, i) => engine.loadState(`c${i}`, 'conv.bin')));
       assert.strictEqual(results.filter((r) => r.status === 'fulfilled').length, 4);
       for (const r of results) if (r.status === 'rejected') assert.match(String(r.reason), /maxStates/);
       assert.strictEqual(reads, 4, 'only the loads that had a place read their file');
     } finally {
-      fs.promises.readFile = readFile;
+      fs.promises.open = open;
       fs.rmSync(dir, { recursive: true, force: true });
     }
     assert.strictEqual(engine.listStates().length, 4);
