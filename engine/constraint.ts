@@ -47,3 +47,10 @@ export function loadConstraintCompiler(): ConstraintCompiler | null {
     throw e;
   }
 }
+
+/** Prepares the grammar module's per-vocabulary tables at model load, when the module is part of this build. */
+export function prepareConstraintVocabulary(tokenizer: unknown): void {
+  if (!loadConstraintCompiler()) return;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (require('./grammar/index') as { prepareVocabulary(v: unknown): void }).prepareVocabulary(tokenizer);
+}
