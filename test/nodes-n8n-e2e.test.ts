@@ -19,7 +19,7 @@ const TINY = path.join(GOLDEN, 'v7-tiny.st');
 const VOCAB_MODEL = path.join(GOLDEN, 'v7-vocab.pth');
 
 /** The package as npm would unpack it, with its runtime dependencies beside it (not n8n-workflow: n8n provides that). */
-function installPackage(root: string): string {
+export function installPackage(root: string): string {
   const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', root], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
     .trim()
     .split('\n')
