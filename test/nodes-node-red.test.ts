@@ -141,7 +141,8 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.deepStrictEqual(msg.rwkv.usage, { promptTokens: 19, completionTokens: 4, totalTokens: 23 });
       assert.strictEqual(provider.engine.requests[0].maxTokens, 16);
       await until(() => status.some((s) => s.startsWith('done')), 'done status');
-      assert.deepStrictEqual(status, ['queued (#0)', 'prefill 0/19', 'prefill 19/19', '1 token', '2 tokens', '3 tokens', '4 tokens', 'done: 4 tokens (stop)']);
+      // The deploy-time 'ready' status may land before or after the listener is attached.
+      assert.deepStrictEqual(status.filter((s) => !s.startsWith('ready:')), ['queued (#0)', 'prefill 0/19', 'prefill 19/19', '1 token', '2 tokens', '3 tokens', '4 tokens', 'done: 4 tokens (stop)']);
     });
 
     it('formats chat messages as an RWKV dialogue and stops at the next user turn', async () => {
@@ -174,6 +175,23 @@ describe('Node-RED nodes (fake engine)', function () {
       helper.getNode('n1')!.receive({ payload: 'x' });
       await out;
       assert.deepStrictEqual(provider.engine.requests[0].stop, ['\n\nQ:']);
+    });
+
+    it('shows at deploy which model runs on which adapter, before any message', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      // The test helper wraps node.status in a spy.
+      const status = (helper.getNode('n1') as unknown as { status: { called: boolean; lastCall: { args: [Record<string, string>] } } }).status;
+      await until(() => status.called, 'a status at deploy');
+      assert.deepStrictEqual(status.lastCall.args[0], { fill: 'green', shape: 'ring', text: 'ready: RWKV v7 3×8 on fake' });
+    });
+
+    it('shows a model that failed to load at deploy, in red', async () => {
+      provider.failWith = new Error('model file not found: /models/missing.st');
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const status = (helper.getNode('n1') as unknown as { status: { called: boolean; lastCall: { args: [Record<string, string>] } } }).status;
+      await until(() => status.called, 'a status at deploy');
+      assert.strictEqual(status.lastCall.args[0].fill, 'red');
+      assert.match(status.lastCall.args[0].text, /model file not found/);
     });
 
     it('streams one message per token on output 2 before the result on output 1', async () => {

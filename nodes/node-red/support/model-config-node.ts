@@ -23,7 +23,11 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
       lease = Promise.reject(err);
     }
     // Logged once here; each worker node reports it again against the message that needed it.
-    lease.catch((err: unknown) => node.error(`rwkv-model: ${(err as Error).message}`));
+    lease.then(
+      ({ engine: { modelInfo: m } }) =>
+        node.log(`loaded ${String(config.modelPath || 'the bundled default model')}: RWKV ${m.version}, ${m.nLayer} layers × ${m.nEmbd}, on ${m.adapter}`),
+      (err: unknown) => node.error(`rwkv-model: ${(err as Error).message}`),
+    );
 
     node.getEngine = async () => (await lease!).engine;
 

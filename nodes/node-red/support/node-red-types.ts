@@ -19,6 +19,7 @@ export interface RuntimeNode {
   id: string;
   status(status: NodeStatus): void;
   error(err: unknown, msg?: NodeMessage): void;
+  log(text: string): void;
   warn(message: unknown): void;
   on(event: 'input', listener: (msg: NodeMessage, send: SendFunction, done: DoneFunction) => void): void;
   on(event: 'close', listener: (removed: boolean, done: () => void) => void): void;

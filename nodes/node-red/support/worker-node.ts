@@ -4,7 +4,7 @@
 // ends with done(err) naming why (node closed, HTTP caller gone), so a Catch node can answer its caller.
 
 import type { Engine } from '../../../engine/api';
-import { errorStatus, type ProgressStatus } from '../../shared/progress-status';
+import { errorStatus, readyStatus, type ProgressStatus } from '../../shared/progress-status';
 import type { ModelConfigNode } from './model-config-node';
 import type { NodeMessage, NodeRedApi, NodeStatus, RuntimeNode, SendFunction } from './node-red-types';
 
@@ -23,6 +23,7 @@ export type WorkHandler = (msg: NodeMessage, ctx: WorkContext) => Promise<NodeMe
 export type HandlerFactory = (config: Record<string, unknown>) => WorkHandler;
 
 const FILL: Record<ProgressStatus['phase'], NodeStatus> = {
+  ready: { fill: 'green', shape: 'ring' },
   queued: { fill: 'grey', shape: 'ring' },
   prefill: { fill: 'yellow', shape: 'ring' },
   decode: { fill: 'blue', shape: 'dot' },
@@ -39,12 +40,19 @@ export function registerWorkerNode(RED: NodeRedApi, type: string, makeHandler: H
     const inFlight = new Map<AbortController, Promise<void>>();
     let closing = false;
 
+    let shownProgress = false; // once a message shows its progress, the deploy-time status stays away
     const show = (status: ProgressStatus) => {
+      shownProgress = true;
       const busy = inFlight.size > 1 ? `${inFlight.size} active · ` : '';
       node.status({ ...FILL[status.phase], text: busy + status.text });
     };
 
     if (!model) node.status({ fill: 'red', shape: 'ring', text: 'no rwkv-model configuration' });
+    // At deploy, not at the first message: which model runs where, or why it failed to load.
+    model?.getEngine().then(
+      (engine) => shownProgress || closing || node.status({ ...FILL.ready, text: readyStatus(engine.modelInfo).text }),
+      (err: unknown) => shownProgress || closing || node.status({ ...FILL.error, text: errorStatus(err).text }),
+    );
 
     node.on('input', (msg, send, done) => {
       if (!model) {
