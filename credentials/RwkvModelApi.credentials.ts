@@ -20,7 +20,7 @@ export class RwkvModelApi implements ICredentialType {
       type: 'string',
       default: '',
       placeholder: '/models/RWKV-x070-World-1.5B.st',
-      description: 'Path of an RWKV .st (safetensors) or .pth checkpoint on the n8n host. Empty uses the bundled default model.',
+      description: 'Path of an RWKV .st (safetensors) or .pth checkpoint on the n8n host; a relative path is taken inside n8n\'s user folder (~/.n8n). Empty uses the bundled default model.',
     },
     {
       displayName: 'Precision',

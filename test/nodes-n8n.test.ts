@@ -226,6 +226,16 @@ describe('n8n nodes (fake engine)', function () {
       assert.strictEqual(keptEngineCount(), 0);
     });
 
+    it("takes a relative model path in the credential inside n8n's user folder", async () => {
+      process.env.N8N_USER_FOLDER = '/srv/n8n';
+      try {
+        await run(new RwkvEmbed(), { params: { text: 'y', options: {} }, credentials: { modelPath: 'models/m.st' } });
+      } finally {
+        delete process.env.N8N_USER_FOLDER;
+      }
+      assert.strictEqual(provider.configs[0].modelPath, '/srv/n8n/.n8n/models/m.st');
+    });
+
     it('an edited credential for the same model releases the idle engine of the old settings at once', async () => {
       process.env.RWKV_FLOW_IDLE_SECONDS = '600';
       await run(new RwkvEmbed(), { params: { text: 'y', options: {} }, credentials: { modelPath: '/m.st', maxBatch: 4 } });

@@ -33,6 +33,14 @@ describe('nodes/shared', () => {
   });
 
   describe('model configuration', () => {
+    it("takes a relative model path and state folder inside the host's folder, not the working directory", () => {
+      assert.deepStrictEqual(parseModelConfig({ modelPath: 'models/m.st', stateDir: 'states' }, '/home/u/.node-red'), {
+        modelPath: '/home/u/.node-red/models/m.st',
+        stateDir: '/home/u/.node-red/states',
+      });
+      assert.deepStrictEqual(parseModelConfig({ modelPath: '/abs/m.st' }, '/home/u/.node-red'), { modelPath: '/abs/m.st' });
+    });
+
     it('maps editor fields to EngineConfig, blanks to engine defaults', () => {
       assert.deepStrictEqual(parseModelConfig({ modelPath: ' m.st ', precision: 'f32', maxBatch: '8', chunkSize: '', cacheMiB: '0.5', stateDir: '', maxQueue: '0' }), {
         modelPath: 'm.st',

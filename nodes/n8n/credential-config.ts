@@ -1,6 +1,8 @@
 // The RWKV Model credential → EngineConfig. n8n number fields always hold a number, so 0 stands
 // for "engine default" there, except the request deadline, whose 0 means "none" (its default is 600 s).
 
+import * as os from 'os';
+import * as path from 'path';
 import type { IExecuteFunctions, ISupplyDataFunctions } from 'n8n-workflow';
 import type { EngineConfig } from '../../engine/api';
 import { parseModelConfig } from '../shared/model-config';
@@ -23,7 +25,12 @@ export function modelConfigFromCredential(data: Record<string, unknown>): Engine
     maxTokensLimit: zeroIsDefault(data.maxTokensLimit),
     requestTimeoutSeconds: data.requestTimeoutSeconds,
     maxStates: zeroIsDefault(data.maxStates),
-  });
+  }, n8nUserFolder());
+}
+
+/** n8n keeps its data in $N8N_USER_FOLDER/.n8n (default ~/.n8n): relative paths in the credential mean there. */
+export function n8nUserFolder(): string {
+  return path.join(process.env.N8N_USER_FOLDER || os.homedir(), '.n8n');
 }
 
 export async function modelConfigFor(ctx: IExecuteFunctions | ISupplyDataFunctions): Promise<EngineConfig> {

@@ -1,6 +1,7 @@
 // The model configuration both hosts collect (n8n credential, Node-RED config node) and its
 // translation into the engine's EngineConfig. Field names are the ones shown in the editors.
 
+import * as path from 'path';
 import type { EngineConfig } from '../../engine/api';
 import { optionalInteger, optionalName, optionalNumber } from './coerce';
 import { ParameterError } from './parameter-error';
@@ -32,10 +33,14 @@ const MIB = 1024 * 1024;
 const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
 const MAX_TOKENS_LIMIT = 1 << 20;
 
-export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
+/**
+ * `baseDir`: the host's own folder (Node-RED's userDir, n8n's user folder). A relative model path or state folder
+ * is taken inside it, not in whatever working directory the host process happened to start in.
+ */
+export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): EngineConfig {
   const config: EngineConfig = {};
   const modelPath = optionalName('modelPath', fields.modelPath);
-  if (modelPath !== undefined) config.modelPath = modelPath;
+  if (modelPath !== undefined) config.modelPath = inside(baseDir, modelPath);
   const precision = optionalName('precision', fields.precision);
   if (precision !== undefined) {
     if (precision !== 'f16' && precision !== 'f32') {
@@ -60,7 +65,7 @@ export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
     config.cacheBytes = Math.round(cacheMiB * MIB);
   }
   const stateDir = optionalName('stateDir', fields.stateDir);
-  if (stateDir !== undefined) config.stateDir = stateDir;
+  if (stateDir !== undefined) config.stateDir = inside(baseDir, stateDir);
   const maxQueue = optionalInteger('maxQueue', fields.maxQueue, 0);
   if (maxQueue !== undefined) config.maxQueue = maxQueue;
   const maxTokensLimit = optionalInteger('maxTokensLimit', fields.maxTokensLimit, 1);
@@ -78,4 +83,8 @@ export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
   const maxStates = optionalInteger('maxStates', fields.maxStates, 0);
   if (maxStates !== undefined) config.maxStates = maxStates;
   return config;
+}
+
+function inside(baseDir: string | undefined, file: string): string {
+  return baseDir && !path.isAbsolute(file) ? path.resolve(baseDir, file) : file;
 }

@@ -18,7 +18,7 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
     const node = this as ModelConfigNode;
     let lease: Promise<EngineLease> | undefined;
     try {
-      lease = acquireLease(parseModelConfig(config));
+      lease = acquireLease(parseModelConfig(config, RED.settings?.userDir));
     } catch (err) {
       lease = Promise.reject(err);
     }

@@ -26,6 +26,8 @@ export interface RuntimeNode {
 }
 
 export interface NodeRedApi {
+  /** The runtime's settings; userDir is where flows and installed nodes live. */
+  settings?: { userDir?: string };
   nodes: {
     createNode(node: object, config: object): void;
     getNode(id: string): unknown;
