@@ -10,32 +10,14 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { GOLDEN, REPO_ROOT } from './paths';
+import { installN8nExtension, n8nCli } from './e2e-support';
+import { GOLDEN } from './paths';
 
 const N8N_BIN = process.env.N8N_E2E_BIN;
 const NODE_BIN = process.env.N8N_E2E_NODE ?? process.execPath;
 const TINY = path.join(GOLDEN, 'v7-tiny.st');
 /** Full World vocabulary, so chat prompts ("User: ...") tokenize within the model. */
 const VOCAB_MODEL = path.join(GOLDEN, 'v7-vocab.pth');
-
-/** The package as npm would unpack it, with its runtime dependencies beside it (not n8n-workflow: n8n provides that). */
-export function installPackage(root: string): string {
-  const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', root], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-    .trim()
-    .split('\n')
-    .pop()!;
-  const pkgDir = path.join(root, 'ext', 'n8n-nodes-rwkv-flow');
-  fs.mkdirSync(pkgDir, { recursive: true });
-  execFileSync('tar', ['-xzf', path.join(root, tarball), '-C', pkgDir, '--strip-components=1']);
-  // Outside the extension folder so n8n's **/*.node.js scan does not walk it.
-  const modules = path.join(root, 'ext', 'node_modules');
-  fs.mkdirSync(modules);
-  for (const entry of fs.readdirSync(path.join(REPO_ROOT, 'node_modules'))) {
-    if (entry === 'n8n-workflow' || entry.startsWith('.')) continue;
-    fs.symlinkSync(path.join(REPO_ROOT, 'node_modules', entry), path.join(modules, entry));
-  }
-  return pkgDir;
-}
 
 function workflow() {
   const cred = { rwkvModelApi: { id: 'rwkvTiny', name: 'RWKV tiny' } };
@@ -121,18 +103,11 @@ if (!N8N_BIN && N8N_REQUIRED) {
   this.timeout(600000);
   let root: string;
   let env: NodeJS.ProcessEnv;
-  const n8n = (...args: string[]) => {
-    try {
-      return execFileSync(NODE_BIN, [N8N_BIN!, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (err) {
-      const e = err as { stdout?: string; stderr?: string };
-      throw new Error(`n8n ${args.join(' ')} failed:\n${(e.stdout ?? '').slice(-3000)}\n${(e.stderr ?? '').slice(-3000)}`);
-    }
-  };
+  const { n8n, execute } = n8nCli(NODE_BIN, N8N_BIN!, () => env);
 
   before(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-e2e-'));
-    const ext = installPackage(root);
+    const ext = installN8nExtension(root);
     env = {
       ...process.env,
       N8N_USER_FOLDER: path.join(root, 'home'),
@@ -155,13 +130,6 @@ if (!N8N_BIN && N8N_REQUIRED) {
     }
   });
   after(() => fs.rmSync(root, { recursive: true, force: true }));
-
-  function execute(id: string) {
-    const out = n8n('execute', `--id=${id}`, '--rawOutput');
-    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: Record<string, { data: { main: { json: any }[][] } }[]> } } };
-    assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
-    return (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
-  }
 
   it('runs generate (two items, one batch), choose and embed on the real engine', () => {
     const items = execute('rwkvE2e');

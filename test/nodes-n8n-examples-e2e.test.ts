@@ -6,46 +6,27 @@
 import * as assert from 'assert';
 import { execFileSync, spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { installPackage } from './nodes-n8n-e2e.test';
+import { freePort, installN8nExtension, n8nCli } from './e2e-support';
 import { REPO_ROOT } from './paths';
 
 const N8N_BIN = process.env.N8N_E2E_BIN;
 const NODE_BIN = process.env.N8N_E2E_NODE ?? process.execPath;
 const EXAMPLES = path.join(REPO_ROOT, 'examples', 'n8n');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
-
 (N8N_BIN ? describe : describe.skip)('n8n examples end to end (shipped credential and workflows, bundled model)', function () {
   this.timeout(600000);
   let root: string;
   let env: NodeJS.ProcessEnv;
-  const n8n = (...args: string[]) => {
-    try {
-      return execFileSync(NODE_BIN, [N8N_BIN!, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (err) {
-      const e = err as { stdout?: string; stderr?: string };
-      throw new Error(`n8n ${args.join(' ')} failed:\n${(e.stdout ?? '').slice(-3000)}\n${(e.stderr ?? '').slice(-3000)}`);
-    }
-  };
+  const { n8n, execute } = n8nCli(NODE_BIN, N8N_BIN!, () => env);
 
   before(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-examples-'));
     env = {
       ...process.env,
       N8N_USER_FOLDER: path.join(root, 'home'),
-      N8N_CUSTOM_EXTENSIONS: installPackage(root),
+      N8N_CUSTOM_EXTENSIONS: installN8nExtension(root),
       N8N_DIAGNOSTICS_ENABLED: 'false',
       N8N_RUNNERS_ENABLED: 'false',
       RWKV_FLOW_IDLE_SECONDS: '0',
@@ -56,13 +37,6 @@ function freePort(): Promise<number> {
     }
   });
   after(() => fs.rmSync(root, { recursive: true, force: true }));
-
-  function execute(id: string) {
-    const out = n8n('execute', `--id=${id}`, '--rawOutput');
-    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: Record<string, { data: { main: { json: any }[][] } }[]> } } };
-    assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
-    return (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
-  }
 
   it('json-extraction runs with n8n execute and outputs an object that matches its schema', () => {
     const [order] = execute('rwkvJsonExtraction')('Extract Order');
