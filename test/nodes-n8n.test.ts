@@ -213,6 +213,19 @@ describe('n8n nodes (fake engine)', function () {
     });
   });
 
+  describe('credential Test button', () => {
+    it('is declared for the RWKV Model credential and reports what loaded where', async () => {
+      const node = new RwkvChoose();
+      const cred = node.description.credentials!.find((c) => c.name === 'rwkvModelApi')!;
+      const test = (node as unknown as { methods: { credentialTest: Record<string, Function> } }).methods.credentialTest[cred.testedBy as string];
+      const ok = await test({ id: 'c', name: 'RWKV', type: 'rwkvModelApi', data: { modelPath: '', precision: 'f16' } });
+      assert.deepStrictEqual(ok, { status: 'OK', message: 'Loaded the bundled default model: RWKV v7, 3 layers × 8, vocabulary 512, on fake' });
+      provider.failWith = new Error('model file not found: /models/missing.st');
+      const bad = await test({ id: 'c', name: 'RWKV', type: 'rwkvModelApi', data: { modelPath: '/models/missing.st', maxBatch: 2 } });
+      assert.deepStrictEqual(bad, { status: 'Error', message: 'model file not found: /models/missing.st' });
+    });
+  });
+
   describe('engine lease across executions', () => {
     it('keeps the model loaded between executions and releases it when idle', async () => {
       process.env.RWKV_FLOW_IDLE_SECONDS = '0.05';
@@ -403,7 +416,13 @@ describe('n8n nodes (fake engine)', function () {
 
     it('use the RWKV Model credential, which declares every model setting', () => {
       const credential = new RwkvModelApi();
-      for (const node of nodes) assert.deepStrictEqual(node.description.credentials, [{ name: credential.name, required: true }]);
+      for (const node of nodes) {
+        const [only, ...more] = node.description.credentials!;
+        assert.deepStrictEqual(more, []);
+        assert.deepStrictEqual({ name: only.name, required: only.required }, { name: credential.name, required: true });
+      }
+      // One node's testedBy gives the credential dialog its Test button (n8n looks across all node types).
+      assert.ok(nodes.some((n) => n.description.credentials![0].testedBy === 'rwkvModelApiTest'));
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
         [

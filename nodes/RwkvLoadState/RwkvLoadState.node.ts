@@ -6,6 +6,7 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INo
 import { StateFolder } from '../../engine/state-folder';
 import { prepareStateOperation, runStateOperation, stateFileOf, type StateOperationInput } from '../shared/state-operation';
 import { CREDENTIAL_NAME, modelConfigFor } from '../n8n/credential-config';
+import { CREDENTIAL_TEST, testModelCredential } from '../n8n/credential-test';
 import { executeItems } from '../n8n/execute-items';
 import { checkFileAccess } from './n8n-file-access';
 
@@ -23,7 +24,7 @@ export class RwkvLoadState implements INodeType {
     defaults: { name: 'RWKV Load State' },
     inputs: ['main'],
     outputs: ['main'],
-    credentials: [{ name: CREDENTIAL_NAME, required: true }],
+    credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: CREDENTIAL_TEST }],
     properties: [
       {
         displayName: 'Operation',
@@ -107,6 +108,9 @@ export class RwkvLoadState implements INodeType {
       },
     ],
   };
+
+
+  methods = { credentialTest: { [CREDENTIAL_TEST]: testModelCredential } };
 
   async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
     // The folder the engine confines files to; n8n's policy is checked on the real paths inside it.
