@@ -432,6 +432,16 @@ describe('n8n nodes (fake engine)', function () {
       );
     });
 
+    it('canvas subtitles read as words, not internal values', () => {
+      const node = new RwkvLoadState();
+      const operation = node.description.properties.find((p) => p.name === 'operation')!;
+      for (const option of operation.options as { name: string; value: string }[]) {
+        // n8n evaluates the subtitle as an expression with $parameter bound to the node's parameters.
+        const subtitle = new Function('$parameter', `return ${node.description.subtitle!.slice(3, -2)}`)({ operation: option.value });
+        assert.strictEqual(subtitle, option.name);
+      }
+    });
+
     it('have unique names and file icons that exist relative to the compiled node', () => {
       assert.strictEqual(new Set(nodes.map((n) => n.description.name)).size, nodes.length);
       for (const node of nodes) {

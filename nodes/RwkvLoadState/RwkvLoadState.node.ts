@@ -12,6 +12,14 @@ import { checkFileAccess } from './n8n-file-access';
 
 const show = (...operation: string[]) => ({ show: { operation } });
 
+const OPERATION_LABELS = new Map([
+  ['load', 'Load Initial State'],
+  ['unload', 'Unload State'],
+  ['list', 'List States'],
+  ['saveConversation', 'Save Conversation'],
+  ['loadConversation', 'Load Conversation'],
+]);
+
 export class RwkvLoadState implements INodeType {
   description: INodeTypeDescription = {
     displayName: 'RWKV Load State',
@@ -19,7 +27,8 @@ export class RwkvLoadState implements INodeType {
     icon: 'file:../../../icons/rwkv-state.svg',
     group: ['transform'],
     version: 1,
-    subtitle: '={{ $parameter["operation"] }}',
+    // The operation's label, not its internal value ("Save Conversation", not "saveConversation").
+    subtitle: `={{ (${JSON.stringify(Object.fromEntries(OPERATION_LABELS))})[$parameter["operation"]] }}`,
     description: 'Load, save and list RWKV initial states and conversation states',
     defaults: { name: 'RWKV Load State' },
     inputs: ['main'],
@@ -32,11 +41,11 @@ export class RwkvLoadState implements INodeType {
         type: 'options',
         noDataExpression: true,
         options: [
-          { name: 'Load Initial State', value: 'load', action: 'Load an initial state' },
-          { name: 'Unload State', value: 'unload', action: 'Unload a state' },
-          { name: 'List States', value: 'list', action: 'List loaded states' },
-          { name: 'Save Conversation', value: 'saveConversation', action: 'Save a prompt as a conversation state' },
-          { name: 'Load Conversation', value: 'loadConversation', action: 'Load a conversation state' },
+          { name: OPERATION_LABELS.get('load')!, value: 'load', action: 'Load an initial state' },
+          { name: OPERATION_LABELS.get('unload')!, value: 'unload', action: 'Unload a state' },
+          { name: OPERATION_LABELS.get('list')!, value: 'list', action: 'List loaded states' },
+          { name: OPERATION_LABELS.get('saveConversation')!, value: 'saveConversation', action: 'Save a prompt as a conversation state' },
+          { name: OPERATION_LABELS.get('loadConversation')!, value: 'loadConversation', action: 'Load a conversation state' },
         ],
         default: 'load',
       },
