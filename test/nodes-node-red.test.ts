@@ -24,6 +24,8 @@ interface TestHelper {
   setFlows(flow: object[], type: 'full' | 'flows' | 'nodes'): Promise<void>;
   unload(): Promise<void>;
   getNode(id: string): TestNode | null;
+  /** supertest against the runtime's admin HTTP API. */
+  request(): { get(path: string): { expect(status: number): Promise<{ body: any }> } };
 }
 
 interface TestNode {
@@ -175,6 +177,25 @@ describe('Node-RED nodes (fake engine)', function () {
       helper.getNode('n1')!.receive({ payload: 'x' });
       await out;
       assert.deepStrictEqual(provider.engine.requests[0].stop, ['\n\nQ:']);
+    });
+
+    it("the config node's model picker lists the model files of the models folder, by name and size", async () => {
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-models-'));
+      for (const [name, bytes] of [['b.pth', 3], ['a.st', 2], ['notes.txt', 1]] as const) fs.writeFileSync(path.join(folder, name), Buffer.alloc(bytes));
+      fs.mkdirSync(path.join(folder, 'dir.st'));
+      process.env.RWKV_FLOW_MODELS = folder;
+      try {
+        await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+        const { body } = await helper.request().get('/rwkv-flow/models').expect(200);
+        assert.strictEqual(body.folder, folder);
+        assert.deepStrictEqual(body.files, [
+          { path: path.join(folder, 'a.st'), name: 'a.st', bytes: 2 },
+          { path: path.join(folder, 'b.pth'), name: 'b.pth', bytes: 3 },
+        ]);
+      } finally {
+        delete process.env.RWKV_FLOW_MODELS;
+        fs.rmSync(folder, { recursive: true, force: true });
+      }
     });
 
     it('shows at deploy which model runs on which adapter, before any message', async () => {

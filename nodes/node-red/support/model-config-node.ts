@@ -5,6 +5,7 @@
 import type { Engine, EngineLease } from '../../../engine/api';
 import { acquireLease } from '../../shared/engine-provider';
 import { parseModelConfig } from '../../shared/model-config';
+import { listModelFiles } from './model-files';
 import type { NodeRedApi, RuntimeNode } from './node-red-types';
 
 export interface ModelConfigNode extends RuntimeNode {
@@ -13,6 +14,12 @@ export interface ModelConfigNode extends RuntimeNode {
 }
 
 export function registerModelConfigNode(RED: NodeRedApi): void {
+  // The editor's model picker (rwkv-model.html) asks for the model files in the models folder.
+  const canRead = RED.auth?.needsPermission('rwkv-model.read') ?? ((_req: unknown, _res: unknown, next: () => void) => next());
+  RED.httpAdmin?.get('/rwkv-flow/models', canRead, (_req, res) => {
+    void listModelFiles(RED.settings?.userDir).then((list) => res.json(list));
+  });
+
   RED.nodes.registerType('rwkv-model', function (this: RuntimeNode, config: Record<string, unknown>) {
     RED.nodes.createNode(this, config);
     const node = this as ModelConfigNode;

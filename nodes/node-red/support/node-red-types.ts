@@ -28,6 +28,9 @@ export interface RuntimeNode {
 export interface NodeRedApi {
   /** The runtime's settings; userDir is where flows and installed nodes live. */
   settings?: { userDir?: string };
+  /** The editor's admin HTTP API (express), and its permission check. */
+  httpAdmin?: { get(route: string, ...handlers: ((req: unknown, res: { json(body: unknown): void }, next: () => void) => void)[]): void };
+  auth?: { needsPermission(permission: string): (req: unknown, res: unknown, next: () => void) => void };
   nodes: {
     createNode(node: object, config: object): void;
     getNode(id: string): unknown;
