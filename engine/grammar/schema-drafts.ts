@@ -52,21 +52,13 @@ const NEWER_THAN_7 = ['dependentRequired', 'dependentSchemas', 'unevaluatedItems
 
 /**
  * One schema node in 2020-12 form: draft-04's `id` and boolean exclusive bounds, the array form
- * of `items` with `additionalItems`, `dependencies`, and `$ref` hiding its siblings before
- * 2019-09. Only this node's keywords change; subschemas are rewritten when they are reached.
+ * of `items` with `additionalItems`, and `dependencies`. Only this node's keywords change; subschemas are rewritten when they are reached.
  */
 export function normalizeNode(s: Schema, draft: Draft): Schema {
   if (typeof s !== 'object' || s === null || Array.isArray(s)) return s;
   let out: SchemaObject = { ...s };
-  if (draft <= 7) {
-    // Before 2019-09 a $ref replaces its whole schema object; definitions stay for pointers.
-    if (typeof out.$ref === 'string') {
-      const kept: SchemaObject = { $ref: out.$ref };
-      for (const k of ['definitions', '$defs']) if (out[k] !== undefined) kept[k] = out[k];
-      out = kept;
-    }
-    for (const k of NEWER_THAN_7) delete out[k];
-  }
+  // Keywords beside a $ref apply in every draft here, as ajv (the final check) applies them.
+  if (draft <= 7) for (const k of NEWER_THAN_7) delete out[k];
   if (draft === 4) {
     if (typeof out.id === 'string') out.$id = out.id;
     delete out.id;

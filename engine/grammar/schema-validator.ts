@@ -102,6 +102,12 @@ export function checkJsonOutput(validate: ValidateFunction, text: string): unkno
   } catch (e) {
     throw new ConstraintError(`output is not valid JSON: ${(e as Error).message}`, 'output');
   }
-  if (!validate(value)) throw new ConstraintError(`output does not conform to the schema: ${describe(validate.errors)}`, 'output');
+  let ok: boolean;
+  try {
+    ok = validate(value) === true;
+  } catch (e) {
+    throw new ConstraintError(`output could not be checked against the schema: ${(e as Error).message}`, 'output');
+  }
+  if (!ok) throw new ConstraintError(`output does not conform to the schema: ${describe(validate.errors)}`, 'output');
   return value;
 }
