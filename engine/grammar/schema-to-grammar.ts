@@ -77,6 +77,11 @@ export function schemaToGrammar(schema: Schema, mode: JsonWhitespace = 'compact'
   return new SchemaConverter(schema, draftOf(schema), whitespace(mode)).run();
 }
 
+/** The key order grammar and canonicalJson share for a schema (without converting it). */
+export function schemaKeyRank(schema: Schema): Map<string, number> {
+  return new SchemaConverter(schema, draftOf(schema), EMPTY).keyRank;
+}
+
 /** The key under which enum checks see the whole document (SchemaConverter.valueChecker). */
 const DOCUMENT_KEY = 'urn:rwkv-flow:schema';
 
@@ -339,6 +344,9 @@ class SchemaConverter {
 
     const branchKey = node.anyOf !== undefined ? 'anyOf' : node.oneOf !== undefined ? 'oneOf' : undefined;
     if (branchKey) {
+      // ajv's annotation tracking across branches differs from one branch's merge: refused.
+      for (const k of ['unevaluatedProperties', 'unevaluatedItems'])
+        if (node[k] !== undefined) throw new ConstraintError(`keyword '${k}' beside anyOf/oneOf is not supported`, `${place}/${k}`);
       const base = { ...node };
       delete base.anyOf;
       delete base.oneOf;
@@ -656,6 +664,10 @@ class SchemaConverter {
     for (const k of [...declaredKeys, ...required])
       if (typeof k === 'string' && k.length > LIMITS.keyChars)
         throw overLimit('the length of a property name', k.length, LIMITS.keyChars, `${place}/properties/${escapePointer(k.slice(0, 40))}...`);
+    // ajv's generated code reads data.__proto__, which every object has: its verdicts on such a
+    // property are not the specification's, and the grammar cannot follow them.
+    if (declaredKeys.includes('__proto__') || required.has('__proto__'))
+      throw new ConstraintError('a property named "__proto__" is not supported', `${place}/properties`);
     const keys = [...new Set([...declaredKeys, ...required])].sort(
       (a, b) => (this.keyRank.get(a) ?? Infinity) - (this.keyRank.get(b) ?? Infinity),
     );
