@@ -690,7 +690,9 @@ class SchemaConverter {
       }
       members.push({ key, expr: seq(lit(JSON.stringify(key)), ws, lit(':'), ws, value), required: required.has(key) });
     }
-    const extra = this.extraMembers(s, keys, place);
+    const extraBody = this.extraMembers(s, keys, place);
+    // One rule: every place of the object refers to it instead of copying the key trie.
+    const extra = extraBody && this.rule(`obj${this.rules.size}-extra`, extraBody, place);
     const sep = seq(ws, lit(','), ws);
     // Counting members for min/maxProperties: counts above `cap` are all alike.
     const minP = typeof s.minProperties === 'number' ? s.minProperties : 0;
