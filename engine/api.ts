@@ -59,6 +59,8 @@ export interface GenerateRequest {
   /** Constrained output: KBNF/GBNF grammar text, or a JSON schema object. */
   grammar?: string;
   jsonSchema?: object;
+  /** JSON Schema output spacing: 'compact' (default, no whitespace) or 'flexible' (JSON whitespace between tokens). */
+  jsonWhitespace?: 'compact' | 'flexible';
 }
 
 export type GenerateEvent =

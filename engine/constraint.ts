@@ -29,7 +29,7 @@ export interface CompiledConstraintLike {
 
 /** Compiles a constraint: in this thread (returns it) or off it (returns a promise). */
 export type ConstraintCompiler = (
-  spec: { grammar?: string; jsonSchema?: object },
+  spec: { grammar?: string; jsonSchema?: object; jsonWhitespace?: 'compact' | 'flexible' },
   tokenizer: unknown,
 ) => CompiledConstraintLike | Promise<CompiledConstraintLike>;
 

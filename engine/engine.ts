@@ -143,7 +143,7 @@ export class RwkvEngine implements Engine {
     let constraint: CompiledConstraintLike | Promise<CompiledConstraintLike> | null = null;
     if (req.grammar || req.jsonSchema) {
       if (!this.compileConstraint) throw new RequestError('grammar and jsonSchema need the grammar module, which is not available in this build');
-      constraint = this.compileConstraint({ grammar: req.grammar || undefined, jsonSchema: req.jsonSchema || undefined }, this.tokenizer);
+      constraint = this.compileConstraint({ grammar: req.grammar || undefined, jsonSchema: req.jsonSchema || undefined, jsonWhitespace: req.jsonWhitespace }, this.tokenizer);
       if (constraint instanceof Promise) constraint.catch(() => {}); // observed in stream(); never unhandled
     }
     const build = (signal: AbortSignal, channel: EventChannel<GenerateEvent>, compiled: CompiledConstraintLike | null) =>

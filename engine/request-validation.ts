@@ -8,7 +8,7 @@ export const DEFAULT_MAX_TOKENS = 256;
 /** The highest cap an operator may set (maxTokensLimit). */
 export const MAX_MAX_TOKENS = 1 << 20;
 const MAX_STOPS = 32;
-const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema']);
+const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema', 'jsonWhitespace']);
 
 export interface CheckedGenerate {
   prompt: string;
@@ -50,6 +50,8 @@ export function checkGenerateRequest(req: GenerateRequest, maxTokensLimit = MAX_
   if (req.jsonSchema !== undefined && req.jsonSchema !== null && (typeof req.jsonSchema !== 'object' || Array.isArray(req.jsonSchema))) {
     throw new RequestError('jsonSchema must be a JSON schema object');
   }
+  if (req.jsonWhitespace !== undefined && req.jsonWhitespace !== 'compact' && req.jsonWhitespace !== 'flexible')
+    throw new RequestError("jsonWhitespace must be 'compact' or 'flexible'");
   if (req.grammar && req.jsonSchema) throw new RequestError('give either grammar or jsonSchema, not both');
   return { prompt, maxTokens, stop };
 }
