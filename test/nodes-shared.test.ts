@@ -125,6 +125,10 @@ describe('nodes/shared', () => {
       const ok2020 = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'array', prefixItems: [{ type: 'string' }] };
       assert.deepStrictEqual(prepareGenerate({ prompt: 'a', jsonSchema: ok2020 }).request.jsonSchema, ok2020);
       assert.throws(() => prepareGenerate({ prompt: 'a', jsonSchema: { type: 'objekt' } }), /jsonSchema: is not a valid JSON Schema/);
+      // Each schema is checked against its own draft: draft-04's boolean exclusiveMinimum is valid there.
+      const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', type: 'number', minimum: 0, exclusiveMinimum: true };
+      assert.doesNotThrow(() => prepareGenerate({ prompt: 'a', jsonSchema: draft04 }));
+      assert.throws(() => prepareGenerate({ prompt: 'a', jsonSchema: { ...draft04, $schema: 'https://json-schema.org/draft/2020-12/schema' } }), /jsonSchema: is not a valid JSON Schema/);
       // References are resolved when the engine compiles the schema (in its worker), not on the host's event loop.
       assert.doesNotThrow(() => prepareGenerate({ prompt: 'a', jsonSchema: { $ref: '#/definitions/missing' } }));
       assert.throws(() => prepareGenerate({ prompt: 'a', jsonSchema: '[1]' }), /jsonSchema: must be a JSON object/);

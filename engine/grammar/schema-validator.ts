@@ -44,6 +44,15 @@ export function freshAjv(draft: Draft, options: Options = {}): AjvCore {
 
 const metaCheckers = new Map<Draft, AjvCore>();
 
+/**
+ * The cheap up-front check the host nodes make before a request: the schema against its own draft's meta-schema
+ * (linear in its size; nothing compiled). A ConstraintError names the problem.
+ */
+export function checkSchemaStructure(schema: unknown): void {
+  const draft = draftOf(schema);
+  checkAgainstMetaSchema(ajvCopy(schema, draft), draft);
+}
+
 /** Checks a schema (already an ajvCopy) against its draft's meta-schema. */
 function checkAgainstMetaSchema(copy: unknown, draft: Draft): void {
   let checker = metaCheckers.get(draft);
