@@ -17,7 +17,7 @@ import type {
 export interface FakeEngineOptions {
   /** Milliseconds between decoded tokens (lets tests cancel mid-generation). */
   tokenDelayMs?: number;
-  /** Text to "generate" for a request; default echoes words of the prompt. */
+  /** Text to "generate" for a request (also under a JSON schema); default echoes words of the prompt. */
   reply?: (req: GenerateRequest) => string;
 }
 
@@ -51,7 +51,7 @@ export class FakeEngine implements Engine {
   async *generate(req: GenerateRequest, opts: { signal?: AbortSignal } = {}): AsyncIterable<GenerateEvent> {
     this.requests.push(req);
     if (req.state !== undefined && !this.states.has(req.state)) throw new Error(`unknown state "${req.state}"`);
-    const reply = req.jsonSchema ? JSON.stringify({ answer: req.prompt.length }) : (this.options.reply ?? defaultReply)(req);
+    const reply = this.options.reply ? this.options.reply(req) : req.jsonSchema ? JSON.stringify({ answer: req.prompt.length }) : defaultReply(req);
     const pieces = reply.match(/\s*\S+/g) ?? [];
     const promptTokens = req.prompt.length;
     this.active++;

@@ -142,7 +142,7 @@ describe('Node-RED nodes (fake engine)', function () {
       const msg = await out;
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be brief.\n\nUser: Hi\nthere\n\nAssistant:');
-      assert.deepStrictEqual(req.stop, ['\n\nUser:']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:']);
       // The fake echoes the prompt's last words; chat replies come back trimmed.
       assert.strictEqual(msg.payload, 'echo: Hi there Assistant:');
     });
