@@ -127,6 +127,22 @@ describe('RWKV Chat Model tool calling', function () {
     assert.throws(() => m.withTools([CALCULATOR, CALCULATOR]), /"calculator" is bound twice/);
   });
 
+  it('Output Format: a JSON schema or a grammar constrains the answer (structured output)', async () => {
+    const schema = { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] };
+    replies.push('{"n":4}');
+    const json = await new RwkvChatModel({}, {}, { jsonSchema: schema }).generate([text('user', '2+2?')]);
+    assert.deepStrictEqual(provider.engine.requests[0].jsonSchema, schema);
+    assert.deepStrictEqual(json.message.content, [{ type: 'text', text: '{"n":4}' }]);
+    replies.push(' yes');
+    await new RwkvChatModel({}, {}, { grammar: 'root ::= " yes" | " no"' }).generate([text('user', 'ok?')]);
+    assert.strictEqual(provider.engine.requests[1].grammar, 'root ::= " yes" | " no"');
+    // With tools, the answer branch carries the schema.
+    replies.push('{"answer":{"n":4}}');
+    const both = await new RwkvChatModel({}, {}, { jsonSchema: schema }).withTools([CALCULATOR]).generate([text('user', '2+2?')]);
+    assert.deepStrictEqual(both.message.content, [{ type: 'text', text: '{"n":4}' }]);
+    assert.throws(() => new RwkvChatModel({}, {}, { jsonSchema: schema, grammar: 'root ::= "x"' }), /either a grammar or a JSON schema/);
+  });
+
   it('a grammar output format cannot be combined with tools', () => {
     const m = new RwkvChatModel({}, {}, { grammar: 'root ::= "x"' });
     assert.throws(() => m.withTools([CALCULATOR]), /a grammar cannot be combined with tools/);
