@@ -67,6 +67,8 @@ export type GenerateEvent =
       timing: { queueMs: number; prefillMs: number; decodeMs: number; totalMs: number };
     };
 
+export type EmbedPooling = 'last' | 'mean';
+
 export interface ChooseResult {
   /** Sorted best first. */
   ranking: { choice: string; index: number; perplexity: number; logProb: number; tokens: number }[];
@@ -87,7 +89,11 @@ export interface Engine {
     choices: string[],
     opts?: { calibrate?: boolean; state?: string; signal?: AbortSignal },
   ): Promise<ChooseResult>;
-  embed(text: string, opts?: { layer?: number; state?: string; signal?: AbortSignal }): Promise<Float32Array>;
+  /**
+   * The hidden vector (channel-mix input) at a layer: of the last token ('last', default) or averaged over
+   * the text's tokens ('mean', one step per token).
+   */
+  embed(text: string, opts?: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal }): Promise<Float32Array>;
   loadState(name: string, source: string | Uint8Array): Promise<StateInfo>;
   unloadState(name: string): void;
   listStates(): StateInfo[];

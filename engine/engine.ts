@@ -3,6 +3,7 @@
 
 import type {
   ChooseResult,
+  EmbedPooling,
   Engine,
   EngineConfig,
   GenerateEvent,
@@ -21,7 +22,7 @@ import { AbortError, EngineClosedError, RequestError } from './errors';
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { InitialStateRegistry, type InitialState } from './initial-states';
-import { ScoreTask, StateTask, WarmTask } from './promise-task';
+import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
 import { checkGenerateRequest, checkText } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
@@ -36,6 +37,9 @@ export interface EngineTokenizer {
   encode(text: string): number[];
   decodeBytes(ids: ArrayLike<number>): Uint8Array;
 }
+
+/** Mean pooling reads the state once per token: longer texts would hold a slot for thousands of steps. */
+export const MAX_MEAN_POOLING_TOKENS = 8192;
 
 export const ENGINE_DEFAULTS = {
   maxBatch: 8,
@@ -217,7 +221,7 @@ export class RwkvEngine implements Engine {
 
   // ---- embed / conversation state -------------------------------------------------------------------
 
-  async embed(text: string, opts: { layer?: number; state?: string; signal?: AbortSignal } = {}): Promise<Float32Array> {
+  async embed(text: string, opts: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal } = {}): Promise<Float32Array> {
     this.checkOpen();
     checkText(text, 'text');
     const info = this.backend.info;
@@ -226,11 +230,22 @@ export class RwkvEngine implements Engine {
       throw new RequestError(`layer must be an integer in [${-info.nLayer}, ${info.nLayer - 1}], got ${JSON.stringify(opts.layer)}`);
     }
     if (layer < 0) layer += info.nLayer;
+    if (opts.pooling !== undefined && opts.pooling !== 'last' && opts.pooling !== 'mean') {
+      throw new RequestError(`pooling must be "last" or "mean", got ${JSON.stringify(opts.pooling)}`);
+    }
     const initial = this.states.resolve(opts.state);
     const prompt = this.promptRows(text, initial);
-    const { state } = await this.runStateTask(initial, prompt, opts.signal);
     // The channel-mix input of the last token at that layer: the model's summary of the text there.
     const part = stateLayout(info)[layer].ffn_x;
+    if (opts.pooling === 'mean' && prompt.length > 1) {
+      if (prompt.length > MAX_MEAN_POOLING_TOKENS) {
+        throw new RequestError(`text is ${prompt.length} tokens; mean pooling takes at most ${MAX_MEAN_POOLING_TOKENS} (one step per token)`);
+      }
+      const task = new MeanStateTask(initial, prompt, part, opts.signal);
+      this.scheduler.submit(task);
+      return task.promise;
+    }
+    const { state } = await this.runStateTask(initial, prompt, opts.signal);
     return state.slice(part.offset, part.offset + part.length);
   }
 

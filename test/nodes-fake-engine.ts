@@ -38,6 +38,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export class FakeEngine implements Engine {
   readonly modelInfo = { version: 'v7', nLayer: 3, nEmbd: 8, vocabSize: 512, adapter: 'fake' };
   readonly requests: GenerateRequest[] = [];
+  /** The pooling each embed call asked for. */
+  readonly embedPoolings: (string | undefined)[] = [];
   /** Generations currently holding a "slot". */
   active = 0;
   maxActive = 0;
@@ -106,7 +108,8 @@ export class FakeEngine implements Engine {
     return { ranking };
   }
 
-  async embed(text: string, opts: { layer?: number } = {}): Promise<Float32Array> {
+  async embed(text: string, opts: { layer?: number; pooling?: string } = {}): Promise<Float32Array> {
+    this.embedPoolings.push(opts.pooling);
     const v = new Float32Array(this.modelInfo.nEmbd);
     for (let i = 0; i < text.length; i++) v[i % v.length] += text.charCodeAt(i) / 100 + (opts.layer ?? 0);
     return v;

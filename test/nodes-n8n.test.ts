@@ -13,6 +13,7 @@ import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
 import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
 import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
 import { LmChatRwkv } from '../nodes/LmChatRwkv/LmChatRwkv.node';
+import { EmbeddingsRwkv } from '../nodes/EmbeddingsRwkv/EmbeddingsRwkv.node';
 import type { Message } from '../nodes/n8n/ai-node-sdk';
 import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
@@ -360,7 +361,7 @@ describe('n8n nodes (fake engine)', function () {
   });
 
   describe('descriptions', () => {
-    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv()];
+    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv(), new EmbeddingsRwkv()];
 
     it('use the RWKV Model credential, which declares every model setting', () => {
       const credential = new RwkvModelApi();

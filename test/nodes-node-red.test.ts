@@ -304,6 +304,15 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.notDeepStrictEqual(msg.payload[1], single);
     });
 
+    it('pools as configured (msg overrides) and normalises to unit length', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-embed', pooling: 'last', normalize: true }));
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: ['hello', 'world'], pooling: 'mean' });
+      const msg = await out;
+      assert.deepStrictEqual(provider.engine.embedPoolings, ['mean', 'mean']);
+      for (const v of msg.payload as number[][]) assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-6);
+    });
+
     it('rejects a layer the model does not have', async () => {
       await helper.load(ALL_NODES, flowWith({ type: 'rwkv-embed' }));
       const err = nextError('n1');

@@ -40,3 +40,32 @@ export const SAMPLER_OPTIONS: INodeProperties[] = [
 export function sortedOptions(options: INodeProperties[]): INodeProperties[] {
   return [...options].sort((a, b) => a.displayName.localeCompare(b.displayName));
 }
+
+/** Embedding options shared by RWKV Embed and the RWKV Embeddings sub-node. */
+export const EMBEDDING_OPTIONS: INodeProperties[] = [
+  {
+    displayName: 'Layer',
+    name: 'layer',
+    type: 'number',
+    typeOptions: { minValue: 0 },
+    default: 0,
+    description: 'Layer whose output is the vector (0 = first). Unset uses the engine default (the last layer).',
+  },
+  {
+    displayName: 'Normalize',
+    name: 'normalize',
+    type: 'boolean',
+    default: false,
+    description: 'Whether to scale each vector to length 1, so cosine similarity is a dot product',
+  },
+  {
+    displayName: 'Pooling',
+    name: 'pooling',
+    type: 'options',
+    options: [
+      { name: 'Last Token', value: 'last', description: "The model's state after the whole text" },
+      { name: 'Mean Over Tokens', value: 'mean', description: 'The average over every token of the text (one step per token)' },
+    ],
+    default: 'last',
+  },
+];
