@@ -49,19 +49,39 @@ export interface GenerateRequest {
   /** Constrained output: KBNF/GBNF grammar text, or a JSON schema object. */
   grammar?: string;
   jsonSchema?: object;
+  /** Report each generated token's log-probability (delta events) and their mean (stop event). */
+  logprobs?: boolean;
+  /** Also the this many most probable tokens at each step (0-20; implies logprobs). */
+  topLogprobs?: number;
+}
+
+/**
+ * A generated token's natural-log probability under the distribution it was drawn from: the model's, after
+ * logit bias, repetition penalties and a grammar's mask, before temperature and top-k/top-p/typical
+ * truncation. A token a grammar forced (no other was allowed) has logprob 0.
+ */
+export interface TokenLogprob {
+  id: number;
+  /** The token's text (a token ending inside a UTF-8 character shows U+FFFD). */
+  token: string;
+  logprob: number;
+  /** The most probable tokens at that step, best first (topLogprobs). */
+  top?: { id: number; token: string; logprob: number }[];
 }
 
 export type GenerateEvent =
   | { type: 'queued'; position: number }
   | { type: 'start'; promptTokens: number; cachedTokens: number }
   | { type: 'prefill'; done: number; total: number }
-  | { type: 'delta'; text: string; tokens: number[] }
+  | { type: 'delta'; text: string; tokens: number[]; /** One per token, with logprobs requested. */ logprobs?: TokenLogprob[] }
   | {
       type: 'stop';
       reason: 'stop' | 'length' | 'eos' | 'abort' | 'grammar';
       text: string;
       /** Parsed JSON when jsonSchema was given. */
       json?: unknown;
+      /** With logprobs requested: the mean log-probability of the generated tokens (a confidence summary). */
+      meanLogprob?: number;
       promptTokens: number;
       completionTokens: number;
       timing: { queueMs: number; prefillMs: number; decodeMs: number; totalMs: number };

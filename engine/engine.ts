@@ -149,6 +149,7 @@ export class RwkvEngine implements Engine {
         parseJson: !!req.jsonSchema && !!compiled,
         channel,
         topCapacity: this.backend.topCapacity ?? 0,
+        topLogprobs: checked.topLogprobs,
       });
     return this.stream(build, constraint, opts.signal);
   }

@@ -56,6 +56,7 @@ export class FakeEngine implements Engine {
     const reply = this.options.reply ? this.options.reply(req) : req.jsonSchema ? JSON.stringify({ answer: req.prompt.length }) : defaultReply(req);
     const pieces = reply.match(/\s*\S+/g) ?? [];
     const promptTokens = req.prompt.length;
+    const wantsLogprobs = req.logprobs === true || (req.topLogprobs ?? 0) > 0;
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
     const started = Date.now();
@@ -79,7 +80,9 @@ export class FakeEngine implements Engine {
         const hit = req.stop?.find((s) => (text + piece).includes(s));
         if (hit) break;
         text += piece;
-        yield { type: 'delta', text: piece, tokens: [i] };
+        // A made-up log-probability per piece: -(its index + 1) / 10.
+        const logprobs = wantsLogprobs ? [{ id: i, token: piece, logprob: -(i + 1) / 10 }] : undefined;
+        yield { type: 'delta', text: piece, tokens: [i], ...(logprobs && { logprobs }) };
       }
       const completionTokens = reason === 'abort' ? 0 : Math.min(pieces.length, req.maxTokens ?? Infinity);
       const totalMs = Date.now() - started;
@@ -88,6 +91,7 @@ export class FakeEngine implements Engine {
         reason,
         text,
         json: req.jsonSchema && reason === 'stop' ? JSON.parse(text) : undefined,
+        ...(wantsLogprobs && { meanLogprob: completionTokens > 0 ? -(completionTokens + 1) / 20 : 0 }),
         promptTokens,
         completionTokens,
         timing: { queueMs: 0, prefillMs: 0, decodeMs: totalMs, totalMs },

@@ -24,12 +24,22 @@ function scratchFor(rows: number) {
   return s;
 }
 
+/** A draw's row and its log-probability, and the most probable rows (see recordLogProbs). */
+export interface DrawLogProbs {
+  row: number;
+  logprob: number;
+  top: { row: number; logprob: number }[];
+}
+
 export class TokenSampler {
   private readonly rows: number;
   private readonly biasRows: [number, number][] = [];
   private readonly penalty: RepetitionPenalty;
   private readonly mirostat: MirostatState | null;
   private readonly random: SeededRandom;
+  /** Alternatives to record with each draw; null: no log-probabilities are recorded. */
+  private logProbTop: number | null = null;
+  private lastDraw: DrawLogProbs | null = null;
 
   /**
    * @param rows number of logits (model rows)
@@ -51,6 +61,30 @@ export class TokenSampler {
     this.penalty = new RepetitionPenalty(options.presencePenalty, options.frequencyPenalty, options.penaltyDecay);
     this.mirostat = options.kind === 'mirostat' ? new MirostatState(options.mirostatTau, options.mirostatEta) : null;
     this.random = options.seed === undefined ? SeededRandom.unseeded() : new SeededRandom(options.seed);
+  }
+
+  /**
+   * Record with every draw the drawn row's log-probability and the `top` most probable rows', under the
+   * distribution drawn from after bias, penalties and mask (before temperature and truncation).
+   */
+  recordLogProbs(top: number): void {
+    this.logProbTop = top;
+  }
+
+  /** What the last draw recorded, once (null when nothing was drawn since, or recording is off). */
+  takeLogProbs(): DrawLogProbs | null {
+    const last = this.lastDraw;
+    this.lastDraw = null;
+    return last;
+  }
+
+  /** Notes the drawn row from the candidates the draw used (built here for a greedy draw, which needs none). */
+  private note(c: Candidates, row: number): void {
+    if (this.logProbTop === null) return;
+    let logprob = -Infinity;
+    for (let j = 0; j < c.count; j++) if (c.rows[j] === row) logprob = c.offsets[j] - c.logZ;
+    const top = this.logProbTop > 0 ? Array.from(c.mostProbable(this.logProbTop), (j) => ({ row: c.rows[j], logprob: c.offsets[j] - c.logZ })) : [];
+    this.lastDraw = { row, logprob, top };
   }
 
   /**
@@ -91,11 +125,18 @@ export class TokenSampler {
     const u = this.random.next();
     let row: number;
     if (top.finite === 0) throw new Error('no token is allowed at this point (all logits masked)');
-    if (this.options.temperature === 0 && !this.mirostat) row = top.rows[0];
-    else {
+    if (this.options.temperature === 0 && !this.mirostat) {
+      row = top.rows[0];
+      if (this.logProbTop !== null && candidates.fromTop(top)) this.note(candidates, row);
+    } else {
       if (!candidates.fromTop(top)) throw new Error('no token is allowed at this point (all logits masked)');
-      if (this.mirostat) return this.mirostat.pick(candidates, u); // mirostat records no penalties (see sample)
+      if (this.mirostat) {
+        row = this.mirostat.pick(candidates, u);
+        this.note(candidates, row);
+        return row; // mirostat records no penalties (see sample)
+      }
       row = pickNucleus(candidates, this.options.topK, this.options.topP, this.options.temperature, u);
+      this.note(candidates, row);
     }
     this.penalty.record(row);
     return row;
@@ -119,6 +160,7 @@ export class TokenSampler {
     if (this.options.temperature === 0 && this.options.kind !== 'mirostat') {
       row = argmax(x);
       if (row < 0) throw new Error('no token is allowed at this point (all logits masked)');
+      if (this.logProbTop !== null && candidates.fromLogits(x)) this.note(candidates, row);
     } else {
       const c = candidates;
       if (!c.fromLogits(x)) throw new Error('no token is allowed at this point (all logits masked)');
@@ -126,6 +168,7 @@ export class TokenSampler {
       if (this.mirostat) row = this.mirostat.pick(c, u);
       else if (o.kind === 'typical') row = pickTypical(c, o.topK, o.tau, o.temperature, u);
       else row = pickNucleus(c, o.topK, o.topP, o.temperature, u);
+      this.note(c, row);
     }
     if (this.options.kind !== 'mirostat') this.penalty.record(row);
     return row;

@@ -3,9 +3,11 @@
 // a message naming it.
 
 import type { GenerateRequest, SamplerOptions } from '../../engine/api';
+import { MAX_TOP_LOGPROBS } from '../../engine/request-validation';
 import { chatStopSequences, formatChatPrompt, parseChatMessages, type ChatMessage } from './chat-prompt';
 import {
   isBlank,
+  optionalBoolean,
   optionalInteger,
   optionalJsonObject,
   optionalName,
@@ -43,6 +45,10 @@ export interface GenerateInput {
   /** KBNF/GBNF grammar text; exclusive with jsonSchema. */
   grammar?: unknown;
   jsonSchema?: unknown;
+  /** Report each token's log-probability and the mean (true/false). */
+  logprobs?: unknown;
+  /** Most probable alternatives per token (0-20; implies logprobs). */
+  topLogprobs?: unknown;
 }
 
 export interface PreparedGenerate {
@@ -85,6 +91,14 @@ export function prepareGenerate(input: GenerateInput): PreparedGenerate {
   if (sampler) request.sampler = sampler;
   const state = optionalName('state', input.state);
   if (state !== undefined) request.state = state;
+
+  const logprobs = optionalBoolean('logprobs', input.logprobs);
+  if (logprobs !== undefined) request.logprobs = logprobs;
+  const topLogprobs = optionalInteger('topLogprobs', input.topLogprobs, 0);
+  if (topLogprobs !== undefined) {
+    if (topLogprobs > MAX_TOP_LOGPROBS) throw new ParameterError('topLogprobs', `must be at most ${MAX_TOP_LOGPROBS}, got ${topLogprobs}`);
+    request.topLogprobs = topLogprobs;
+  }
 
   const grammar = optionalText('grammar', input.grammar);
   const jsonSchema = optionalJsonObject('jsonSchema', input.jsonSchema);
