@@ -36,6 +36,18 @@ export interface SamplerOptions {
   mirostatEta?: number;
   /** token id → additive bias (World ids). */
   logitBias?: Record<number, number>;
+  /** text → additive bias on each token of the text's tokenization (what an editor field can hold). */
+  logitBiasText?: Record<string, number>;
+  /** Nucleus and typical: drop tokens whose probability is below minP times the most probable one's (0 = off). */
+  minP?: number;
+  /**
+   * Multiplicative repetition penalty (llama.cpp's repeat_penalty) on the tokens generated in the last
+   * repetitionWindow steps: a positive logit is divided by it, a negative one multiplied (1 = off). The
+   * penalty depends on each logit, so such requests read back the whole logits row instead of the GPU's top.
+   */
+  repetitionPenalty?: number;
+  /** Generated tokens the repetition penalty looks back over (default 64). */
+  repetitionWindow?: number;
   seed?: number;
 }
 

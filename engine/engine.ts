@@ -125,7 +125,7 @@ export class RwkvEngine implements Engine {
     const checked = checkGenerateRequest(req);
     const initial = this.states.resolve(req.state ?? undefined);
     const prompt = this.promptRows(checked.prompt, initial);
-    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0);
+    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
     // is queued only once it compiled, and a compile error is the iterator's error.

@@ -16,6 +16,7 @@ import {
   optionalText,
 } from './coerce';
 import { checkJsonSchema } from './json-schema-check';
+import { parseLogitBias } from './logit-bias';
 import { ParameterError } from './parameter-error';
 
 export interface GenerateInput {
@@ -39,6 +40,11 @@ export interface GenerateInput {
   tau?: unknown;
   mirostatTau?: unknown;
   mirostatEta?: unknown;
+  minP?: unknown;
+  repetitionPenalty?: unknown;
+  repetitionWindow?: unknown;
+  /** Token (text or id) → bias entries; see logit-bias.ts. */
+  logitBias?: unknown;
   seed?: unknown;
   /** Initial state name. */
   state?: unknown;
@@ -59,6 +65,7 @@ export interface PreparedGenerate {
 
 const NUMERIC_SAMPLER_FIELDS = [
   'temperature', 'topP', 'presencePenalty', 'frequencyPenalty', 'penaltyDecay', 'tau', 'mirostatTau', 'mirostatEta',
+  'minP', 'repetitionPenalty',
 ] as const;
 
 const SAMPLER_KINDS = ['nucleus', 'typical', 'mirostat'] as const;
@@ -131,5 +138,10 @@ function parseSampler(input: GenerateInput): SamplerOptions | undefined {
   if (topK !== undefined) sampler.topK = topK;
   const seed = optionalInteger('seed', input.seed, 0);
   if (seed !== undefined) sampler.seed = seed;
+  const window = optionalInteger('repetitionWindow', input.repetitionWindow, 1);
+  if (window !== undefined) sampler.repetitionWindow = window;
+  const bias = parseLogitBias('logitBias', input.logitBias);
+  if (bias.logitBias) sampler.logitBias = { ...(sampler.logitBias ?? {}), ...bias.logitBias };
+  if (bias.logitBiasText) sampler.logitBiasText = { ...(sampler.logitBiasText ?? {}), ...bias.logitBiasText };
   return Object.keys(sampler).length ? sampler : undefined;
 }

@@ -12,7 +12,7 @@ import { mergeParameters, registerWorkerNode } from './worker-node';
 const GENERATE_KEYS = [
   'prompt', 'messages', 'system', 'maxTokens', 'stop', 'sampler', 'samplerKind', 'temperature', 'topP', 'topK',
   'presencePenalty', 'frequencyPenalty', 'penaltyDecay', 'tau', 'mirostatTau', 'mirostatEta', 'seed', 'state',
-  'grammar', 'jsonSchema', 'logprobs', 'topLogprobs',
+  'grammar', 'jsonSchema', 'logprobs', 'topLogprobs', 'minP', 'repetitionPenalty', 'repetitionWindow', 'logitBias',
 ] as const satisfies readonly (keyof GenerateInput)[];
 
 export function register(RED: NodeRedApi): void {
