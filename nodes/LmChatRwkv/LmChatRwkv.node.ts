@@ -75,9 +75,9 @@ export class LmChatRwkv implements INodeType {
         options: [
           { name: 'Model Decides', value: 'auto', description: 'Each reply is a tool call or the answer' },
           {
-            name: 'Call a Tool First',
+            name: 'One Tool Call, Then Answer',
             value: 'required',
-            description: 'The first reply to a user message must call a tool (helps small models)',
+            description: 'The first reply to a user message calls a tool, the next one answers (helps small models)',
           },
         ],
         default: 'auto',

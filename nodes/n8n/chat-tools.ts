@@ -14,8 +14,15 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
-/** Whether the model may answer at once ('auto') or must call a tool before its first answer to a user turn. */
+/**
+ * 'auto': every reply is a call or the answer, as the model chooses. 'required': one tool step per user turn,
+ * for small models that would rather chat or would call tools forever: the first reply to a user turn must
+ * call a tool, and the reply after a tool result must answer.
+ */
 export type ToolUse = 'auto' | 'required';
+
+/** Which branches a reply may take. */
+export type ReplyKind = 'call' | 'answer' | 'either';
 
 export type ToolReply = { kind: 'answer'; answer: unknown } | { kind: 'call'; name: string; arguments: unknown };
 
@@ -64,9 +71,9 @@ export function toolInstructions(tools: ToolSpec[]): string {
  * The JSON Schema of one reply. Each tool's parameter schema moves to $defs.tool<i>, with its own local
  * references ("#/...", relative to the tool's schema) rewritten to point there.
  */
-export function replySchema(tools: ToolSpec[], opts: { mustCall: boolean; answerSchema?: Record<string, unknown> }): Record<string, unknown> {
+export function replySchema(tools: ToolSpec[], opts: { reply: ReplyKind; answerSchema?: Record<string, unknown> }): Record<string, unknown> {
   const $defs: Record<string, unknown> = {};
-  const calls = tools.map((t, i) => {
+  const calls = (opts.reply === 'answer' ? [] : tools).map((t, i) => {
     $defs[`tool${i}`] = rebaseRefs(withoutSchemaUri(t.parameters), `#/$defs/tool${i}`);
     return {
       type: 'object',
@@ -76,7 +83,7 @@ export function replySchema(tools: ToolSpec[], opts: { mustCall: boolean; answer
     };
   });
   const branches: unknown[] = [...calls];
-  if (!opts.mustCall) {
+  if (opts.reply !== 'call') {
     const answer = opts.answerSchema ? rebaseRefs(withoutSchemaUri(opts.answerSchema), '#/$defs/answer') : { type: 'string' };
     if (opts.answerSchema) $defs.answer = answer;
     branches.unshift({

@@ -18,7 +18,7 @@ import { useEngine, withEngine } from './engine-keeper';
 export type ChatDefaults = Omit<GenerateInput, 'prompt' | 'messages' | 'grammar' | 'jsonSchema'>;
 
 export interface ChatModelOptions {
-  /** 'required': the first reply to a user turn must call a tool (small models that would rather chat). */
+  /** 'required': one tool step per user turn, a call then the answer (small models; see ToolUse). */
   toolUse?: ToolUse;
   /** Constrains the answer: a JSON Schema (the answer is its JSON text) or a KBNF/GBNF grammar. */
   jsonSchema?: Record<string, unknown>;
@@ -133,10 +133,8 @@ export class RwkvChatModel implements ChatModel {
       chat.splice(firstTurn < 0 ? chat.length : firstTurn, 0, { role: 'system', content: toolInstructions(this.tools) });
       const lastUser = chat.map((m) => m.role).lastIndexOf('user');
       const resultSinceUser = chat.slice(lastUser + 1).some((m) => m.role === 'tool');
-      input.jsonSchema = replySchema(this.tools, {
-        mustCall: this.options.toolUse === 'required' && !resultSinceUser,
-        answerSchema: this.options.jsonSchema,
-      });
+      const reply = this.options.toolUse !== 'required' ? 'either' : resultSinceUser ? 'answer' : 'call';
+      input.jsonSchema = replySchema(this.tools, { reply, answerSchema: this.options.jsonSchema });
     } else if (this.options.jsonSchema !== undefined) {
       input.jsonSchema = this.options.jsonSchema;
     } else if (this.options.grammar !== undefined) {
