@@ -46,6 +46,18 @@ export interface SamplerOptions {
   mirostatEta?: number;
   /** token id → additive bias (World ids). */
   logitBias?: Record<number, number>;
+  /** text → additive bias on each token of the text's tokenization (what an editor field can hold). */
+  logitBiasText?: Record<string, number>;
+  /** Nucleus and typical: drop tokens whose probability is below minP times the most probable one's (0 = off). */
+  minP?: number;
+  /**
+   * Multiplicative repetition penalty (llama.cpp's repeat_penalty) on the tokens generated in the last
+   * repetitionWindow steps: a positive logit is divided by it, a negative one multiplied (1 = off). The
+   * penalty depends on each logit, so such requests read back the whole logits row instead of the GPU's top.
+   */
+  repetitionPenalty?: number;
+  /** Generated tokens the repetition penalty looks back over (default 64). */
+  repetitionWindow?: number;
   seed?: number;
 }
 
@@ -61,23 +73,45 @@ export interface GenerateRequest {
   jsonSchema?: object;
   /** JSON Schema output spacing: 'compact' (default, no whitespace) or 'flexible' (JSON whitespace between tokens). */
   jsonWhitespace?: 'compact' | 'flexible';
+  /** Report each generated token's log-probability (delta events) and their mean (stop event). */
+  logprobs?: boolean;
+  /** Also the this many most probable tokens at each step (0-20; implies logprobs). */
+  topLogprobs?: number;
+}
+
+/**
+ * A generated token's natural-log probability under the distribution it was drawn from: the model's, after
+ * logit bias, repetition penalties and a grammar's mask, before temperature and top-k/top-p/typical
+ * truncation. A token a grammar forced (no other was allowed) has logprob 0.
+ */
+export interface TokenLogprob {
+  id: number;
+  /** The token's text (a token ending inside a UTF-8 character shows U+FFFD). */
+  token: string;
+  logprob: number;
+  /** The most probable tokens at that step, best first (topLogprobs). */
+  top?: { id: number; token: string; logprob: number }[];
 }
 
 export type GenerateEvent =
   | { type: 'queued'; position: number }
   | { type: 'start'; promptTokens: number; cachedTokens: number }
   | { type: 'prefill'; done: number; total: number }
-  | { type: 'delta'; text: string; tokens: number[] }
+  | { type: 'delta'; text: string; tokens: number[]; /** One per token, with logprobs requested. */ logprobs?: TokenLogprob[] }
   | {
       type: 'stop';
       reason: 'stop' | 'length' | 'eos' | 'abort' | 'grammar';
       text: string;
       /** Parsed JSON when jsonSchema was given. */
       json?: unknown;
+      /** With logprobs requested: the mean log-probability of the generated tokens (a confidence summary). */
+      meanLogprob?: number;
       promptTokens: number;
       completionTokens: number;
       timing: { queueMs: number; prefillMs: number; decodeMs: number; totalMs: number };
     };
+
+export type EmbedPooling = 'last' | 'mean';
 
 export interface ChooseResult {
   /** Sorted best first. */
@@ -99,7 +133,11 @@ export interface Engine {
     choices: string[],
     opts?: { calibrate?: boolean; state?: string; signal?: AbortSignal },
   ): Promise<ChooseResult>;
-  embed(text: string, opts?: { layer?: number; state?: string; signal?: AbortSignal }): Promise<Float32Array>;
+  /**
+   * The hidden vector (channel-mix input) at a layer: of the last token ('last', default) or averaged over
+   * the text's tokens ('mean', one step per token).
+   */
+  embed(text: string, opts?: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal }): Promise<Float32Array>;
   loadState(name: string, source: string | Uint8Array): Promise<StateInfo>;
   unloadState(name: string): void;
   listStates(): StateInfo[];

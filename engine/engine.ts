@@ -3,6 +3,7 @@
 
 import type {
   ChooseResult,
+  EmbedPooling,
   Engine,
   EngineConfig,
   GenerateEvent,
@@ -21,7 +22,7 @@ import { AbortError, EngineClosedError, QueueFullError, RequestError } from './e
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
-import { ScoreTask, StateTask, WarmTask } from './promise-task';
+import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
 import { MAX_TIMEOUT_MS, RequestDeadline } from './request-deadline';
 import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
@@ -37,6 +38,9 @@ export interface EngineTokenizer {
   encode(text: string): number[];
   decodeBytes(ids: ArrayLike<number>): Uint8Array;
 }
+
+/** Mean pooling reads the state once per token: longer texts would hold a slot for thousands of steps. */
+export const MAX_MEAN_POOLING_TOKENS = 8192;
 
 export const ENGINE_DEFAULTS = {
   maxBatch: 8,
@@ -136,7 +140,7 @@ export class RwkvEngine implements Engine {
     const checked = checkGenerateRequest(req, this.maxTokensLimit);
     const initial = this.states.resolve(req.state ?? undefined);
     const prompt = this.promptRows(checked.prompt, initial);
-    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0);
+    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
     // is queued only once it compiled, and a compile error is the iterator's error.
@@ -160,6 +164,7 @@ export class RwkvEngine implements Engine {
         parseJson: !!req.jsonSchema && !!compiled,
         channel,
         topCapacity: this.backend.topCapacity ?? 0,
+        topLogprobs: checked.topLogprobs,
       });
     return this.stream(build, constraint, opts.signal);
   }
@@ -264,7 +269,7 @@ export class RwkvEngine implements Engine {
 
   // ---- embed / conversation state -------------------------------------------------------------------
 
-  async embed(text: string, opts: { layer?: number; state?: string; signal?: AbortSignal } = {}): Promise<Float32Array> {
+  async embed(text: string, opts: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal } = {}): Promise<Float32Array> {
     this.checkOpen();
     checkText(text, 'text');
     const info = this.backend.info;
@@ -273,11 +278,24 @@ export class RwkvEngine implements Engine {
       throw new RequestError(`layer must be an integer in [${-info.nLayer}, ${info.nLayer - 1}], got ${JSON.stringify(opts.layer)}`);
     }
     if (layer < 0) layer += info.nLayer;
+    if (opts.pooling !== undefined && opts.pooling !== 'last' && opts.pooling !== 'mean') {
+      throw new RequestError(`pooling must be "last" or "mean", got ${JSON.stringify(opts.pooling)}`);
+    }
     const initial = this.states.resolve(opts.state);
     const prompt = this.promptRows(text, initial);
-    const { state } = await new RequestDeadline(this.requestTimeoutMs, opts.signal).run((signal) => this.runStateTask(initial, prompt, signal));
     // The channel-mix input of the last token at that layer: the model's summary of the text there.
     const part = stateLayout(info)[layer].ffn_x;
+    if (opts.pooling === 'mean' && prompt.length > 1) {
+      if (prompt.length > MAX_MEAN_POOLING_TOKENS) {
+        throw new RequestError(`text is ${prompt.length} tokens; mean pooling takes at most ${MAX_MEAN_POOLING_TOKENS} (one step per token)`);
+      }
+      return new RequestDeadline(this.requestTimeoutMs, opts.signal).run((signal) => {
+        const task = new MeanStateTask(initial, prompt, part, signal);
+        this.scheduler.submit(task);
+        return task.promise;
+      });
+    }
+    const { state } = await new RequestDeadline(this.requestTimeoutMs, opts.signal).run((signal) => this.runStateTask(initial, prompt, signal));
     return state.slice(part.offset, part.offset + part.length);
   }
 

@@ -8,12 +8,15 @@ export const DEFAULT_MAX_TOKENS = 256;
 /** The highest cap an operator may set (maxTokensLimit). */
 export const MAX_MAX_TOKENS = 1 << 20;
 const MAX_STOPS = 32;
-const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema', 'jsonWhitespace']);
+const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema', 'jsonWhitespace', 'logprobs', 'topLogprobs']);
+export const MAX_TOP_LOGPROBS = 20;
 
 export interface CheckedGenerate {
   prompt: string;
   maxTokens: number;
   stop: string[];
+  /** Alternatives to report per token when logprobs are on; null when off. */
+  topLogprobs: number | null;
 }
 
 /**
@@ -53,7 +56,18 @@ export function checkGenerateRequest(req: GenerateRequest, maxTokensLimit = MAX_
   if (req.jsonWhitespace !== undefined && req.jsonWhitespace !== 'compact' && req.jsonWhitespace !== 'flexible')
     throw new RequestError("jsonWhitespace must be 'compact' or 'flexible'");
   if (req.grammar && req.jsonSchema) throw new RequestError('give either grammar or jsonSchema, not both');
-  return { prompt, maxTokens, stop };
+  if (req.logprobs !== undefined && req.logprobs !== null && typeof req.logprobs !== 'boolean') {
+    throw new RequestError(`logprobs must be true or false, got ${JSON.stringify(req.logprobs)}`);
+  }
+  let topLogprobs: number | null = req.logprobs ? 0 : null;
+  if (req.topLogprobs !== undefined && req.topLogprobs !== null) {
+    const n = req.topLogprobs;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_TOP_LOGPROBS) {
+      throw new RequestError(`topLogprobs must be an integer in [0, ${MAX_TOP_LOGPROBS}], got ${JSON.stringify(n)}`);
+    }
+    if (n > 0 || req.logprobs) topLogprobs = n;
+  }
+  return { prompt, maxTokens, stop, topLogprobs };
 }
 
 export function checkText(value: unknown, what: string): string {

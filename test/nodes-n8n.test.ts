@@ -13,6 +13,7 @@ import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
 import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
 import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
 import { LmChatRwkv } from '../nodes/LmChatRwkv/LmChatRwkv.node';
+import { EmbeddingsRwkv } from '../nodes/EmbeddingsRwkv/EmbeddingsRwkv.node';
 import type { Message } from '../nodes/n8n/ai-node-sdk';
 import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
@@ -70,7 +71,7 @@ describe('n8n nodes (fake engine)', function () {
       }).catch(() => undefined); // the fake has no state "tuned"; the request is what matters
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be kind.\n\nUser: Hi\n\nAssistant: Hello!\n\nUser: Bye\n\nAssistant:');
-      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nQ:']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:', '\n\nQ:']);
       assert.deepStrictEqual(req.sampler, { temperature: 0.7, topP: 0.2, seed: 5 });
       assert.strictEqual(req.state, 'tuned');
     });
@@ -360,7 +361,7 @@ describe('n8n nodes (fake engine)', function () {
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be brief.\n\nUser: Hi there\n\nAssistant: Hello.\n\nUser: Bye now\n\nAssistant:');
       assert.strictEqual(req.maxTokens, 20);
-      assert.deepStrictEqual(req.stop, ['\n\nUser:', 'END']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:', 'END']);
       assert.deepStrictEqual(req.sampler, { kind: 'typical', temperature: 0.5, topP: 0.3 });
       assert.deepStrictEqual(result.message, { role: 'assistant', content: [{ type: 'text', text: 'echo: Bye now Assistant:' }] });
       assert.strictEqual(result.finishReason, 'stop');
@@ -388,14 +389,20 @@ describe('n8n nodes (fake engine)', function () {
       assert.strictEqual(provider.engine.active, 0);
     });
 
-    it('accepts an agent without tools and refuses tools with a clear error', () => {
+    it('an agent without tools gets the same model; tools are bound (chat-tools.test.ts)', () => {
       const m = model();
       assert.strictEqual(m.withTools([]), m);
-      assert.throws(() => m.withTools([{ name: 'calculator' }]), /cannot call tools \(calculator\)/);
+      assert.notStrictEqual(m.withTools([{ name: 'calculator' }]), m);
     });
 
-    it('rejects tool results and non-text content naming the message', async () => {
-      await assert.rejects(model().generate([{ role: 'tool', content: [{ type: 'tool-result' }] }]), /messages\[0\]: tool results cannot be given/);
+    it('the reply ends at any next role line, not only the user\'s', async () => {
+      provider.engine.options.reply = () => ' Fine.\n\nAssistant: and more\n\nUser: x';
+      const result = await model().generate([text('user', 'How are you?')]);
+      assert.deepStrictEqual(result.message.content, [{ type: 'text', text: 'Fine.' }]);
+    });
+
+    it('rejects a tool message without a result and non-text content naming the message', async () => {
+      await assert.rejects(model().generate([{ role: 'tool', content: [{ type: 'text' }] }]), /messages\[0\]: a tool message needs a tool-result/);
       await assert.rejects(model().generate([{ role: 'user', content: [{ type: 'file' }] }]), /messages\[0\]: content of type "file" is not supported/);
     });
 
@@ -412,7 +419,7 @@ describe('n8n nodes (fake engine)', function () {
   });
 
   describe('descriptions', () => {
-    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv()];
+    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv(), new EmbeddingsRwkv()];
 
     it('use the RWKV Model credential, which declares every model setting', () => {
       const credential = new RwkvModelApi();

@@ -154,7 +154,7 @@ describe('Node-RED nodes (fake engine)', function () {
       const msg = await out;
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be brief.\n\nUser: Hi\nthere\n\nAssistant:');
-      assert.deepStrictEqual(req.stop, ['\n\nUser:']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:']);
       // The fake echoes the prompt's last words; chat replies come back trimmed.
       assert.strictEqual(msg.payload, 'echo: Hi there Assistant:');
     });
@@ -411,6 +411,15 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.strictEqual(msg.payload.length, 2);
       assert.deepStrictEqual(msg.payload[0], single);
       assert.notDeepStrictEqual(msg.payload[1], single);
+    });
+
+    it('pools as configured (msg overrides) and normalises to unit length', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-embed', pooling: 'last', normalize: true }));
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: ['hello', 'world'], pooling: 'mean' });
+      const msg = await out;
+      assert.deepStrictEqual(provider.engine.embedPoolings, ['mean', 'mean']);
+      for (const v of msg.payload as number[][]) assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-6);
     });
 
     it('rejects a layer the model does not have', async () => {

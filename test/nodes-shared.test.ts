@@ -96,7 +96,7 @@ describe('nodes/shared', () => {
     it('rejects what is not a message list, naming the element', () => {
       assert.throws(() => parseChatMessages('messages', []), /messages: must be a non-empty array/);
       assert.throws(() => parseChatMessages('messages', '{'), /messages: is not valid JSON/);
-      assert.throws(() => parseChatMessages('messages', [{ role: 'bot', content: 'x' }]), /messages\[0\]\.role: must be "system", "user" or "assistant", got "bot"/);
+      assert.throws(() => parseChatMessages('messages', [{ role: 'bot', content: 'x' }]), /messages\[0\]\.role: must be "system", "user", "assistant" or "tool", got "bot"/);
       assert.throws(() => parseChatMessages('messages', [{ role: 'user', content: 3 }]), /messages\[0\]\.content: must be a string/);
     });
   });
