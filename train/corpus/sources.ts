@@ -47,7 +47,7 @@ export const CORPUS_SOURCES: CorpusSource[] = [
   {
     pkg: 'rust-doc',
     licence: 'MIT OR Apache-2.0',
-    licenceNote: 'Files: src/doc/* (the books) - License: MIT or Apache-2.0 (dual: either may be chosen)',
+    licenceNote: 'Files: src/doc/* (the books) and library/* (the standard library) - License: MIT or Apache-2.0 (dual: either may be chosen)',
     kind: 'html',
     include:
       /\/html\/((book|reference|nomicon|rust-by-example|embedded-book|edition-guide|rustc|rustdoc)\/.*|std\/(.*\/)?(index|struct\.|trait\.|enum\.|primitive\.|macro\.)[^/]*)\.html$/,
