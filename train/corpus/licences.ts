@@ -28,7 +28,13 @@ export function licenceAlternatives(expression: string): string[][] {
   return alternatives;
 }
 
-/** True when one alternative of the expression consists of allowed licences only. */
+/** True when one alternative of the expression consists of allowed licences only (false when malformed). */
 export function isPermissive(expression: string): boolean {
-  return licenceAlternatives(expression).some((alt) => alt.every((term) => PERMISSIVE_LICENCES.includes(term)));
+  let alternatives: string[][];
+  try {
+    alternatives = licenceAlternatives(expression);
+  } catch {
+    return false;
+  }
+  return alternatives.some((alt) => alt.every((term) => PERMISSIVE_LICENCES.includes(term)));
 }
