@@ -16,7 +16,7 @@ import { readPth } from '../engine/loader/pth';
 import { ZipReader } from '../engine/loader/zip';
 import { unpickle } from '../engine/loader/pickle';
 import { readSafetensors, writeSafetensors } from '../engine/loader/safetensors';
-import { describeModel, rwkv7TensorShapes } from '../engine/model-spec';
+import { describeModel, rwkv5Tensors, rwkv6Tensors, rwkv7TensorShapes } from '../engine/model-spec';
 import { officialLoraDims, randomRwkv7Checkpoint, writeRandomRwkv7Safetensors } from '../engine/random-model';
 import type { Checkpoint, DType, RawTensor } from '../engine/types';
 import { buildZip, pk, rawSafetensors } from '../bench/crafted-models';
@@ -120,6 +120,25 @@ describe('loader', function () {
       assert.deepStrictEqual([...ck.tensors.keys()], spec.map(([n]) => n));
       for (const [name, shape] of spec) assert.deepStrictEqual(ck.tensors.get(name)!.shape, shape, name);
     });
+
+    for (const [file, version] of [['v6-tiny.pth', 'v6'], ['v5-tiny.pth', 'v5']] as const) {
+      it(`${file} has exactly the ${version} tensors; a missing, misshapen or extra tensor is refused by name`, () => {
+        const ck = loadCheckpoint(golden(file));
+        const info = describeModel(ck);
+        const spec = version === 'v6' ? [...rwkv6Tensors(info, 32)] : [...rwkv5Tensors(info)];
+        assert.deepStrictEqual(new Set(ck.tensors.keys()), new Set(spec.map(([n]) => n)));
+        for (const [name, shape] of spec) assert.deepStrictEqual(ck.tensors.get(name)!.shape, shape, name);
+        const missing = cloneCheckpoint(ck);
+        missing.tensors.delete('blocks.2.att.gate.weight');
+        assert.throws(() => describeModel(missing), /missing tensor blocks\.2\.att\.gate\.weight/);
+        const bad = cloneCheckpoint(ck);
+        bad.tensors.set('blocks.1.att.time_faaaa', tensor('blocks.1.att.time_faaaa', 'f16', [128]));
+        assert.throws(() => describeModel(bad), /tensor blocks\.1\.att\.time_faaaa: wrong shape: expected \[2, 64\], got \[128\]/);
+        const extra = cloneCheckpoint(ck);
+        extra.tensors.set('blocks.1.att.mystery', tensor('blocks.1.att.mystery', 'f16', [4]));
+        assert.throws(() => describeModel(extra), /unexpected tensor blocks\.1\.att\.mystery \[4\]/);
+      });
+    }
 
     it('reads golden reference outputs (f32 and i32 safetensors)', () => {
       const g = readSafetensors(golden('v7-tiny.golden.st'));
