@@ -23,7 +23,14 @@ export interface BackendOptions {
   gpu?: GpuContext;
 }
 
-export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number; gemmTile: 16 | 64 };
+export type Backend = InferenceBackend & {
+  adapterName: string;
+  weightBytes: number;
+  vecMaxRows: number;
+  gemmTile: 16 | 64;
+  /** Which matrix kernels run (capabilities.ts, rwkv7/matmul.ts), as one line. */
+  readonly kernelPath: string;
+};
 
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
