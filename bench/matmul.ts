@@ -27,6 +27,7 @@ export interface MatmulCase {
 /** Small first, then the 1.5B shape's products (C = 2048; the FFN's 4C key and value). */
 export const MATMUL_CASES: MatmulCase[] = [
   { n: 64, k: 64, rows: 16 },
+  { n: 160, k: 96, rows: 37 },
   { n: 256, k: 256, rows: 64 },
   ...[8, 16, 32, 64, 128, 512].map((rows) => ({ n: 2048, k: 2048, rows })),
   { n: 8192, k: 2048, rows: 64 },

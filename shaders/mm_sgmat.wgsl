@@ -34,7 +34,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       let t = e / (KC / 4u);
       let kq = e % (KC / 4u);
       var v = vec4<f32>(0.0);
-      if (t0 + t < rows) { v = x[s.x_off + ((t0 + t) * s.k + k0) / 4u + kq]; }
+      if (t0 + t < rows && k0 + kq * 4u < s.k) { v = x[s.x_off + ((t0 + t) * s.k + k0) / 4u + kq]; }
       let h = vec4<f16>(v);
       let b = t * XS + kq * 4u;
       xs[b] = h.x;
@@ -43,7 +43,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       xs[b + 3u] = h.w;
     }
     workgroupBarrier();
-    for (var kk = 0u; kk < KC; kk += 16u) {
+    // Widths are multiples of 32, not of KC: a last stage may be half full.
+    for (var kk = 0u; kk < KC && k0 + kk < s.k; kk += 16u) {
       var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
       for (var i = 0u; i < MT; i++) {
         a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xs, i * 16u * XS + kk, false, XS);

@@ -58,11 +58,12 @@ describe('kernel paths: chosen from what the adapter offers', () => {
     assert.equal(chooseKernelPath(H200, 'f32'), 'f32');
   });
 
-  it('subgroup-matrix kernels run only for f16 weights on that path, above the streaming kernel', () => {
+  it('subgroup-matrix kernels run only for f16 weights on that path, between the streaming kernel and 128 rows', () => {
     const base = { kernelPath: 'subgroup-matrix' as const, subgroup32: true, vecMaxRows: 8, gemmTile: 64 as const };
     assert.equal(chooseMatmul(8, { ...base, precision: 'f16' }).kind, 'vec');
     assert.deepEqual(chooseMatmul(9, { ...base, precision: 'f16' }), { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 });
-    assert.deepEqual(chooseMatmul(512, { ...base, precision: 'f16' }), { kind: 'sgmat', mt: 4, nt: 1, sgs: 4, kc: 64 });
+    assert.deepEqual(chooseMatmul(128, { ...base, precision: 'f16' }), { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 });
+    assert.deepEqual(chooseMatmul(129, { ...base, precision: 'f16' }), { kind: 'gemm', tile: 64 });
     assert.deepEqual(chooseMatmul(512, { ...base, precision: 'f32' }), { kind: 'gemm', tile: 64 });
     assert.deepEqual(chooseMatmul(512, { ...base, kernelPath: 'f16', precision: 'f16' }), { kind: 'gemm', tile: 64 });
     const v: MatmulVariant = { kind: 'sgmat', mt: 4, nt: 1, sgs: 4, kc: 64 };

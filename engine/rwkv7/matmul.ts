@@ -54,12 +54,13 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
 /** The kernel for a product over `rows` rows. */
 export function chooseMatmul(rows: number, c: MatmulConfig): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
-  if (usesSubgroupMatrix(c)) {
-    // Tokens per workgroup follow the batch up to 64; outputs per workgroup stay at 64 (4 subgroups × 16)
-    // so a 2048-wide matrix gives 32 workgroups per 64 tokens, and each weight is read once per 64 tokens.
-    if (rows <= 16) return { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 };
-    if (rows <= 32) return { kind: 'sgmat', mt: 2, nt: 1, sgs: 4, kc: 64 };
-    return { kind: 'sgmat', mt: 4, nt: 1, sgs: 4, kc: 64 };
+  if (usesSubgroupMatrix(c) && rows <= 128) {
+    // Measured on the H200 (bench/RESULTS.md, gpu runs 1–2): one 16×16 tile per subgroup, four subgroups a
+    // workgroup (64 outputs), beats streaming and f32 tiles from 33 to 128 tokens (2048² at 64 tokens: 69 µs
+    // against 84 and 104; 1.5B decode at batch 64: 2172 tok/s against 1515 streaming). Above 128 tokens this
+    // first subgroup-matrix kernel lost to the f32 tiles in the engine (1.5B prefill 512: 5741 tok/s against
+    // 6982 in earlier runs), so prefill chunks keep the f32 tiles until the kernel stages weights in shared memory.
+    return { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 };
   }
   return { kind: 'gemm', tile: c.gemmTile };
 }
@@ -134,8 +135,7 @@ export function groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR:
 /** One line for `rwkv-flow info` and benchmark records: which kernels run for how many rows. */
 export function describeKernels(c: MatmulConfig): string {
   const loads = c.precision === 'f32' ? 'f32 weights' : c.kernelPath === 'f32' ? 'f16 weights unpacked from u32' : 'f16 weights read as f16';
-  const above = usesSubgroupMatrix(c)
-    ? 'subgroup matrices (f16×f16→f32, 16×16×16)'
-    : `f32 multiply-adds in ${c.gemmTile}-token tiles`;
+  const tiles = `f32 multiply-adds in ${c.gemmTile}-token tiles`;
+  const above = usesSubgroupMatrix(c) ? `subgroup matrices (f16×f16→f32, 16×16×16) up to 128 rows, ${tiles} above` : tiles;
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}`;
 }
