@@ -53,7 +53,13 @@ export async function main(argv: string[]): Promise<number> {
       const info = describeModel(loadCheckpoint(modelPath));
       const { vocabMap, ...rest } = info;
       const be = info.version === 'v7' ? await createBackend({ model: modelPath, slots: 1, precision }) : null;
-      const out = { model: modelPath, ...rest, reducedVocab: vocabMap ? vocabMap.length : undefined, adapter: be?.adapterName };
+      const out = {
+        model: modelPath,
+        ...rest,
+        reducedVocab: vocabMap ? vocabMap.length : undefined,
+        adapter: be?.adapterName,
+        kernels: be?.kernelPath,
+      };
       be?.dispose();
       process.stdout.write(JSON.stringify(out, null, 2) + '\n');
       return 0;

@@ -26,7 +26,14 @@ export interface BackendOptions {
   gpu?: GpuContext;
 }
 
-export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number; gemmTile: 16 | 64 };
+export type Backend = InferenceBackend & {
+  adapterName: string;
+  weightBytes: number;
+  vecMaxRows: number;
+  gemmTile: 16 | 64;
+  /** Which matrix kernels run (capabilities.ts, rwkv7/matmul.ts), as one line. */
+  readonly kernelPath: string;
+};
 
 /** Versions the WebGPU engine runs. */
 const SUPPORTED: readonly string[] = ['v5', 'v6', 'v7'];

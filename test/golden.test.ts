@@ -3,7 +3,8 @@
 import { strict as assert } from 'assert';
 import * as path from 'path';
 import { createBackend, Backend } from '../engine/backend';
-import { acquireGpu, GpuContext } from '../engine/gpu/device';
+import { acquireGpu, GpuContext, releaseGpu } from '../engine/gpu/device';
+import type { KernelPath } from '../engine/gpu/capabilities';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import type { Checkpoint } from '../engine/types';
@@ -61,6 +62,16 @@ const VERSION_MODELS = [
 describe('golden: RWKV-5/6/7 logits and states match the reference', function () {
   this.timeout(600_000);
   let gpu: GpuContext;
+  /** Devices by kernel path: the default device's own, and the others this adapter can run (capabilities.ts). */
+  const devices = new Map<KernelPath, GpuContext>();
+  const deviceFor = async (path: KernelPath | undefined) => {
+    if (!path || path === gpu.kernelPath) return gpu;
+    if (!devices.has(path)) devices.set(path, await acquireGpu({ kernelPath: path }));
+    return devices.get(path)!;
+  };
+  after(() => {
+    for (const d of devices.values()) releaseGpu(d);
+  });
   before(async function () {
     // Every file the suite reads (a CI run fails on a missing one; elsewhere the suite is skipped).
     const models = [...cases.map((c) => c.model), 'v4-tiny.pth'];
@@ -69,7 +80,19 @@ describe('golden: RWKV-5/6/7 logits and states match the reference', function ()
     gpu = await acquireGpu();
   });
 
-  const cases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number; vecMaxRows?: number; gemmTile?: 16 | 64 }[] = [
+  const cases: {
+    model: string;
+    golden: string;
+    precision: 'f32' | 'f16';
+    tol: number;
+    vecMaxRows?: number;
+    gemmTile?: 16 | 64;
+    /** Run on a device of this kernel path (default: the adapter's own; CPU drivers run 'f32'). */
+    kernelPath?: KernelPath;
+  }[] = [
+    // The 'f16' path (native f16 weight loads, shader-f16 without subgroup matrices), streaming and tiled.
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f16' },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, kernelPath: 'f16' },
     // Every product on the tiled (prefill) kernels, even single tokens.
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f32', tol: TOL.f32, vecMaxRows: 0 },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, gemmTile: 16 },
@@ -90,12 +113,15 @@ describe('golden: RWKV-5/6/7 logits and states match the reference', function ()
   ];
 
   for (const c of cases) {
-    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}`, () => {
+    const onPath = c.kernelPath ? ` on the '${c.kernelPath}' kernel path` : '';
+    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}${onPath}`, () => {
       let be: Backend;
       let g: Golden;
       before(async () => {
         g = loadGolden(c.golden);
-        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile, gpu });
+        const device = await deviceFor(c.kernelPath);
+        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile, gpu: device });
+        assert.match(be.kernelPath, new RegExp(`^${c.kernelPath ?? device.kernelPath} path`));
       });
       after(() => be?.dispose());
 
