@@ -351,6 +351,14 @@ export abstract class SlotRuntime implements InferenceBackend {
     return new Error(`GPU call failed without a message${e instanceof Error ? ` (${e.name})` : ''}`, { cause: e });
   }
 
+  /**
+   * Which matrix kernels run (printed by `rwkv-flow info`): the RWKV-5/6 passes use the f32-compute products
+   * (f16 weights unpacked in the shader) on every adapter; the subgroup-matrix variants are RWKV-7's so far.
+   */
+  get kernelPath(): string {
+    return 'f32';
+  }
+
   get lost(): string | null {
     return gpuBroken(this.gpu);
   }
