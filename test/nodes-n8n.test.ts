@@ -5,9 +5,10 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { NodeOperationError, type INodeType } from 'n8n-workflow';
+import { NodeHelpers, NodeOperationError, type INodeProperties, type INodeType } from 'n8n-workflow';
 import { RwkvModelApi } from '../credentials/RwkvModelApi.credentials';
 import { keptEngineCount, releaseIdleEngines } from '../nodes/n8n/engine-keeper';
+import { SAMPLER_OPTIONS } from '../nodes/n8n/option-properties';
 import { RwkvChoose } from '../nodes/RwkvChoose/RwkvChoose.node';
 import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
 import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
@@ -437,6 +438,27 @@ describe('n8n nodes (fake engine)', function () {
           'prefillChunkSize', 'requestTimeoutSeconds', 'stateDir',
         ],
       );
+    });
+
+    it("sampler options: each described with its range, and a sampler's own settings shown only for it", () => {
+      const node = new RwkvGenerate();
+      const options = node.description.properties.find((p) => p.name === 'options')!.options as INodeProperties[];
+      const sampler = options.filter((o) => SAMPLER_OPTIONS.includes(o));
+      assert.strictEqual(sampler.length, SAMPLER_OPTIONS.length);
+      for (const o of sampler) assert.ok(o.description && o.description.length > 20, `${o.displayName} has no description`);
+      // n8n's own visibility rule, evaluated on the options collection's values as its editor does.
+      const shown = (values: Record<string, unknown>) =>
+        sampler.filter((o) => NodeHelpers.displayParameter(values as never, o, { typeVersion: 1 }, node.description)).map((o) => o.name);
+      for (const [kind, mine, others] of [
+        [undefined, ['topP'], ['tau', 'mirostatTau', 'mirostatEta']],
+        ['typical', ['tau', 'topK', 'minP'], ['topP', 'mirostatTau']],
+        ['mirostat', ['mirostatTau', 'mirostatEta'], ['topP', 'topK', 'tau', 'minP']],
+      ] as const) {
+        const names = shown(kind ? { samplerKind: kind } : {});
+        for (const n of mine) assert.ok(names.includes(n), `${n} hidden for ${kind ?? 'the default sampler'}`);
+        for (const n of others) assert.ok(!names.includes(n), `${n} shown for ${kind ?? 'the default sampler'}`);
+        for (const n of ['temperature', 'presencePenalty', 'seed']) assert.ok(names.includes(n));
+      }
     });
 
     it('canvas subtitles read as words, not internal values', () => {
