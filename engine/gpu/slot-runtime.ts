@@ -356,7 +356,7 @@ export abstract class SlotRuntime implements InferenceBackend {
    * (f16 weights unpacked in the shader) on every adapter; the subgroup-matrix variants are RWKV-7's so far.
    */
   get kernelPath(): string {
-    return 'f32';
+    return 'f32 path: RWKV-5/6 products compute in f32 (f16 weights unpacked in the shader) on every adapter';
   }
 
   get lost(): string | null {
