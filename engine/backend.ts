@@ -6,6 +6,8 @@ import { describeModel } from './model-spec';
 import { acquireGpu, GpuContext } from './gpu/device';
 import { uploadRwkv7, WeightPrecision } from './rwkv7/weights';
 import { Rwkv7Runtime } from './rwkv7/runtime';
+import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
+import { createCpuBackend } from './rwkv7/cpu-backend';
 
 export interface BackendOptions {
   model: string | Checkpoint;
@@ -21,6 +23,10 @@ export interface BackendOptions {
   gemmTile?: 16 | 64;
   /** Reuse an existing device (tests, several models in one process). */
   gpu?: GpuContext;
+  /** 'auto' (default): the GPU when a hardware adapter exists, else the CPU backend; 'gpu' or 'cpu' to force. */
+  device?: DeviceChoice;
+  /** CPU backend only: threads computing (default: every core). */
+  threads?: number;
 }
 
 export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number; gemmTile: 16 | 64 };
@@ -34,7 +40,11 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (info.version !== 'v7') {
     throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; only RWKV-7 (x070) is`);
   }
-  const gpu = opts.gpu ?? (await acquireGpu());
+  const chosen = await chooseDevice(opts.device, opts.gpu);
+  if (chosen.device === 'cpu') {
+    return createCpuBackend(ck, info, { ...opts, precision }, chosen.reason);
+  }
+  const gpu = chosen.gpu;
   const weights = uploadRwkv7(gpu.device, ck, info, precision);
   const runtime = new Rwkv7Runtime(gpu, info, weights, {
     slots: opts.slots,

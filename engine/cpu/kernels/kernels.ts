@@ -1,0 +1,446 @@
+// AssemblyScript source of the CPU backend's WebAssembly SIMD kernels (built by scripts/build-kernels.js into
+// dist/engine/cpu/kernels.wasm; excluded from the TypeScript build). Every function works on raw addresses in
+// one shared memory that the host lays out; nothing here allocates, so the module has no runtime and no data
+// segments, and every worker thread instantiates it over the same memory.
+//
+// Matrices are stored in panels of 8 output rows: panel p holds rows 8p..8p+7 as [k][8] (16 bytes per input
+// index in f16, 32 in f32), so one vector load gives one input's weights for 8 rows and a product is 8-wide
+// multiply-adds against one broadcast input: no horizontal sums, and the same loop serves one token (decode)
+// and many (prefill, batched decode: each weight is read once per 4 tokens).
+
+// ---- f16 weights ----------------------------------------------------------------------------------------
+
+// An f16 becomes an f32 with two integer operations: sign-extend and shift by 13 (one extmul), clear the three
+// copies of the sign that land in the exponent. The result is the f16's value times 2^-112 (exponent bias 15 vs
+// 127, denormals included); the missing 2^112 is applied once to each finished sum (F16_SCALE).
+const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
+
+@inline function halfLo(h: v128): v128 {
+  return v128.and(i32x4.extmul_low_i16x8_s(h, i16x8.splat(8192)), i32x4.splat(0x8fffffff));
+}
+
+@inline function halfHi(h: v128): v128 {
+  return v128.and(i32x4.extmul_high_i16x8_s(h, i16x8.splat(8192)), i32x4.splat(0x8fffffff));
+}
+
+/** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
+@inline function activate(v: f32, act: i32): f32 {
+  if (act == 1) return tanhf(v);
+  if (act == 2) return 1.0 / (1.0 + Mathf.exp(-v));
+  if (act == 3) {
+    const r = max(v, 0);
+    return r * r;
+  }
+  return v;
+}
+
+function tanhf(v: f32): f32 {
+  // tanh through exp, guarded against overflow; f32 accuracy is what the GPU kernel has too.
+  if (v > 15) return 1;
+  if (v < -15) return -1;
+  const e = Mathf.exp(2 * v);
+  return (e - 1) / (e + 1);
+}
+
+/** Stores 8 finished sums (scaled) into y[row..row+8), fewer past the matrix's last row. */
+@inline function store8(y: usize, lo: v128, hi: v128, scale: f32, act: i32, accum: i32, valid: i32): void {
+  const s = f32x4.splat(scale);
+  lo = f32x4.mul(lo, s);
+  hi = f32x4.mul(hi, s);
+  if (act == 0 && valid >= 8) {
+    if (accum) {
+      lo = f32x4.add(lo, v128.load(y));
+      hi = f32x4.add(hi, v128.load(y, 16));
+    }
+    v128.store(y, lo);
+    v128.store(y, hi, 16);
+    return;
+  }
+  store8Slow(y, lo, hi, act, accum, valid);
+}
+
+function store8Slow(y: usize, lo: v128, hi: v128, act: i32, accum: i32, valid: i32): void {
+  for (let r = 0; r < valid && r < 8; r++) {
+    let v: f32 = r < 4 ? f32x4.extract_lane(lo, 0) : 0;
+    // Lanes need constant indices.
+    if (r == 1) v = f32x4.extract_lane(lo, 1);
+    else if (r == 2) v = f32x4.extract_lane(lo, 2);
+    else if (r == 3) v = f32x4.extract_lane(lo, 3);
+    else if (r == 4) v = f32x4.extract_lane(hi, 0);
+    else if (r == 5) v = f32x4.extract_lane(hi, 1);
+    else if (r == 6) v = f32x4.extract_lane(hi, 2);
+    else if (r == 7) v = f32x4.extract_lane(hi, 3);
+    v = activate(v, act);
+    const at = y + (<usize>r << 2);
+    if (accum) v += load<f32>(at);
+    store<f32>(at, v);
+  }
+}
+
+/**
+ * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y[t][row] when accum) for the panels p0..p1 of one matrix and
+ * every token t < T. x rows are xs floats apart, y rows ys floats apart; n is the matrix's real row count.
+ * f16: 16-byte panel entries; f32 (`wide`): 32-byte entries.
+ */
+export function matmul(
+  w: usize, n: i32, k: i32, wide: i32,
+  x: usize, xs: i32, y: usize, ys: i32, T: i32,
+  act: i32, accum: i32, p0: i32, p1: i32,
+): void {
+  const entry: usize = wide ? 32 : 16;
+  const panelBytes: usize = <usize>k * entry;
+  const scale: f32 = wide ? 1 : F16_SCALE;
+  const xStride: usize = <usize>xs << 2;
+  const yStride: usize = <usize>ys << 2;
+  let p = p0;
+  while (p < p1) {
+    const wp = w + <usize>p * panelBytes;
+    const row = p << 3;
+    const valid = n - row;
+    // One token: two panels at once when there are two, so four independent sums hide the add latency.
+    if (T == 1) {
+      if (p + 1 < p1) {
+        mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        p += 2;
+      } else {
+        mmTile1(wp, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        p += 1;
+      }
+      continue;
+    }
+    let t = 0;
+    for (; t + 4 <= T; t += 4) {
+      mmTile4(wp, k, wide, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, scale, act, accum, valid);
+    }
+    for (; t < T; t++) {
+      mmTile1(wp, k, wide, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), scale, act, accum, valid);
+    }
+    p += 1;
+  }
+}
+
+@inline function loadLo(wp: usize, i: usize, wide: i32): v128 {
+  return wide ? v128.load(wp + (i << 5)) : halfLo(v128.load(wp + (i << 4)));
+}
+
+function mmTile4(
+  wp: usize, k: i32, wide: i32, x: usize, xStride: usize, y: usize, yStride: usize,
+  scale: f32, act: i32, accum: i32, valid: i32,
+): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const x1 = x + xStride;
+  const x2 = x1 + xStride;
+  const x3 = x2 + xStride;
+  if (wide) {
+    for (let i: usize = 0; i < <usize>k; i++) {
+      const lo = v128.load(wp + (i << 5));
+      const hi = v128.load(wp + (i << 5), 16);
+      const o = i << 2;
+      let s = v128.load32_splat(x + o);
+      a0 = f32x4.add(a0, f32x4.mul(lo, s)); b0 = f32x4.add(b0, f32x4.mul(hi, s));
+      s = v128.load32_splat(x1 + o);
+      a1 = f32x4.add(a1, f32x4.mul(lo, s)); b1 = f32x4.add(b1, f32x4.mul(hi, s));
+      s = v128.load32_splat(x2 + o);
+      a2 = f32x4.add(a2, f32x4.mul(lo, s)); b2 = f32x4.add(b2, f32x4.mul(hi, s));
+      s = v128.load32_splat(x3 + o);
+      a3 = f32x4.add(a3, f32x4.mul(lo, s)); b3 = f32x4.add(b3, f32x4.mul(hi, s));
+    }
+  } else {
+    for (let i: usize = 0; i < <usize>k; i++) {
+      const h = v128.load(wp + (i << 4));
+      const lo = halfLo(h);
+      const hi = halfHi(h);
+      const o = i << 2;
+      let s = v128.load32_splat(x + o);
+      a0 = f32x4.add(a0, f32x4.mul(lo, s)); b0 = f32x4.add(b0, f32x4.mul(hi, s));
+      s = v128.load32_splat(x1 + o);
+      a1 = f32x4.add(a1, f32x4.mul(lo, s)); b1 = f32x4.add(b1, f32x4.mul(hi, s));
+      s = v128.load32_splat(x2 + o);
+      a2 = f32x4.add(a2, f32x4.mul(lo, s)); b2 = f32x4.add(b2, f32x4.mul(hi, s));
+      s = v128.load32_splat(x3 + o);
+      a3 = f32x4.add(a3, f32x4.mul(lo, s)); b3 = f32x4.add(b3, f32x4.mul(hi, s));
+    }
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y + yStride, a1, b1, scale, act, accum, valid);
+  store8(y + 2 * yStride, a2, b2, scale, act, accum, valid);
+  store8(y + 3 * yStride, a3, b3, scale, act, accum, valid);
+}
+
+function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+  // Two sets of sums over even and odd inputs, so consecutive adds do not wait on each other.
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let i: usize = 0;
+  const kk = <usize>k;
+  if (wide) {
+    for (; i + 2 <= kk; i += 2) {
+      let s = v128.load32_splat(x + (i << 2));
+      a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
+      b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
+      s = v128.load32_splat(x + (i << 2), 4);
+      a1 = f32x4.add(a1, f32x4.mul(v128.load(wp + (i << 5), 32), s));
+      b1 = f32x4.add(b1, f32x4.mul(v128.load(wp + (i << 5), 48), s));
+    }
+    for (; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
+      b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
+    }
+  } else {
+    for (; i + 2 <= kk; i += 2) {
+      let h = v128.load(wp + (i << 4));
+      let s = v128.load32_splat(x + (i << 2));
+      a0 = f32x4.add(a0, f32x4.mul(halfLo(h), s));
+      b0 = f32x4.add(b0, f32x4.mul(halfHi(h), s));
+      h = v128.load(wp + (i << 4), 16);
+      s = v128.load32_splat(x + (i << 2), 4);
+      a1 = f32x4.add(a1, f32x4.mul(halfLo(h), s));
+      b1 = f32x4.add(b1, f32x4.mul(halfHi(h), s));
+    }
+    for (; i < kk; i++) {
+      const h = v128.load(wp + (i << 4));
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = f32x4.add(a0, f32x4.mul(halfLo(h), s));
+      b0 = f32x4.add(b0, f32x4.mul(halfHi(h), s));
+    }
+  }
+  store8(y, f32x4.add(a0, a1), f32x4.add(b0, b1), scale, act, accum, valid);
+}
+
+function mmOneTwoPanels(
+  wp: usize, panelBytes: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32,
+): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  const wq = wp + panelBytes;
+  const kk = <usize>k;
+  if (wide) {
+    for (let i: usize = 0; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
+      b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
+      a1 = f32x4.add(a1, f32x4.mul(v128.load(wq + (i << 5)), s));
+      b1 = f32x4.add(b1, f32x4.mul(v128.load(wq + (i << 5), 16), s));
+    }
+  } else {
+    for (let i: usize = 0; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      const h = v128.load(wp + (i << 4));
+      const g = v128.load(wq + (i << 4));
+      a0 = f32x4.add(a0, f32x4.mul(halfLo(h), s));
+      b0 = f32x4.add(b0, f32x4.mul(halfHi(h), s));
+      a1 = f32x4.add(a1, f32x4.mul(halfLo(g), s));
+      b1 = f32x4.add(b1, f32x4.mul(halfHi(g), s));
+    }
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+}
+
+// ---- per-token vector work --------------------------------------------------------------------------------
+
+/** Mean and 1/sqrt(var + eps) of n floats at x, as (mean, inv) in one f64 pair via globals. */
+let statMean: f32 = 0;
+let statInv: f32 = 0;
+
+function stats(x: usize, n: i32, eps: f32): void {
+  let s = f32x4.splat(0);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) s = f32x4.add(s, v128.load(x + (<usize>i << 2)));
+  let sum: f32 = f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3);
+  for (; i < n; i++) sum += load<f32>(x + (<usize>i << 2));
+  const mean = sum / <f32>n;
+  const m = f32x4.splat(mean);
+  let q = f32x4.splat(0);
+  i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const d = f32x4.sub(v128.load(x + (<usize>i << 2)), m);
+    q = f32x4.add(q, f32x4.mul(d, d));
+  }
+  let sq: f32 = f32x4.extract_lane(q, 0) + f32x4.extract_lane(q, 1) + f32x4.extract_lane(q, 2) + f32x4.extract_lane(q, 3);
+  for (; i < n; i++) {
+    const d = load<f32>(x + (<usize>i << 2)) - mean;
+    sq += d * d;
+  }
+  statMean = mean;
+  statInv = 1 / Mathf.sqrt(sq / <f32>n + eps);
+}
+
+/** out[r] = layer_norm(x[rows[r]]) * w + b over C floats, for R rows (rows: i32 indices). */
+export function layerNormRows(x: usize, rows: usize, R: i32, C: i32, w: usize, b: usize, out: usize): void {
+  for (let r = 0; r < R; r++) {
+    const src = x + <usize>load<i32>(rows + (<usize>r << 2)) * <usize>C * 4;
+    normRow(src, C, w, b, out + <usize>r * <usize>C * 4);
+  }
+}
+
+function normRow(src: usize, C: i32, w: usize, b: usize, dst: usize): void {
+  stats(src, C, 1e-5);
+  const m = f32x4.splat(statMean);
+  const inv = f32x4.splat(statInv);
+  for (let c = 0; c < C; c += 4) {
+    const o = <usize>c << 2;
+    const v = f32x4.mul(f32x4.sub(v128.load(src + o), m), inv);
+    v128.store(dst + o, f32x4.add(f32x4.mul(v, v128.load(w + o)), v128.load(b + o)));
+  }
+}
+
+/**
+ * Layer norm fused with the token shift: xn[t] = LN(x[t]); prev = the slot's saved shift state for a slot's
+ * first token of the call (first[t] != 0: its address in `prevAddr[t]`), else xn[t-1];
+ * out_m[t] = xn + (prev - xn) * mix[m] for the M mix vectors, copy m at m*region floats.
+ */
+export function lnShift(
+  x: usize, T: i32, C: i32, ln: usize, xn: usize, prevAddr: usize, mix: usize, M: i32, out: usize, region: i32,
+): void {
+  const rowBytes = <usize>C << 2;
+  const regBytes = <usize>region << 2;
+  for (let t = 0; t < T; t++) {
+    const xt = xn + <usize>t * rowBytes;
+    normRow(x + <usize>t * rowBytes, C, ln, ln + rowBytes, xt);
+    const pa = load<u32>(prevAddr + (<usize>t << 2));
+    const prev: usize = pa != 0 ? <usize>pa : xt - rowBytes;
+    for (let m = 0; m < M; m++) {
+      const mw = mix + <usize>m * rowBytes;
+      const dst = out + <usize>m * regBytes + <usize>t * rowBytes;
+      for (let c = 0; c < C; c += 4) {
+        const o = <usize>c << 2;
+        const v = v128.load(xt + o);
+        v128.store(dst + o, f32x4.add(v, f32x4.mul(f32x4.sub(v128.load(prev + o), v), v128.load(mw + o))));
+      }
+    }
+  }
+}
+
+/** The embedding rows of T token ids (i32 at ids) into out [T, C]; the table is f16 (or f32 when wide). */
+export function embed(table: usize, wide: i32, ids: usize, T: i32, C: i32, out: usize): void {
+  for (let t = 0; t < T; t++) {
+    const id = <usize>load<i32>(ids + (<usize>t << 2));
+    const dst = out + <usize>t * <usize>C * 4;
+    if (wide) {
+      memory.copy(dst, table + id * <usize>C * 4, <usize>C * 4);
+      continue;
+    }
+    const src = table + id * <usize>C * 2;
+    const sc = f32x4.splat(F16_SCALE);
+    for (let c = 0; c < C; c += 8) {
+      const h = v128.load(src + (<usize>c << 1));
+      v128.store(dst + (<usize>c << 2), f32x4.mul(halfLo(h), sc));
+      v128.store(dst + (<usize>c << 2), f32x4.mul(halfHi(h), sc), 16);
+    }
+  }
+}
+
+@inline function sigmoid(v: f32): f32 {
+  return 1.0 / (1.0 + Mathf.exp(-v));
+}
+
+/**
+ * RWKV-7 per-token quantities before the state update (one token t, all heads), in the time-mix regions
+ * (floats, each `region` apart): 0 r, 1 w, 2 k, 3 v, 4 a, 5 g, 6 kk, 7 y, 8 v LoRA. p = [w0, a0, v0, k_k, k_a].
+ * Afterwards w is the decay, a holds kk*a, k the adjusted key, kk the normalized removal key, and v is mixed
+ * with layer 0's value (first: stored into vfirst instead).
+ */
+export function prep(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, vfirst: usize, first: i32): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  for (let t = 0; t < T; t++) {
+    const base = <usize>t * cb;
+    for (let h = 0; h < C / N; h++) {
+      const h0 = <usize>(h * N) << 2;
+      let ss: f32 = 0;
+      for (let i = 0; i < N; i++) {
+        const o = h0 + (<usize>i << 2);
+        const kkv = load<f32>(tm + 2 * reg + base + o) * load<f32>(p + 3 * cb + o);
+        ss += kkv * kkv;
+      }
+      const inv: f32 = 1 / max(Mathf.sqrt(ss), 1e-12);
+      for (let i = 0; i < N; i++) {
+        const o = h0 + (<usize>i << 2);
+        const at = base + o;
+        const kv = load<f32>(tm + 2 * reg + at);
+        const av = sigmoid(load<f32>(p + cb + o) + load<f32>(tm + 4 * reg + at));
+        const kkn = kv * load<f32>(p + 3 * cb + o) * inv;
+        store<f32>(tm + 6 * reg + at, kkn);
+        store<f32>(tm + 4 * reg + at, kkn * av);
+        store<f32>(tm + 2 * reg + at, kv * (1 + (av - 1) * load<f32>(p + 4 * cb + o)));
+        store<f32>(tm + reg + at, Mathf.exp(<f32>-0.606531 * sigmoid(load<f32>(p + o) + load<f32>(tm + reg + at))));
+        if (first) {
+          store<f32>(vfirst + at, load<f32>(tm + 3 * reg + at));
+        } else {
+          const vv = load<f32>(tm + 3 * reg + at);
+          const mixv = sigmoid(load<f32>(p + 2 * cb + o) + load<f32>(tm + 8 * reg + at));
+          store<f32>(tm + 3 * reg + at, vv + (load<f32>(vfirst + at) - vv) * mixv);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The WKV-7 state update of one head over tokens t0..t0+n of one slot: s = s diag(w) - (s kk)(kk a)^T + v k^T,
+ * y = s r. s is the head's N x N state [value][key] at `s`; the inputs are in the time-mix regions.
+ */
+export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, n: i32, s: usize): void {
+  const reg = <usize>region << 2;
+  const rowBytes = <usize>N << 2;
+  for (let t = t0; t < t0 + n; t++) {
+    const at = (<usize>t * <usize>C + <usize>head * <usize>N) << 2;
+    const r = tm + at;
+    const w = tm + reg + at;
+    const k = tm + 2 * reg + at;
+    const v = tm + 3 * reg + at;
+    const b = tm + 4 * reg + at;
+    const kk = tm + 6 * reg + at;
+    const y = tm + 7 * reg + at;
+    for (let i = 0; i < N; i++) {
+      const row = s + <usize>i * rowBytes;
+      let sa = f32x4.splat(0);
+      for (let j = 0; j < N; j += 4) {
+        const o = <usize>j << 2;
+        sa = f32x4.add(sa, f32x4.mul(v128.load(row + o), v128.load(kk + o)));
+      }
+      const saS = f32x4.splat(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3));
+      const vi = v128.load32_splat(v + (<usize>i << 2));
+      let out = f32x4.splat(0);
+      for (let j = 0; j < N; j += 4) {
+        const o = <usize>j << 2;
+        const nv = f32x4.add(
+          f32x4.sub(f32x4.mul(v128.load(row + o), v128.load(w + o)), f32x4.mul(saS, v128.load(b + o))),
+          f32x4.mul(vi, v128.load(k + o)),
+        );
+        v128.store(row + o, nv);
+        out = f32x4.add(out, f32x4.mul(nv, v128.load(r + o)));
+      }
+      store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out, 0) + f32x4.extract_lane(out, 1) + f32x4.extract_lane(out, 2) + f32x4.extract_lane(out, 3));
+    }
+  }
+}
+
+/** After WKV, per token and head: group norm (eps 64e-5), the r*k*r_k bonus, the gate. p = [r_k, ln_x.w, ln_x.b]. */
+export function post(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, out: usize): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < C / N; h++) {
+      const at = (<usize>t * <usize>C + <usize>h * <usize>N) << 2;
+      const po = <usize>(h * N) << 2;
+      stats(tm + 7 * reg + at, N, 64e-5);
+      let bonus: f32 = 0;
+      for (let i = 0; i < N; i++) {
+        const o = <usize>i << 2;
+        bonus += load<f32>(tm + at + o) * load<f32>(tm + 2 * reg + at + o) * load<f32>(p + po + o);
+      }
+      for (let i = 0; i < N; i++) {
+        const o = <usize>i << 2;
+        const d = (load<f32>(tm + 7 * reg + at + o) - statMean) * statInv;
+        const v = d * load<f32>(p + cb + po + o) + load<f32>(p + 2 * cb + po + o) + bonus * load<f32>(tm + 3 * reg + at + o);
+        store<f32>(out + at + o, v * load<f32>(tm + 5 * reg + at + o));
+      }
+    }
+  }
+}
