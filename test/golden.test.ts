@@ -1,8 +1,10 @@
-// The WebGPU engine against the official reference outputs in ../shared/golden (rwkv package, fp32 CPU).
+// Both backends (WebGPU, and the CPU one of engine/rwkv7/cpu-runtime.ts) against the official reference outputs
+// in ../shared/golden (rwkv package, fp32 CPU). RWKV_GOLDEN_DEVICES=cpu (or gpu) runs one backend's suite only;
+// each suite's title carries its backend, e.g. `--grep '\[cpu\]'`.
 
 import { strict as assert } from 'assert';
 import * as path from 'path';
-import { createBackend, Backend } from '../engine/backend';
+import { createBackend, Backend, type BackendOptions } from '../engine/backend';
 import { acquireGpu, GpuContext } from '../engine/gpu/device';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
@@ -34,18 +36,23 @@ function loadGolden(name: string): Golden {
 
 const TOL = { f32: 1e-3, f16: 5e-3 } as const;
 
-describe('golden: RWKV-7 logits and states match the reference', function () {
+type Device = 'gpu' | 'cpu';
+const DEVICES: Device[] = (process.env.RWKV_GOLDEN_DEVICES ?? 'gpu,cpu').split(',').map((d) => d.trim()).filter((d): d is Device => d === 'gpu' || d === 'cpu');
+
+for (const device of DEVICES) describe(`golden [${device}]: RWKV-7 logits and states match the reference`, function () {
   this.timeout(600_000);
-  let gpu: GpuContext;
+  let gpu: GpuContext | undefined;
   before(async function () {
     // Every file the suite reads (a CI run fails on a missing one; elsewhere the suite is skipped).
     const models = [...cases.map((c) => c.model), 'v6-tiny.pth'];
     const references = [...new Set(cases.map((c) => c.golden))].map((g) => `${g}.golden.st`);
     requireGolden(this, ...[...new Set([...models, ...references])].map((f) => path.join(GOLDEN, f)));
-    gpu = await acquireGpu();
+    if (device === 'gpu') gpu = await acquireGpu();
   });
+  /** A backend of this suite's kind: the shared GPU device, or the CPU backend on two threads. */
+  const make = (opts: BackendOptions) => createBackend(device === 'gpu' ? { ...opts, gpu, device: 'gpu' } : { ...opts, device: 'cpu', threads: 2 });
 
-  const cases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number; vecMaxRows?: number; gemmTile?: 16 | 64 }[] = [
+  const allCases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number; vecMaxRows?: number; gemmTile?: 16 | 64 }[] = [
     // Every product on the tiled (prefill) kernels, even single tokens.
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f32', tol: TOL.f32, vecMaxRows: 0 },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, gemmTile: 16 },
@@ -56,6 +63,8 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f32', tol: TOL.f32 },
     { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f16', tol: TOL.f16 },
   ];
+  // The kernel-choice variants exist only on the GPU.
+  const cases = device === 'gpu' ? allCases : allCases.filter((c) => c.vecMaxRows === undefined);
 
   for (const c of cases) {
     describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}`, () => {
@@ -63,7 +72,7 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
       let g: Golden;
       before(async () => {
         g = loadGolden(c.golden);
-        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile, gpu });
+        be = await make({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile });
       });
       after(() => be?.dispose());
 
@@ -115,20 +124,19 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     let reference: Float32Array;
     before(async () => {
       g = loadGolden('v7-tiny');
-      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 1, precision: 'f32', gpu });
+      const be = await make({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 1, precision: 'f32' });
       reference = (await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]))[0]!;
       be.dispose();
     });
 
     for (const chunk of [1, 3, 16, 128]) {
       it(`chunk size ${chunk}, alone and beside three other sequences in a batch of 4`, async () => {
-        const be = await createBackend({
+        const be = await make({
           model: path.join(GOLDEN, 'v7-tiny.pth'),
           slots: 4,
           precision: 'f32',
           maxTokens: chunk,
           maxRows: chunk,
-          gpu,
         });
         try {
           const [alone] = await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
@@ -164,7 +172,7 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
   describe('state transfer', () => {
     it('read, write and copy a state between slots continue identically', async () => {
       const g = loadGolden('v7-tiny');
-      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 3, precision: 'f32', gpu });
+      const be = await make({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 3, precision: 'f32' });
       try {
         be.resetState(0);
         await be.run([{ slot: 0, tokens: g.tokens.slice(0, 12), output: 'none' }]);
@@ -188,7 +196,7 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     });
 
     it('rejects bad jobs before touching the GPU', async () => {
-      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 2, precision: 'f32', gpu });
+      const be = await make({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 2, precision: 'f32' });
       try {
         await assert.rejects(be.run([{ slot: 5, tokens: [1], output: 'last' }]), /slot 5 is out of range/);
         await assert.rejects(be.run([{ slot: 0, tokens: [600], output: 'last' }]), /token 600 .* outside the model's vocabulary/);
@@ -210,14 +218,14 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
 
     it('refuses older RWKV versions with a clear error', async () => {
       await assert.rejects(
-        createBackend({ model: path.join(GOLDEN, 'v6-tiny.pth'), slots: 1, gpu }),
+        make({ model: path.join(GOLDEN, 'v6-tiny.pth'), slots: 1 }),
         /RWKV v6 models are not supported/,
       );
     });
   });
 });
 
-describe('device loss', function () {
+if (DEVICES.includes('gpu')) describe('device loss', function () {
   this.timeout(120_000);
   const model = path.join(GOLDEN, 'v7-tiny.pth');
   before(function () {
@@ -231,7 +239,7 @@ describe('device loss', function () {
     gpu.device.destroy();
     await new Promise((r) => setTimeout(r, 50));
     await assert.rejects(be.run([{ slot: 0, tokens: [2], output: 'last' }]), /GPU device lost/);
-    const be2 = await createBackend({ model, slots: 1, precision: 'f32' });
+    const be2 = await createBackend({ model, slots: 1, precision: 'f32', device: 'gpu' });
     const [o] = await be2.run([{ slot: 0, tokens: [1], output: 'last' }]);
     assert.equal(o!.length, 512);
     be2.dispose();

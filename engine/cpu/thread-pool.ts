@@ -23,8 +23,8 @@ const MM_WORDS = 12;
 /** Words per WKV segment: first token, token count, the slot's state address for this layer's heads. */
 const WKV_WORDS = 3;
 const MAX_ITEMS = 512;
-/** Polls before sleeping: tens of microseconds. */
-const SPINS = 20000;
+/** Polls before sleeping: a few microseconds (longer spins starve the other threads on a busy machine). */
+const SPINS = 2000;
 
 /** One matrix product y = act(W x) (+ y) over T tokens (see kernels.ts `matmul`). */
 export interface MatmulTask {
