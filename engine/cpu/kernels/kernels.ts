@@ -6,7 +6,8 @@
 // Matrices are stored in panels of 8 output rows: panel p holds rows 8p..8p+7 as [k][8] (16 bytes per input
 // index in f16, 32 in f32), so one vector load gives one input's weights for 8 rows and a product is 8-wide
 // multiply-adds against one broadcast input: no horizontal sums, and the same loop serves one token (decode)
-// and many (prefill, batched decode: each weight is read once per 4 tokens).
+// and many (prefill, batched decode: each weight is read once per 4 tokens). Every path sums in input order,
+// so results are the same bit for bit whatever the batch, its split into chunks, or the thread count.
 
 // ---- f16 weights ----------------------------------------------------------------------------------------
 
@@ -171,44 +172,24 @@ function mmTile4(
 }
 
 function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
-  // Two sets of sums over even and odd inputs, so consecutive adds do not wait on each other.
+  // Sums in input order like every other path, so a token's logits do not depend on its place in the batch.
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
-  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
-  let i: usize = 0;
   const kk = <usize>k;
   if (wide) {
-    for (; i + 2 <= kk; i += 2) {
-      let s = v128.load32_splat(x + (i << 2));
-      a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
-      b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
-      s = v128.load32_splat(x + (i << 2), 4);
-      a1 = f32x4.add(a1, f32x4.mul(v128.load(wp + (i << 5), 32), s));
-      b1 = f32x4.add(b1, f32x4.mul(v128.load(wp + (i << 5), 48), s));
-    }
-    for (; i < kk; i++) {
+    for (let i: usize = 0; i < kk; i++) {
       const s = v128.load32_splat(x + (i << 2));
       a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
       b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
     }
   } else {
-    for (; i + 2 <= kk; i += 2) {
-      let h = v128.load(wp + (i << 4));
-      let s = v128.load32_splat(x + (i << 2));
-      a0 = f32x4.add(a0, f32x4.mul(halfLo(h), s));
-      b0 = f32x4.add(b0, f32x4.mul(halfHi(h), s));
-      h = v128.load(wp + (i << 4), 16);
-      s = v128.load32_splat(x + (i << 2), 4);
-      a1 = f32x4.add(a1, f32x4.mul(halfLo(h), s));
-      b1 = f32x4.add(b1, f32x4.mul(halfHi(h), s));
-    }
-    for (; i < kk; i++) {
+    for (let i: usize = 0; i < kk; i++) {
       const h = v128.load(wp + (i << 4));
       const s = v128.load32_splat(x + (i << 2));
       a0 = f32x4.add(a0, f32x4.mul(halfLo(h), s));
       b0 = f32x4.add(b0, f32x4.mul(halfHi(h), s));
     }
   }
-  store8(y, f32x4.add(a0, a1), f32x4.add(b0, b1), scale, act, accum, valid);
+  store8(y, a0, b0, scale, act, accum, valid);
 }
 
 function mmOneTwoPanels(
