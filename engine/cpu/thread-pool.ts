@@ -61,6 +61,8 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
   if (op === OP_MATMUL) {
     const wide = ctl[HEAD];
     const T = ctl[HEAD + 1];
+    // Each thread widens f16 panels into its own scratch.
+    const scratch = ctl[HEAD + 2] + index * ctl[HEAD + 3];
     let total = 0;
     for (let i = 0; i < count; i++) total += ctl[ITEMS + i * MM_WORDS + 11];
     const from = Math.floor((total * index) / threads);
@@ -71,7 +73,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
       const panels = ctl[o + 11];
       const p0 = Math.max(from - base, 0);
       const p1 = Math.min(to - base, panels);
-      if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], wide, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1);
+      if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], wide, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
       base += panels;
     }
   } else if (op === OP_WKV) {
@@ -108,13 +110,16 @@ export class ThreadPool {
     }
   }
 
-  matmul(wide: number, T: number, tasks: MatmulTask[]): void {
+  /** `scratch`: per-thread scratch of `scratchBytes` each (32 bytes per input of the widest matrix). */
+  matmul(wide: number, T: number, tasks: MatmulTask[], scratch: number, scratchBytes: number): void {
     if (tasks.length > MAX_ITEMS) throw new Error(`too many matrix products in one task: ${tasks.length}`);
     const c = this.ctl;
     c[OP] = OP_MATMUL;
     c[COUNT] = tasks.length;
     c[HEAD] = wide;
     c[HEAD + 1] = T;
+    c[HEAD + 2] = scratch;
+    c[HEAD + 3] = scratchBytes;
     tasks.forEach((t, i) => {
       const o = ITEMS + i * MM_WORDS;
       c[o] = t.w;

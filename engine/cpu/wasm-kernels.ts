@@ -10,7 +10,7 @@ export interface CpuKernels {
   matmul(
     w: number, n: number, k: number, wide: number,
     x: number, xs: number, y: number, ys: number, T: number,
-    act: number, accum: number, p0: number, p1: number,
+    act: number, accum: number, p0: number, p1: number, scratch: number,
   ): void;
   layerNormRows(x: number, rows: number, R: number, C: number, w: number, b: number, out: number): void;
   lnShift(x: number, T: number, C: number, ln: number, xn: number, prevAddr: number, mix: number, M: number, out: number, region: number): void;

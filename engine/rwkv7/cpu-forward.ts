@@ -39,6 +39,9 @@ export interface CpuLayout {
   ffk: number;
   xo: number;
   logits: number;
+  /** Per-thread scratch for widened f16 panels: `threads` blocks of scratchBytes. */
+  scratch: number;
+  scratchBytes: number;
 }
 
 /** One slot's tokens inside a sub-pass. */
@@ -87,7 +90,7 @@ export class Rwkv7CpuForward {
   }
 
   private mm(T: number, tasks: MatmulTask[]) {
-    this.pool.matmul(this.W.wide, T, tasks);
+    this.pool.matmul(this.W.wide, T, tasks, this.L.scratch, this.L.scratchBytes);
   }
 
   private task(m: CpuMatrix, x: number, xs: number, y: number, ys: number, act = 0, accum = false): MatmulTask {

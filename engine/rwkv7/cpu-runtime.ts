@@ -88,7 +88,12 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
       ffk: arena.allocFloats(T * F),
       xo: arena.allocFloats(this.RMAX * C),
       logits: arena.allocFloats(this.RMAX * this.V),
+      scratch: 0,
+      scratchBytes: 0,
     };
+    // The widest input of any matrix (ffn value: F; the others C or a LoRA rank), 32 bytes per input.
+    layout.scratchBytes = Math.ceil((Math.max(C, F, loraStride) * 32) / 64) * 64;
+    layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const memory = arena.createMemory();
     this.memoryBytes = arena.bytes;
     plan.write(memory);
