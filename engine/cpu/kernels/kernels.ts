@@ -102,7 +102,10 @@ export function matmul(
     const valid = n - row;
     // One token: two panels at once when there are two, so four independent sums hide the add latency.
     if (T == 1) {
-      if (p + 1 < p1) {
+      if (!wide && p + 3 < p1) {
+        mmOneFourPanels(wp, panelBytes, k, x, y + (<usize>row << 2), scale, act, accum, valid);
+        p += 4;
+      } else if (p + 1 < p1) {
         mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
         p += 2;
       } else {
@@ -226,6 +229,34 @@ function mmOneTwoPanels(
   }
   store8(y, a0, b0, scale, act, accum, valid);
   store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+}
+
+/** One token, four f16 panels: four weight streams in flight and eight independent sums. */
+function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const w2 = w1 + panelBytes;
+  const w3 = w2 + panelBytes;
+  const kk = <usize>k;
+  for (let i: usize = 0; i < kk; i++) {
+    const s = v128.load32_splat(x + (i << 2));
+    const o = i << 4;
+    a0 = f32x4.add(a0, f32x4.mul(halfLo(wp + o), s));
+    b0 = f32x4.add(b0, f32x4.mul(halfHi(wp + o), s));
+    a1 = f32x4.add(a1, f32x4.mul(halfLo(w1 + o), s));
+    b1 = f32x4.add(b1, f32x4.mul(halfHi(w1 + o), s));
+    a2 = f32x4.add(a2, f32x4.mul(halfLo(w2 + o), s));
+    b2 = f32x4.add(b2, f32x4.mul(halfHi(w2 + o), s));
+    a3 = f32x4.add(a3, f32x4.mul(halfLo(w3 + o), s));
+    b3 = f32x4.add(b3, f32x4.mul(halfHi(w3 + o), s));
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+  store8(y + 64, a2, b2, scale, act, accum, valid - 16);
+  store8(y + 96, a3, b3, scale, act, accum, valid - 24);
 }
 
 // ---- per-token vector work --------------------------------------------------------------------------------
