@@ -1,7 +1,7 @@
 // `npm run bench -- --sections cpu`: the CPU backend (WebAssembly SIMD, engine/rwkv7/cpu-runtime.ts) on the
 // bundled model and a random model of the official 0.1B shape, with 1 thread and with every core: decode
 // tok/s of 1 and 8 sequences (output 'top', as the engine decodes) and prefill tok/s of a 512-token prompt.
-// Each figure is the median of --cpu-reps runs (default 3).
+// Each figure is the median of --cpu-reps runs (default 3); --cpu-models default,0.1b and --cpu-threads 1,2,4 choose.
 //
 // node-llama-cpp on the same weights (../shared/cpu-baseline/, README there) runs in the same bench when
 // NLC_DIR (its install folder) and NLC_GGUF_DEFAULT / NLC_GGUF_01B (the models as GGUF, made with
@@ -11,7 +11,7 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
-import { bundledModelPath } from '../engine/engine-factory';
+import { packageRoot } from '../engine/package-root';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { defaultCpuThreads } from '../engine/rwkv7/cpu-runtime';
 import type { Checkpoint } from '../engine/types';
@@ -81,10 +81,10 @@ function nodeLlamaCpp(gguf: string | undefined, model: string | Checkpoint, thre
 export async function benchCpu(): Promise<Record<string, unknown>> {
   const reps = Number(arg('cpu-reps') ?? 3);
   const all = defaultCpuThreads();
-  const threadCounts = [...new Set([1, all])];
+  const threadCounts = arg('cpu-threads')?.split(',').map(Number) ?? [...new Set([1, all])];
   const which = (arg('cpu-models') ?? 'default,0.1b').split(',');
   const cases: ModelCase[] = [];
-  if (which.includes('default')) cases.push({ name: 'default (17M)', model: bundledModelPath(), steps: 64, gguf: process.env.NLC_GGUF_DEFAULT });
+  if (which.includes('default')) cases.push({ name: 'default (17M)', model: path.join(packageRoot(), 'models', 'default.st'), steps: 64, gguf: process.env.NLC_GGUF_DEFAULT });
   if (which.includes('0.1b'))
     cases.push({ name: '0.1B shape, random', model: randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 }), steps: 16, gguf: process.env.NLC_GGUF_01B });
   const results: Record<string, unknown> = { machine: `${all} cores available to the process; other processes may share them`, reps };

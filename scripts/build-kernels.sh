@@ -5,6 +5,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p dist/engine/cpu
-npx --no-install asc engine/cpu/kernels/kernels.ts -o dist/engine/cpu/kernels.wasm \
-  -O3 --runtime stub --noAssert --importMemory --sharedMemory --initialMemory 1 --maximumMemory 65536 \
-  --enable simd --enable threads --noExportMemory
+# Two builds of the same source: plain SIMD (every runtime), and with relaxed SIMD's fused multiply-add
+# (Node 22+; engine/cpu/wasm-kernels.ts picks it when the runtime validates it).
+flags=(-O3 --runtime stub --noAssert --importMemory --sharedMemory --initialMemory 1 --maximumMemory 65536
+  --enable simd --enable threads --noExportMemory)
+npx --no-install asc engine/cpu/kernels/kernels.ts -o dist/engine/cpu/kernels.wasm "${flags[@]}"
+npx --no-install asc engine/cpu/kernels/kernels.ts -o dist/engine/cpu/kernels-relaxed.wasm "${flags[@]}" --enable relaxed-simd

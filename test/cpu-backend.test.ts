@@ -83,7 +83,7 @@ describe('CPU backend', function () {
   const prompt = Array.from({ length: 40 }, (_, i) => (i * 37 + 5) % V);
 
   it('says it runs on the CPU', () => {
-    assert.match(be.adapterName, /^CPU: WebAssembly SIMD kernels, 2 threads, f32 weights/);
+    assert.match(be.adapterName, /^CPU: WebAssembly SIMD kernels( with fused multiply-add)?, 2 threads, f32 weights/);
   });
 
   it("'top' equals the reduction of the full row, with adjustments and a grammar mask", async () => {

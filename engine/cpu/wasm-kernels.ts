@@ -20,24 +20,42 @@ export interface CpuKernels {
   post(tm: number, region: number, T: number, C: number, N: number, p: number, out: number): void;
 }
 
-/** Where the built module lives: beside this file in dist/, whichever file (.ts via a loader, or .js) runs. */
+/** Where the built modules live: beside this file in dist/. */
 export const KERNELS_FILE = path.join(__dirname, 'kernels.wasm');
+/** The same kernels with relaxed SIMD's fused multiply-add. */
+export const RELAXED_KERNELS_FILE = path.join(__dirname, 'kernels-relaxed.wasm');
 
 /** Largest memory the module declares (wasm32: 65536 pages of 64 KiB). */
 export const MAX_PAGES = 65536;
 
-let compiled: WebAssembly.Module | null = null;
+export type KernelVariant = 'simd' | 'relaxed-simd';
 
-export function kernelModule(): WebAssembly.Module {
-  if (compiled) return compiled;
-  if (!fs.existsSync(KERNELS_FILE)) {
-    throw new Error(`the CPU kernels are not built (${KERNELS_FILE} is missing); run \`npm run build\``);
-  }
-  compiled = new WebAssembly.Module(fs.readFileSync(KERNELS_FILE));
-  return compiled;
+let compiled: { module: WebAssembly.Module; variant: KernelVariant } | null = null;
+
+function read(file: string): Uint8Array<ArrayBuffer> {
+  if (!fs.existsSync(file)) throw new Error(`the CPU kernels are not built (${file} is missing); run \`npm run build\``);
+  return new Uint8Array(fs.readFileSync(file));
 }
 
-export function instantiateKernels(memory: WebAssembly.Memory, module: WebAssembly.Module = kernelModule()): CpuKernels {
+/**
+ * The kernels, compiled once per process: with fused multiply-add where the runtime has relaxed SIMD (Node 22+;
+ * on Node 20, RWKV_CPU_RELAXED_SIMD=1 turns on V8's implementation, still behind a flag there), else plain SIMD.
+ * RWKV_CPU_KERNELS=simd forces the plain build.
+ */
+export function kernelModule(): { module: WebAssembly.Module; variant: KernelVariant } {
+  if (compiled) return compiled;
+  if (process.env.RWKV_CPU_KERNELS !== 'simd' && fs.existsSync(RELAXED_KERNELS_FILE)) {
+    const relaxed = read(RELAXED_KERNELS_FILE);
+    if (!WebAssembly.validate(relaxed) && process.env.RWKV_CPU_RELAXED_SIMD === '1') {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      (require('v8') as typeof import('v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+    }
+    if (WebAssembly.validate(relaxed)) return (compiled = { module: new WebAssembly.Module(relaxed), variant: 'relaxed-simd' });
+  }
+  return (compiled = { module: new WebAssembly.Module(read(KERNELS_FILE)), variant: 'simd' });
+}
+
+export function instantiateKernels(memory: WebAssembly.Memory, module: WebAssembly.Module = kernelModule().module): CpuKernels {
   const instance = new WebAssembly.Instance(module, { env: { memory, abort: () => { throw new Error('CPU kernel abort'); } } });
   return instance.exports as unknown as CpuKernels;
 }

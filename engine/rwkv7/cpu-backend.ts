@@ -12,7 +12,8 @@ export async function createCpuBackend(ck: Checkpoint, info: ModelInfo, opts: Ba
     precision: opts.precision ?? 'f16',
     threads: opts.threads,
   });
-  const adapterName = `CPU: WebAssembly SIMD kernels, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${opts.precision ?? 'f16'} weights (${reason})`;
+  const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
+  const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${opts.precision ?? 'f16'} weights (${reason})`;
   // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.
   return Object.assign(runtime, { adapterName, vecMaxRows: 0, gemmTile: 64 as const });
 }

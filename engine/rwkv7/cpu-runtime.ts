@@ -10,7 +10,7 @@ import { Worker } from 'worker_threads';
 import type { Checkpoint, InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { Arena } from '../cpu/arena';
 import { checkLogitAdjust, reduceTop } from '../cpu/top-logits-cpu';
-import { kernelModule } from '../cpu/wasm-kernels';
+import { type KernelVariant, kernelModule } from '../cpu/wasm-kernels';
 import { TOP_CAPACITY } from './top-logits';
 import type { CpuLayout, CpuSegment, CpuSubPass } from './cpu-forward';
 import { type CpuPrecision, type CpuWeights, planRwkv7Cpu } from './cpu-weights';
@@ -40,6 +40,8 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
   readonly threads: number;
   readonly weightBytes: number;
   readonly memoryBytes: number;
+  /** Which build of the kernels runs: plain SIMD, or with relaxed SIMD's fused multiply-add. */
+  readonly kernelVariant: KernelVariant;
   private readonly V: number;
   private readonly TMAX: number;
   private readonly RMAX: number;
@@ -94,12 +96,14 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
     // The widest input of any matrix (ffn value: F; the others C or a LoRA rank), 32 bytes per input.
     layout.scratchBytes = Math.ceil((Math.max(C, F, loraStride) * 32) / 64) * 64;
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
+    const kernels = kernelModule();
+    this.kernelVariant = kernels.variant;
     const memory = arena.createMemory();
     this.memoryBytes = arena.bytes;
     plan.write(memory);
     this.state = new Float32Array(memory.buffer, layout.state, this.slots * this.stateSize);
     this.worker = new Worker(path.join(__dirname, 'cpu-worker.js'), {
-      workerData: { memory, module: kernelModule(), layout, weights, threads: this.threads },
+      workerData: { memory, module: kernels.module, layout, weights, threads: this.threads },
     });
     this.worker.on('message', (m: Reply) => this.reply(m));
     this.worker.on('error', (e: Error) => this.fail(`the CPU backend's compute thread failed: ${e.message}`));

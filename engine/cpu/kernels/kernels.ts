@@ -26,6 +26,13 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
   return v128.and(i32x4.shl(v128.load16x4_s(p, 8), 13), i32x4.splat(0x8fffffff));
 }
 
+// The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
+// multiply-add does a product and a sum in one instruction (wasm-kernels.ts picks the one the runtime has).
+@inline function madd(a: v128, b: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, acc);
+  return f32x4.add(acc, f32x4.mul(a, b));
+}
+
 /** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
 @inline function activate(v: f32, act: i32): f32 {
   if (act == 1) return tanhf(v);
@@ -154,13 +161,13 @@ function mmTile4(
       const hi = v128.load(wp + (i << 5), 16);
       const o = i << 2;
       let s = v128.load32_splat(x + o);
-      a0 = f32x4.add(a0, f32x4.mul(lo, s)); b0 = f32x4.add(b0, f32x4.mul(hi, s));
+      a0 = madd(lo, s, a0); b0 = madd(hi, s, b0);
       s = v128.load32_splat(x1 + o);
-      a1 = f32x4.add(a1, f32x4.mul(lo, s)); b1 = f32x4.add(b1, f32x4.mul(hi, s));
+      a1 = madd(lo, s, a1); b1 = madd(hi, s, b1);
       s = v128.load32_splat(x2 + o);
-      a2 = f32x4.add(a2, f32x4.mul(lo, s)); b2 = f32x4.add(b2, f32x4.mul(hi, s));
+      a2 = madd(lo, s, a2); b2 = madd(hi, s, b2);
       s = v128.load32_splat(x3 + o);
-      a3 = f32x4.add(a3, f32x4.mul(lo, s)); b3 = f32x4.add(b3, f32x4.mul(hi, s));
+      a3 = madd(lo, s, a3); b3 = madd(hi, s, b3);
     }
   } else {
     for (let i: usize = 0; i < <usize>k; i++) {
@@ -168,13 +175,13 @@ function mmTile4(
       const hi = halfHi(wp + (i << 4));
       const o = i << 2;
       let s = v128.load32_splat(x + o);
-      a0 = f32x4.add(a0, f32x4.mul(lo, s)); b0 = f32x4.add(b0, f32x4.mul(hi, s));
+      a0 = madd(lo, s, a0); b0 = madd(hi, s, b0);
       s = v128.load32_splat(x1 + o);
-      a1 = f32x4.add(a1, f32x4.mul(lo, s)); b1 = f32x4.add(b1, f32x4.mul(hi, s));
+      a1 = madd(lo, s, a1); b1 = madd(hi, s, b1);
       s = v128.load32_splat(x2 + o);
-      a2 = f32x4.add(a2, f32x4.mul(lo, s)); b2 = f32x4.add(b2, f32x4.mul(hi, s));
+      a2 = madd(lo, s, a2); b2 = madd(hi, s, b2);
       s = v128.load32_splat(x3 + o);
-      a3 = f32x4.add(a3, f32x4.mul(lo, s)); b3 = f32x4.add(b3, f32x4.mul(hi, s));
+      a3 = madd(lo, s, a3); b3 = madd(hi, s, b3);
     }
   }
   store8(y, a0, b0, scale, act, accum, valid);
@@ -190,14 +197,14 @@ function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, a
   if (wide) {
     for (let i: usize = 0; i < kk; i++) {
       const s = v128.load32_splat(x + (i << 2));
-      a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
-      b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
+      a0 = madd(v128.load(wp + (i << 5)), s, a0);
+      b0 = madd(v128.load(wp + (i << 5), 16), s, b0);
     }
   } else {
     for (let i: usize = 0; i < kk; i++) {
       const s = v128.load32_splat(x + (i << 2));
-      a0 = f32x4.add(a0, f32x4.mul(halfLo(wp + (i << 4)), s));
-      b0 = f32x4.add(b0, f32x4.mul(halfHi(wp + (i << 4)), s));
+      a0 = madd(halfLo(wp + (i << 4)), s, a0);
+      b0 = madd(halfHi(wp + (i << 4)), s, b0);
     }
   }
   store8(y, a0, b0, scale, act, accum, valid);
@@ -213,18 +220,18 @@ function mmOneTwoPanels(
   if (wide) {
     for (let i: usize = 0; i < kk; i++) {
       const s = v128.load32_splat(x + (i << 2));
-      a0 = f32x4.add(a0, f32x4.mul(v128.load(wp + (i << 5)), s));
-      b0 = f32x4.add(b0, f32x4.mul(v128.load(wp + (i << 5), 16), s));
-      a1 = f32x4.add(a1, f32x4.mul(v128.load(wq + (i << 5)), s));
-      b1 = f32x4.add(b1, f32x4.mul(v128.load(wq + (i << 5), 16), s));
+      a0 = madd(v128.load(wp + (i << 5)), s, a0);
+      b0 = madd(v128.load(wp + (i << 5), 16), s, b0);
+      a1 = madd(v128.load(wq + (i << 5)), s, a1);
+      b1 = madd(v128.load(wq + (i << 5), 16), s, b1);
     }
   } else {
     for (let i: usize = 0; i < kk; i++) {
       const s = v128.load32_splat(x + (i << 2));
-      a0 = f32x4.add(a0, f32x4.mul(halfLo(wp + (i << 4)), s));
-      b0 = f32x4.add(b0, f32x4.mul(halfHi(wp + (i << 4)), s));
-      a1 = f32x4.add(a1, f32x4.mul(halfLo(wq + (i << 4)), s));
-      b1 = f32x4.add(b1, f32x4.mul(halfHi(wq + (i << 4)), s));
+      a0 = madd(halfLo(wp + (i << 4)), s, a0);
+      b0 = madd(halfHi(wp + (i << 4)), s, b0);
+      a1 = madd(halfLo(wq + (i << 4)), s, a1);
+      b1 = madd(halfHi(wq + (i << 4)), s, b1);
     }
   }
   store8(y, a0, b0, scale, act, accum, valid);
@@ -244,14 +251,14 @@ function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usiz
   for (let i: usize = 0; i < kk; i++) {
     const s = v128.load32_splat(x + (i << 2));
     const o = i << 4;
-    a0 = f32x4.add(a0, f32x4.mul(halfLo(wp + o), s));
-    b0 = f32x4.add(b0, f32x4.mul(halfHi(wp + o), s));
-    a1 = f32x4.add(a1, f32x4.mul(halfLo(w1 + o), s));
-    b1 = f32x4.add(b1, f32x4.mul(halfHi(w1 + o), s));
-    a2 = f32x4.add(a2, f32x4.mul(halfLo(w2 + o), s));
-    b2 = f32x4.add(b2, f32x4.mul(halfHi(w2 + o), s));
-    a3 = f32x4.add(a3, f32x4.mul(halfLo(w3 + o), s));
-    b3 = f32x4.add(b3, f32x4.mul(halfHi(w3 + o), s));
+    a0 = madd(halfLo(wp + o), s, a0);
+    b0 = madd(halfHi(wp + o), s, b0);
+    a1 = madd(halfLo(w1 + o), s, a1);
+    b1 = madd(halfHi(w1 + o), s, b1);
+    a2 = madd(halfLo(w2 + o), s, a2);
+    b2 = madd(halfHi(w2 + o), s, b2);
+    a3 = madd(halfLo(w3 + o), s, a3);
+    b3 = madd(halfHi(w3 + o), s, b3);
   }
   store8(y, a0, b0, scale, act, accum, valid);
   store8(y + 32, a1, b1, scale, act, accum, valid - 8);
@@ -277,7 +284,7 @@ function stats(x: usize, n: i32, eps: f32): void {
   i = 0;
   for (; i + 4 <= n; i += 4) {
     const d = f32x4.sub(v128.load(x + (<usize>i << 2)), m);
-    q = f32x4.add(q, f32x4.mul(d, d));
+    q = madd(d, d, q);
   }
   let sq: f32 = f32x4.extract_lane(q, 0) + f32x4.extract_lane(q, 1) + f32x4.extract_lane(q, 2) + f32x4.extract_lane(q, 3);
   for (; i < n; i++) {
@@ -328,7 +335,7 @@ export function lnShift(
       for (let c = 0; c < C; c += 4) {
         const o = <usize>c << 2;
         const v = v128.load(xt + o);
-        v128.store(dst + o, f32x4.add(v, f32x4.mul(f32x4.sub(v128.load(prev + o), v), v128.load(mw + o))));
+        v128.store(dst + o, madd(f32x4.sub(v128.load(prev + o), v), v128.load(mw + o), v));
       }
     }
   }
@@ -419,7 +426,7 @@ export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, 
       let sa = f32x4.splat(0);
       for (let j = 0; j < N; j += 4) {
         const o = <usize>j << 2;
-        sa = f32x4.add(sa, f32x4.mul(v128.load(row + o), v128.load(kk + o)));
+        sa = madd(v128.load(row + o), v128.load(kk + o), sa);
       }
       const saS = f32x4.splat(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3));
       const vi = v128.load32_splat(v + (<usize>i << 2));
@@ -431,7 +438,7 @@ export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, 
           f32x4.mul(vi, v128.load(k + o)),
         );
         v128.store(row + o, nv);
-        out = f32x4.add(out, f32x4.mul(nv, v128.load(r + o)));
+        out = madd(nv, v128.load(r + o), out);
       }
       store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out, 0) + f32x4.extract_lane(out, 1) + f32x4.extract_lane(out, 2) + f32x4.extract_lane(out, 3));
     }
