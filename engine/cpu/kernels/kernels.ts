@@ -57,6 +57,14 @@ function tanhf(v: f32): f32 {
   const s = f32x4.splat(scale);
   lo = f32x4.mul(lo, s);
   hi = f32x4.mul(hi, s);
+  if (act == 3 && valid >= 8) {
+    // relu squared (the FFN key), in vectors.
+    lo = f32x4.max(lo, f32x4.splat(0));
+    hi = f32x4.max(hi, f32x4.splat(0));
+    lo = f32x4.mul(lo, lo);
+    hi = f32x4.mul(hi, hi);
+    act = 0;
+  }
   if (act == 0 && valid >= 8) {
     if (accum) {
       lo = f32x4.add(lo, v128.load(y));
