@@ -7,6 +7,7 @@
 import { strict as assert } from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
 import { chooseDevice } from '../engine/cpu/device-choice';
+import { parseModelConfig } from '../nodes/shared/model-config';
 import { reduceTop } from '../engine/cpu/top-logits-cpu';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { TOP_CAPACITY } from '../engine/rwkv7/top-logits';
@@ -192,5 +193,13 @@ describe('device choice', () => {
     assert.deepEqual(await chooseDevice('cpu'), { device: 'cpu', reason: 'device: cpu' });
     await assert.rejects(chooseDevice('tpu' as never), /device must be 'auto', 'gpu' or 'cpu', got "tpu"/);
     await assert.rejects(createBackend({ model: randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 64 }), slots: 1, device: 'npu' as never }), /device must be/);
+  });
+});
+
+describe('device in the model configuration', () => {
+  it('passes auto, gpu and cpu through and names the field when refusing anything else', () => {
+    for (const device of ['auto', 'gpu', 'cpu']) assert.equal(parseModelConfig({ device }).device, device);
+    assert.equal(parseModelConfig({}).device, undefined);
+    assert.throws(() => parseModelConfig({ device: 'vulkan' }), /device.*must be "auto", "gpu" or "cpu", got "vulkan"/);
   });
 });
