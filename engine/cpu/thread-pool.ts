@@ -18,6 +18,8 @@ const ITEMS = 16;
 const OP_MATMUL = 1;
 const OP_WKV = 2;
 const OP_EXIT = 3;
+const OP_PREP = 4;
+const OP_POST = 5;
 /** Words per matrix product: w n k wide x xs y ys T act accum panels. */
 const MM_WORDS = 12;
 /** Words per WKV segment: first token, token count, the slot's state address for this layer's heads. */
@@ -75,6 +77,16 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
       const p1 = Math.min(to - base, panels);
       if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], wide, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
       base += panels;
+    }
+  } else if (op === OP_PREP || op === OP_POST) {
+    // Per-token work, split by tokens: every region of the token range shifts by the same row offset.
+    const [tm, region, T, C, N, p, io, first] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4], ctl[HEAD + 5], ctl[HEAD + 6], ctl[HEAD + 7]];
+    const from = Math.floor((T * index) / threads);
+    const to = Math.floor((T * (index + 1)) / threads);
+    if (from < to) {
+      const off = from * C * 4;
+      if (op === OP_PREP) k.prep(tm + off, region, to - from, C, N, p, io + off, first);
+      else k.post(tm + off, region, to - from, C, N, p, io + off);
     }
   } else if (op === OP_WKV) {
     const [tm, region, C, N, H] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4]];
@@ -134,6 +146,26 @@ export class ThreadPool {
       c[o + 11] = t.panels;
     });
     this.dispatch();
+  }
+
+  /** RWKV-7 prep (kernels.ts `prep`) over T tokens, split by tokens; io = vfirst. */
+  prep(tm: number, region: number, T: number, C: number, N: number, p: number, vfirst: number, first: number): void {
+    this.tokenTask(OP_PREP, [tm, region, T, C, N, p, vfirst, first]);
+  }
+
+  /** RWKV-7 post (kernels.ts `post`) over T tokens, split by tokens; io = out. */
+  post(tm: number, region: number, T: number, C: number, N: number, p: number, out: number): void {
+    this.tokenTask(OP_POST, [tm, region, T, C, N, p, out, 0]);
+  }
+
+  private tokenTask(op: number, args: number[]): void {
+    const c = this.ctl;
+    c[OP] = op;
+    c[COUNT] = 0;
+    c.set(args, HEAD);
+    // A few tokens (decode) are not worth waking the helpers for.
+    if (args[2] < 4 * (this.helpers.length + 1)) runShare(this.kernels, c, 0, 1);
+    else this.dispatch();
   }
 
   wkv(task: WkvTask): void {

@@ -152,7 +152,7 @@ export class Rwkv7CpuForward {
       }
       this.mm(T, first);
       this.mm(T, second);
-      k.prep(L.tm, REG, T, C, N, P.prep, L.vfirst, l === 0 ? 1 : 0);
+      this.pool.prep(L.tm, REG, T, C, N, P.prep, L.vfirst, l === 0 ? 1 : 0);
       this.pool.wkv({
         tm: L.tm,
         region: REG,
@@ -161,7 +161,7 @@ export class Rwkv7CpuForward {
         H,
         segments: sp.segments.map((s) => [s.start, s.count, L.state + s.slot * stateB + l * layerB + C * 4]),
       });
-      k.post(L.tm, REG, T, C, N, P.post, L.xx);
+      this.pool.post(L.tm, REG, T, C, N, P.post, L.xx);
       this.mm(T, [this.task(P.o, L.xx, C, L.x, C, 0, true)]);
 
       setPrev(l, true);
