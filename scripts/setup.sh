@@ -20,6 +20,7 @@ fi
 
 npx tsc -p tsconfig.json
 # The CPU backend's WebAssembly kernels: rebuilt only when a kernel source is newer than the module.
-if [ ! -f dist/engine/cpu/kernels.wasm ] || [ -n "$(find engine/cpu/kernels -newer dist/engine/cpu/kernels.wasm -print -quit)" ]; then
+if [ ! -f dist/engine/cpu/kernels.wasm ] || [ ! -f dist/engine/cpu/kernels-relaxed.wasm ] ||
+  [ -n "$(find engine/cpu/kernels scripts/build-kernels.sh -newer dist/engine/cpu/kernels-relaxed.wasm -print -quit)" ]; then
   bash scripts/build-kernels.sh
 fi
