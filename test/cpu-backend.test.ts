@@ -8,6 +8,9 @@ import { strict as assert } from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
 import { chooseDevice } from '../engine/cpu/device-choice';
 import { parseModelConfig } from '../nodes/shared/model-config';
+import * as fs from 'fs';
+import * as path from 'path';
+import { KERNELS_FILE, RELAXED_KERNELS_FILE } from '../engine/cpu/wasm-kernels';
 import { reduceTop } from '../engine/cpu/top-logits-cpu';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { TOP_CAPACITY } from '../engine/rwkv7/top-logits';
@@ -201,5 +204,15 @@ describe('device in the model configuration', () => {
     for (const device of ['auto', 'gpu', 'cpu']) assert.equal(parseModelConfig({ device }).device, device);
     assert.equal(parseModelConfig({}).device, undefined);
     assert.throws(() => parseModelConfig({ device: 'vulkan' }), /device.*must be "auto", "gpu" or "cpu", got "vulkan"/);
+  });
+});
+
+describe('CPU backend build', () => {
+  it('ships both kernel builds and the worker entries beside the compiled engine (the package runs no build step)', () => {
+    const engine = path.resolve(__dirname, '..', 'engine');
+    for (const f of [KERNELS_FILE, RELAXED_KERNELS_FILE, path.join(engine, 'cpu', 'helper-worker.js'), path.join(engine, 'rwkv7', 'cpu-worker.js')]) {
+      assert.ok(fs.existsSync(f), `${f} is missing`);
+    }
+    assert.ok(WebAssembly.validate(new Uint8Array(fs.readFileSync(KERNELS_FILE))), 'the plain SIMD build must load on every supported Node');
   });
 });
