@@ -25,6 +25,11 @@ const MM_WORDS = 12;
 /** Words per WKV segment: first token, token count, the slot's state address for this layer's heads. */
 const WKV_WORDS = 3;
 const MAX_ITEMS = 512;
+/**
+ * Multiply-adds below which a task runs on the leader alone: waking the helpers and waiting for the slowest
+ * costs microseconds, more than a small product takes (a decode step's per-layer products on small models).
+ */
+const MIN_PARALLEL_MACS = 1 << 20;
 /** Polls before sleeping: a few microseconds (longer spins starve the other threads on a busy machine). */
 const SPINS = 2000;
 
@@ -132,7 +137,9 @@ export class ThreadPool {
     c[HEAD + 1] = T;
     c[HEAD + 2] = scratch;
     c[HEAD + 3] = scratchBytes;
+    let macs = 0;
     tasks.forEach((t, i) => {
+      macs += t.panels * 8 * t.k * T;
       const o = ITEMS + i * MM_WORDS;
       c[o] = t.w;
       c[o + 1] = t.n;
@@ -145,7 +152,8 @@ export class ThreadPool {
       c[o + 10] = t.accum ? 1 : 0;
       c[o + 11] = t.panels;
     });
-    this.dispatch();
+    if (macs < MIN_PARALLEL_MACS) runShare(this.kernels, c, 0, 1);
+    else this.dispatch();
   }
 
   /** RWKV-7 prep (kernels.ts `prep`) over T tokens, split by tokens; io = vfirst. */
@@ -175,7 +183,9 @@ export class ThreadPool {
     c[COUNT] = task.segments.length;
     c.set([task.tm, task.region, task.C, task.N, task.H], HEAD);
     task.segments.forEach((s, i) => c.set(s, ITEMS + i * WKV_WORDS));
-    this.dispatch();
+    const tokens = task.segments.reduce((n, s) => n + s[1], 0);
+    if (tokens * task.H * task.N * task.N * 4 < MIN_PARALLEL_MACS) runShare(this.kernels, c, 0, 1);
+    else this.dispatch();
   }
 
   private dispatch(): void {
