@@ -276,7 +276,7 @@ function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usiz
 
 // ---- per-token vector work --------------------------------------------------------------------------------
 
-/** Mean and 1/sqrt(var + eps) of n floats at x, as (mean, inv) in one f64 pair via globals. */
+/** Mean and 1/sqrt(var + eps) of n floats at x, left in statMean and statInv (per instance: per thread). */
 let statMean: f32 = 0;
 let statInv: f32 = 0;
 
