@@ -38,15 +38,16 @@ function read(file: string): Uint8Array<ArrayBuffer> {
 }
 
 /**
- * The kernels, compiled once per process: with fused multiply-add where the runtime has relaxed SIMD (Node 22+;
- * on Node 20, RWKV_CPU_RELAXED_SIMD=1 turns on V8's implementation, still behind a flag there), else plain SIMD.
- * RWKV_CPU_KERNELS=simd forces the plain build.
+ * The kernels, compiled once per process: with fused multiply-add where the runtime has relaxed SIMD, else plain
+ * SIMD. Node 22+ has it; Node 20's V8 has the finished implementation behind a flag, turned on here (it only adds
+ * the instructions to what WebAssembly validates) unless RWKV_CPU_RELAXED_SIMD=0. RWKV_CPU_KERNELS=simd forces
+ * the plain build.
  */
 export function kernelModule(): { module: WebAssembly.Module; variant: KernelVariant } {
   if (compiled) return compiled;
   if (process.env.RWKV_CPU_KERNELS !== 'simd' && fs.existsSync(RELAXED_KERNELS_FILE)) {
     const relaxed = read(RELAXED_KERNELS_FILE);
-    if (!WebAssembly.validate(relaxed) && process.env.RWKV_CPU_RELAXED_SIMD === '1') {
+    if (!WebAssembly.validate(relaxed) && process.env.RWKV_CPU_RELAXED_SIMD !== '0') {
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       (require('v8') as typeof import('v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
     }
