@@ -195,7 +195,9 @@ describe('device choice', () => {
   it("takes 'cpu' without looking for a GPU and refuses unknown devices", async () => {
     assert.deepEqual(await chooseDevice('cpu'), { device: 'cpu', reason: 'device: cpu' });
     await assert.rejects(chooseDevice('tpu' as never), /device must be 'auto', 'gpu' or 'cpu', got "tpu"/);
-    await assert.rejects(createBackend({ model: randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 64 }), slots: 1, device: 'npu' as never }), /device must be/);
+    const tiny = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 64 });
+    await assert.rejects(createBackend({ model: tiny, slots: 1, device: 'npu' as never }), /device must be/);
+    for (const threads of [0, 1.5, NaN]) await assert.rejects(createBackend({ model: tiny, slots: 1, device: 'cpu', threads }), /threads must be an integer/);
   });
 });
 

@@ -58,7 +58,9 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
     const { nEmbd: C, nHead: H, headSize: N, ffnDim: F, nLayer } = info;
     if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
     this.slots = opts.slots;
-    this.threads = Math.max(1, Math.floor(opts.threads ?? defaultCpuThreads()));
+    if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
+      throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
+    this.threads = opts.threads ?? defaultCpuThreads();
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
     this.stateSize = nLayer * (2 * C + H * N * N);
