@@ -7,16 +7,18 @@ import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { describeModel } from '../engine/model-spec';
 
 const USAGE = `usage:
-  rwkv-flow info [--model FILE]
-  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--f32]
-  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--f32]
-Without --model, the bundled default model (models/default.st) is used.`;
+  rwkv-flow info [--model FILE] [--device auto|gpu|cpu]
+  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--f32] [--device auto|gpu|cpu]
+  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--f32] [--device auto|gpu|cpu]
+Without --model, the bundled default model (models/default.st) is used. --device auto (default) runs on the GPU
+when the machine has a hardware one, else on the CPU backend.`;
 
 const OPTIONS = {
   model: { type: 'string' },
   tokens: { type: 'string' },
   chunk: { type: 'string' },
   f32: { type: 'boolean' },
+  device: { type: 'string' },
   prompt: { type: 'string' },
   'max-tokens': { type: 'string' },
   temperature: { type: 'string' },
@@ -48,11 +50,13 @@ export async function main(argv: string[]): Promise<number> {
   }
   const modelPath = resolveModelPath({ modelPath: values.model });
   const precision = values.f32 ? 'f32' : 'f16';
+  const device = values.device as 'auto' | 'gpu' | 'cpu' | undefined;
+  if (device !== undefined && !['auto', 'gpu', 'cpu'].includes(device)) throw new Error(`--device must be auto, gpu or cpu, got '${device}'`);
   switch (cmd) {
     case 'info': {
       const info = describeModel(loadCheckpoint(modelPath));
       const { vocabMap, ...rest } = info;
-      const be = info.version === 'v7' ? await createBackend({ model: modelPath, slots: 1, precision }) : null;
+      const be = ['v5', 'v6', 'v7'].includes(info.version) ? await createBackend({ model: modelPath, slots: 1, precision, device }) : null;
       const out = {
         model: modelPath,
         ...rest,
@@ -72,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
         return n;
       });
       const chunk = positiveInt('chunk', values.chunk, 128);
-      const be = await createBackend({ model: modelPath, slots: 1, precision, maxTokens: chunk, maxRows: chunk });
+      const be = await createBackend({ model: modelPath, slots: 1, precision, maxTokens: chunk, maxRows: chunk, device });
       try {
         const [out] = await be.run([{ slot: 0, tokens, output: 'all' }]);
         const V = be.info.vocabSize;
@@ -87,7 +91,7 @@ export async function main(argv: string[]): Promise<number> {
       if (values.prompt === undefined) throw new Error('generate needs --prompt TEXT');
       const maxTokens = positiveInt('max-tokens', values['max-tokens'], 200);
       // The CLI user is the operator: the flag sets the cap, and there is no deadline (Ctrl-C stops it).
-      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0 });
+      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0, device });
       try {
         for await (const ev of engine.generate({
           prompt: values.prompt,

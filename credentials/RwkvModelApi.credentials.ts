@@ -34,6 +34,18 @@ export class RwkvModelApi implements ICredentialType {
       description: 'Weight precision on the GPU',
     },
     {
+      displayName: 'Device',
+      name: 'device',
+      type: 'options',
+      options: [
+        { name: 'Auto (GPU if the Machine Has One, Else CPU)', value: 'auto' },
+        { name: 'GPU (WebGPU)', value: 'gpu' },
+        { name: 'CPU (WebAssembly, All Cores)', value: 'cpu' },
+      ],
+      default: 'auto',
+      description: 'Where the model runs. Auto uses the CPU backend when the only WebGPU adapter is a software one (lavapipe) or there is none.',
+    },
+    {
       displayName: 'Max Batch',
       name: 'maxBatch',
       type: 'number',

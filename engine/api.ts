@@ -5,6 +5,8 @@ export interface EngineConfig {
   /** Path to a .pth or .st model; undefined = the bundled default model. */
   modelPath?: string;
   precision?: 'f16' | 'f32';
+  /** Where the model runs: 'auto' (default) = the GPU when a hardware one exists, else the CPU backend. */
+  device?: 'auto' | 'gpu' | 'cpu';
   maxBatch?: number;
   /** Tokens per prefill chunk while other slots decode; smaller chunks interleave more finely with decoding. */
   chunkSize?: number;

@@ -9,6 +9,8 @@ import { Rwkv7Runtime } from './rwkv7/runtime';
 import { uploadRwkv6 } from './rwkv6/weights';
 import { uploadRwkv5 } from './rwkv5/weights';
 import { Rwkv6Runtime } from './rwkv6/runtime';
+import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
+import { createCpuBackend } from './rwkv7/cpu-backend';
 
 export interface BackendOptions {
   model: string | Checkpoint;
@@ -24,6 +26,10 @@ export interface BackendOptions {
   gemmTile?: 16 | 64;
   /** Reuse an existing device (tests, several models in one process). */
   gpu?: GpuContext;
+  /** 'auto' (default): the GPU when a hardware adapter exists, else the CPU backend; 'gpu' or 'cpu' to force. */
+  device?: DeviceChoice;
+  /** CPU backend only: threads computing (default: every core). */
+  threads?: number;
 }
 
 export type Backend = InferenceBackend & {
@@ -47,9 +53,12 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!SUPPORTED.includes(info.version)) {
     throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);
   }
+  const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
+  const chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns);
+  if (chosen.device === 'cpu') return createCpuBackend(ck, info, { ...opts, precision }, chosen.reason);
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
-  const gpu = opts.gpu ?? (await acquireGpu());
+  const gpu = chosen.gpu;
   try {
     const runtimeOpts = {
       slots: opts.slots,

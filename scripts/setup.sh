@@ -19,3 +19,8 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
 fi
 
 npx tsc -p tsconfig.json
+# The CPU backend's WebAssembly kernels: rebuilt only when a kernel source is newer than the module.
+if [ ! -f dist/engine/cpu/kernels.wasm ] || [ ! -f dist/engine/cpu/kernels-relaxed.wasm ] ||
+  [ -n "$(find engine/cpu/kernels scripts/build-kernels.sh -newer dist/engine/cpu/kernels-relaxed.wasm -print -quit)" ]; then
+  bash scripts/build-kernels.sh
+fi

@@ -15,6 +15,7 @@ export function modelConfigFromCredential(data: Record<string, unknown>): Engine
   return parseModelConfig({
     modelPath: data.modelPath,
     precision: data.precision,
+    device: data.device,
     maxBatch: zeroIsDefault(data.maxBatch),
     chunkSize: zeroIsDefault(data.chunkSize),
     prefillChunkSize: zeroIsDefault(data.prefillChunkSize),

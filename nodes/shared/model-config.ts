@@ -10,6 +10,8 @@ export interface ModelConfigFields {
   /** .st or .pth file; empty = the bundled default model. */
   modelPath?: unknown;
   precision?: unknown;
+  /** auto | gpu | cpu. */
+  device?: unknown;
   maxBatch?: unknown;
   chunkSize?: unknown;
   prefillChunkSize?: unknown;
@@ -47,6 +49,13 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): E
       throw new ParameterError('precision', `must be "f16" or "f32", got ${JSON.stringify(precision)}`);
     }
     config.precision = precision;
+  }
+  const device = optionalName('device', fields.device);
+  if (device !== undefined) {
+    if (device !== 'auto' && device !== 'gpu' && device !== 'cpu') {
+      throw new ParameterError('device', `must be "auto", "gpu" or "cpu", got ${JSON.stringify(device)}`);
+    }
+    config.device = device;
   }
   const maxBatch = optionalInteger('maxBatch', fields.maxBatch, 1);
   if (maxBatch !== undefined) config.maxBatch = maxBatch;

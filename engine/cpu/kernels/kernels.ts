@@ -1,0 +1,478 @@
+// AssemblyScript source of the CPU backend's WebAssembly SIMD kernels (built by scripts/build-kernels.js into
+// dist/engine/cpu/kernels.wasm; excluded from the TypeScript build). Every function works on raw addresses in
+// one shared memory that the host lays out; nothing here allocates, so the module has no runtime and no data
+// segments, and every worker thread instantiates it over the same memory.
+//
+// Matrices are stored in panels of 8 output rows: panel p holds rows 8p..8p+7 as [k][8] (16 bytes per input
+// index in f16, 32 in f32), so one vector load gives one input's weights for 8 rows and a product is 8-wide
+// multiply-adds against one broadcast input: no horizontal sums, and the same loop serves one token (decode)
+// and many (prefill, batched decode: each weight is read once per 4 tokens). Every path sums in input order,
+// so results are the same bit for bit whatever the batch, its split into chunks, or the thread count.
+
+// ---- f16 weights ----------------------------------------------------------------------------------------
+
+// An f16 becomes an f32 with three vector instructions: load four halves sign-extended to 32 bits, shift left by
+// 13, clear the three copies of the sign that land in the exponent. The result is the f16's value times 2^-112
+// (exponent bias 15 vs 127, denormals included); the missing 2^112 is applied once to each finished sum.
+const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
+
+/** Weights 0..3 of the 8 f16 at p, as f32 times 2^-112. */
+@inline function halfLo(p: usize): v128 {
+  return v128.and(i32x4.shl(v128.load16x4_s(p), 13), i32x4.splat(0x8fffffff));
+}
+
+/** Weights 4..7. */
+@inline function halfHi(p: usize): v128 {
+  return v128.and(i32x4.shl(v128.load16x4_s(p, 8), 13), i32x4.splat(0x8fffffff));
+}
+
+// The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
+// multiply-add does a product and a sum in one instruction (wasm-kernels.ts picks the one the runtime has).
+@inline function madd(a: v128, b: v128, acc: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, acc);
+  return f32x4.add(acc, f32x4.mul(a, b));
+}
+
+/** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
+@inline function activate(v: f32, act: i32): f32 {
+  if (act == 1) return tanhf(v);
+  if (act == 2) return 1.0 / (1.0 + Mathf.exp(-v));
+  if (act == 3) {
+    const r = max(v, 0);
+    return r * r;
+  }
+  return v;
+}
+
+function tanhf(v: f32): f32 {
+  // tanh through exp, guarded against overflow; f32 accuracy is what the GPU kernel has too.
+  if (v > 15) return 1;
+  if (v < -15) return -1;
+  const e = Mathf.exp(2 * v);
+  return (e - 1) / (e + 1);
+}
+
+/** Stores 8 finished sums (scaled) into y[row..row+8), fewer past the matrix's last row. */
+@inline function store8(y: usize, lo: v128, hi: v128, scale: f32, act: i32, accum: i32, valid: i32): void {
+  const s = f32x4.splat(scale);
+  lo = f32x4.mul(lo, s);
+  hi = f32x4.mul(hi, s);
+  if (act == 3 && valid >= 8) {
+    // relu squared (the FFN key), in vectors.
+    lo = f32x4.max(lo, f32x4.splat(0));
+    hi = f32x4.max(hi, f32x4.splat(0));
+    lo = f32x4.mul(lo, lo);
+    hi = f32x4.mul(hi, hi);
+    act = 0;
+  }
+  if (act == 0 && valid >= 8) {
+    if (accum) {
+      lo = f32x4.add(lo, v128.load(y));
+      hi = f32x4.add(hi, v128.load(y, 16));
+    }
+    v128.store(y, lo);
+    v128.store(y, hi, 16);
+    return;
+  }
+  store8Slow(y, lo, hi, act, accum, valid);
+}
+
+function store8Slow(y: usize, lo: v128, hi: v128, act: i32, accum: i32, valid: i32): void {
+  for (let r = 0; r < valid && r < 8; r++) {
+    let v: f32 = r < 4 ? f32x4.extract_lane(lo, 0) : 0;
+    // Lanes need constant indices.
+    if (r == 1) v = f32x4.extract_lane(lo, 1);
+    else if (r == 2) v = f32x4.extract_lane(lo, 2);
+    else if (r == 3) v = f32x4.extract_lane(lo, 3);
+    else if (r == 4) v = f32x4.extract_lane(hi, 0);
+    else if (r == 5) v = f32x4.extract_lane(hi, 1);
+    else if (r == 6) v = f32x4.extract_lane(hi, 2);
+    else if (r == 7) v = f32x4.extract_lane(hi, 3);
+    v = activate(v, act);
+    const at = y + (<usize>r << 2);
+    if (accum) v += load<f32>(at);
+    store<f32>(at, v);
+  }
+}
+
+/**
+ * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y[t][row] when accum) for the panels p0..p1 of one matrix and
+ * every token t < T. x rows are xs floats apart, y rows ys floats apart; n is the matrix's real row count.
+ * f16: 16-byte panel entries; f32 (`wide`): 32-byte entries.
+ */
+export function matmul(
+  w: usize, n: i32, k: i32, wide: i32,
+  x: usize, xs: i32, y: usize, ys: i32, T: i32,
+  act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
+): void {
+  const entry: usize = wide ? 32 : 16;
+  const panelBytes: usize = <usize>k * entry;
+  const scale: f32 = wide ? 1 : F16_SCALE;
+  const xStride: usize = <usize>xs << 2;
+  const yStride: usize = <usize>ys << 2;
+  let p = p0;
+  while (p < p1) {
+    const wp = w + <usize>p * panelBytes;
+    const row = p << 3;
+    const valid = n - row;
+    // One token: two panels at once when there are two, so four independent sums hide the add latency.
+    if (T == 1) {
+      if (!wide && p + 3 < p1) {
+        mmOneFourPanels(wp, panelBytes, k, x, y + (<usize>row << 2), scale, act, accum, valid);
+        p += 4;
+      } else if (p + 1 < p1) {
+        mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        p += 2;
+      } else {
+        mmTile1(wp, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        p += 1;
+      }
+      continue;
+    }
+    // Many tokens: widen the f16 panel once into the thread's scratch (times 2^-112, as the f16 path computes
+    // it, so results stay the same bit for bit) and run the f32 loop over it.
+    let src = wp;
+    let srcWide = wide;
+    if (!wide && T >= 8 && scratch != 0) {
+      for (let i: usize = 0; i < <usize>k; i++) {
+        v128.store(scratch + (i << 5), halfLo(wp + (i << 4)));
+        v128.store(scratch + (i << 5), halfHi(wp + (i << 4)), 16);
+      }
+      src = scratch;
+      srcWide = 1;
+    }
+    let t = 0;
+    for (; t + 4 <= T; t += 4) {
+      mmTile4(src, k, srcWide, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, scale, act, accum, valid);
+    }
+    for (; t < T; t++) {
+      mmTile1(src, k, srcWide, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), scale, act, accum, valid);
+    }
+    p += 1;
+  }
+}
+
+function mmTile4(
+  wp: usize, k: i32, wide: i32, x: usize, xStride: usize, y: usize, yStride: usize,
+  scale: f32, act: i32, accum: i32, valid: i32,
+): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const x1 = x + xStride;
+  const x2 = x1 + xStride;
+  const x3 = x2 + xStride;
+  if (wide) {
+    for (let i: usize = 0; i < <usize>k; i++) {
+      const lo = v128.load(wp + (i << 5));
+      const hi = v128.load(wp + (i << 5), 16);
+      const o = i << 2;
+      let s = v128.load32_splat(x + o);
+      a0 = madd(lo, s, a0); b0 = madd(hi, s, b0);
+      s = v128.load32_splat(x1 + o);
+      a1 = madd(lo, s, a1); b1 = madd(hi, s, b1);
+      s = v128.load32_splat(x2 + o);
+      a2 = madd(lo, s, a2); b2 = madd(hi, s, b2);
+      s = v128.load32_splat(x3 + o);
+      a3 = madd(lo, s, a3); b3 = madd(hi, s, b3);
+    }
+  } else {
+    for (let i: usize = 0; i < <usize>k; i++) {
+      const lo = halfLo(wp + (i << 4));
+      const hi = halfHi(wp + (i << 4));
+      const o = i << 2;
+      let s = v128.load32_splat(x + o);
+      a0 = madd(lo, s, a0); b0 = madd(hi, s, b0);
+      s = v128.load32_splat(x1 + o);
+      a1 = madd(lo, s, a1); b1 = madd(hi, s, b1);
+      s = v128.load32_splat(x2 + o);
+      a2 = madd(lo, s, a2); b2 = madd(hi, s, b2);
+      s = v128.load32_splat(x3 + o);
+      a3 = madd(lo, s, a3); b3 = madd(hi, s, b3);
+    }
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y + yStride, a1, b1, scale, act, accum, valid);
+  store8(y + 2 * yStride, a2, b2, scale, act, accum, valid);
+  store8(y + 3 * yStride, a3, b3, scale, act, accum, valid);
+}
+
+function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+  // Sums in input order like every other path, so a token's logits do not depend on its place in the batch.
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  const kk = <usize>k;
+  if (wide) {
+    for (let i: usize = 0; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = madd(v128.load(wp + (i << 5)), s, a0);
+      b0 = madd(v128.load(wp + (i << 5), 16), s, b0);
+    }
+  } else {
+    for (let i: usize = 0; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = madd(halfLo(wp + (i << 4)), s, a0);
+      b0 = madd(halfHi(wp + (i << 4)), s, b0);
+    }
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+}
+
+function mmOneTwoPanels(
+  wp: usize, panelBytes: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32,
+): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  const wq = wp + panelBytes;
+  const kk = <usize>k;
+  if (wide) {
+    for (let i: usize = 0; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = madd(v128.load(wp + (i << 5)), s, a0);
+      b0 = madd(v128.load(wp + (i << 5), 16), s, b0);
+      a1 = madd(v128.load(wq + (i << 5)), s, a1);
+      b1 = madd(v128.load(wq + (i << 5), 16), s, b1);
+    }
+  } else {
+    for (let i: usize = 0; i < kk; i++) {
+      const s = v128.load32_splat(x + (i << 2));
+      a0 = madd(halfLo(wp + (i << 4)), s, a0);
+      b0 = madd(halfHi(wp + (i << 4)), s, b0);
+      a1 = madd(halfLo(wq + (i << 4)), s, a1);
+      b1 = madd(halfHi(wq + (i << 4)), s, b1);
+    }
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+}
+
+/** One token, four f16 panels: four weight streams in flight and eight independent sums. */
+function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const w2 = w1 + panelBytes;
+  const w3 = w2 + panelBytes;
+  const kk = <usize>k;
+  for (let i: usize = 0; i < kk; i++) {
+    const s = v128.load32_splat(x + (i << 2));
+    const o = i << 4;
+    a0 = madd(halfLo(wp + o), s, a0);
+    b0 = madd(halfHi(wp + o), s, b0);
+    a1 = madd(halfLo(w1 + o), s, a1);
+    b1 = madd(halfHi(w1 + o), s, b1);
+    a2 = madd(halfLo(w2 + o), s, a2);
+    b2 = madd(halfHi(w2 + o), s, b2);
+    a3 = madd(halfLo(w3 + o), s, a3);
+    b3 = madd(halfHi(w3 + o), s, b3);
+  }
+  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+  store8(y + 64, a2, b2, scale, act, accum, valid - 16);
+  store8(y + 96, a3, b3, scale, act, accum, valid - 24);
+}
+
+// ---- per-token vector work --------------------------------------------------------------------------------
+
+/** Mean and 1/sqrt(var + eps) of n floats at x, left in statMean and statInv (per instance: per thread). */
+let statMean: f32 = 0;
+let statInv: f32 = 0;
+
+function stats(x: usize, n: i32, eps: f32): void {
+  let s = f32x4.splat(0);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) s = f32x4.add(s, v128.load(x + (<usize>i << 2)));
+  let sum: f32 = f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 1) + f32x4.extract_lane(s, 2) + f32x4.extract_lane(s, 3);
+  for (; i < n; i++) sum += load<f32>(x + (<usize>i << 2));
+  const mean = sum / <f32>n;
+  const m = f32x4.splat(mean);
+  let q = f32x4.splat(0);
+  i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const d = f32x4.sub(v128.load(x + (<usize>i << 2)), m);
+    q = madd(d, d, q);
+  }
+  let sq: f32 = f32x4.extract_lane(q, 0) + f32x4.extract_lane(q, 1) + f32x4.extract_lane(q, 2) + f32x4.extract_lane(q, 3);
+  for (; i < n; i++) {
+    const d = load<f32>(x + (<usize>i << 2)) - mean;
+    sq += d * d;
+  }
+  statMean = mean;
+  statInv = 1 / Mathf.sqrt(sq / <f32>n + eps);
+}
+
+/** out[r] = layer_norm(x[rows[r]]) * w + b over C floats, for R rows (rows: i32 indices). */
+export function layerNormRows(x: usize, rows: usize, R: i32, C: i32, w: usize, b: usize, out: usize): void {
+  for (let r = 0; r < R; r++) {
+    const src = x + <usize>load<i32>(rows + (<usize>r << 2)) * <usize>C * 4;
+    normRow(src, C, w, b, out + <usize>r * <usize>C * 4);
+  }
+}
+
+function normRow(src: usize, C: i32, w: usize, b: usize, dst: usize): void {
+  stats(src, C, 1e-5);
+  const m = f32x4.splat(statMean);
+  const inv = f32x4.splat(statInv);
+  for (let c = 0; c < C; c += 4) {
+    const o = <usize>c << 2;
+    const v = f32x4.mul(f32x4.sub(v128.load(src + o), m), inv);
+    v128.store(dst + o, f32x4.add(f32x4.mul(v, v128.load(w + o)), v128.load(b + o)));
+  }
+}
+
+/**
+ * Layer norm fused with the token shift: xn[t] = LN(x[t]); prev = the slot's saved shift state for a slot's
+ * first token of the call (first[t] != 0: its address in `prevAddr[t]`), else xn[t-1];
+ * out_m[t] = xn + (prev - xn) * mix[m] for the M mix vectors, copy m at m*region floats.
+ */
+export function lnShift(
+  x: usize, T: i32, C: i32, ln: usize, xn: usize, prevAddr: usize, mix: usize, M: i32, out: usize, region: i32,
+): void {
+  const rowBytes = <usize>C << 2;
+  const regBytes = <usize>region << 2;
+  for (let t = 0; t < T; t++) {
+    const xt = xn + <usize>t * rowBytes;
+    normRow(x + <usize>t * rowBytes, C, ln, ln + rowBytes, xt);
+    const pa = load<u32>(prevAddr + (<usize>t << 2));
+    const prev: usize = pa != 0 ? <usize>pa : xt - rowBytes;
+    for (let m = 0; m < M; m++) {
+      const mw = mix + <usize>m * rowBytes;
+      const dst = out + <usize>m * regBytes + <usize>t * rowBytes;
+      for (let c = 0; c < C; c += 4) {
+        const o = <usize>c << 2;
+        const v = v128.load(xt + o);
+        v128.store(dst + o, madd(f32x4.sub(v128.load(prev + o), v), v128.load(mw + o), v));
+      }
+    }
+  }
+}
+
+/** The embedding rows of T token ids (i32 at ids) into out [T, C]; the table is f16 (or f32 when wide). */
+export function embed(table: usize, wide: i32, ids: usize, T: i32, C: i32, out: usize): void {
+  for (let t = 0; t < T; t++) {
+    const id = <usize>load<i32>(ids + (<usize>t << 2));
+    const dst = out + <usize>t * <usize>C * 4;
+    if (wide) {
+      memory.copy(dst, table + id * <usize>C * 4, <usize>C * 4);
+      continue;
+    }
+    const src = table + id * <usize>C * 2;
+    const sc = f32x4.splat(F16_SCALE);
+    for (let c = 0; c < C; c += 8) {
+      v128.store(dst + (<usize>c << 2), f32x4.mul(halfLo(src + (<usize>c << 1)), sc));
+      v128.store(dst + (<usize>c << 2), f32x4.mul(halfHi(src + (<usize>c << 1)), sc), 16);
+    }
+  }
+}
+
+@inline function sigmoid(v: f32): f32 {
+  return 1.0 / (1.0 + Mathf.exp(-v));
+}
+
+/**
+ * RWKV-7 per-token quantities before the state update (one token t, all heads), in the time-mix regions
+ * (floats, each `region` apart): 0 r, 1 w, 2 k, 3 v, 4 a, 5 g, 6 kk, 7 y, 8 v LoRA. p = [w0, a0, v0, k_k, k_a].
+ * Afterwards w is the decay, a holds kk*a, k the adjusted key, kk the normalized removal key, and v is mixed
+ * with layer 0's value (first: stored into vfirst instead).
+ */
+export function prep(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, vfirst: usize, first: i32): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  for (let t = 0; t < T; t++) {
+    const base = <usize>t * cb;
+    for (let h = 0; h < C / N; h++) {
+      const h0 = <usize>(h * N) << 2;
+      let ss: f32 = 0;
+      for (let i = 0; i < N; i++) {
+        const o = h0 + (<usize>i << 2);
+        const kkv = load<f32>(tm + 2 * reg + base + o) * load<f32>(p + 3 * cb + o);
+        ss += kkv * kkv;
+      }
+      const inv: f32 = 1 / max(Mathf.sqrt(ss), 1e-12);
+      for (let i = 0; i < N; i++) {
+        const o = h0 + (<usize>i << 2);
+        const at = base + o;
+        const kv = load<f32>(tm + 2 * reg + at);
+        const av = sigmoid(load<f32>(p + cb + o) + load<f32>(tm + 4 * reg + at));
+        const kkn = kv * load<f32>(p + 3 * cb + o) * inv;
+        store<f32>(tm + 6 * reg + at, kkn);
+        store<f32>(tm + 4 * reg + at, kkn * av);
+        store<f32>(tm + 2 * reg + at, kv * (1 + (av - 1) * load<f32>(p + 4 * cb + o)));
+        store<f32>(tm + reg + at, Mathf.exp(<f32>-0.606531 * sigmoid(load<f32>(p + o) + load<f32>(tm + reg + at))));
+        if (first) {
+          store<f32>(vfirst + at, load<f32>(tm + 3 * reg + at));
+        } else {
+          const vv = load<f32>(tm + 3 * reg + at);
+          const mixv = sigmoid(load<f32>(p + 2 * cb + o) + load<f32>(tm + 8 * reg + at));
+          store<f32>(tm + 3 * reg + at, vv + (load<f32>(vfirst + at) - vv) * mixv);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The WKV-7 state update of one head over tokens t0..t0+n of one slot: s = s diag(w) - (s kk)(kk a)^T + v k^T,
+ * y = s r. s is the head's N x N state [value][key] at `s`; the inputs are in the time-mix regions.
+ */
+export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, n: i32, s: usize): void {
+  const reg = <usize>region << 2;
+  const rowBytes = <usize>N << 2;
+  for (let t = t0; t < t0 + n; t++) {
+    const at = (<usize>t * <usize>C + <usize>head * <usize>N) << 2;
+    const r = tm + at;
+    const w = tm + reg + at;
+    const k = tm + 2 * reg + at;
+    const v = tm + 3 * reg + at;
+    const b = tm + 4 * reg + at;
+    const kk = tm + 6 * reg + at;
+    const y = tm + 7 * reg + at;
+    for (let i = 0; i < N; i++) {
+      const row = s + <usize>i * rowBytes;
+      let sa = f32x4.splat(0);
+      for (let j = 0; j < N; j += 4) {
+        const o = <usize>j << 2;
+        sa = madd(v128.load(row + o), v128.load(kk + o), sa);
+      }
+      const saS = f32x4.splat(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3));
+      const vi = v128.load32_splat(v + (<usize>i << 2));
+      let out = f32x4.splat(0);
+      for (let j = 0; j < N; j += 4) {
+        const o = <usize>j << 2;
+        const nv = f32x4.add(
+          f32x4.sub(f32x4.mul(v128.load(row + o), v128.load(w + o)), f32x4.mul(saS, v128.load(b + o))),
+          f32x4.mul(vi, v128.load(k + o)),
+        );
+        v128.store(row + o, nv);
+        out = madd(nv, v128.load(r + o), out);
+      }
+      store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out, 0) + f32x4.extract_lane(out, 1) + f32x4.extract_lane(out, 2) + f32x4.extract_lane(out, 3));
+    }
+  }
+}
+
+/** After WKV, per token and head: group norm (eps 64e-5), the r*k*r_k bonus, the gate. p = [r_k, ln_x.w, ln_x.b]. */
+export function post(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, out: usize): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < C / N; h++) {
+      const at = (<usize>t * <usize>C + <usize>h * <usize>N) << 2;
+      const po = <usize>(h * N) << 2;
+      stats(tm + 7 * reg + at, N, 64e-5);
+      let bonus: f32 = 0;
+      for (let i = 0; i < N; i++) {
+        const o = <usize>i << 2;
+        bonus += load<f32>(tm + at + o) * load<f32>(tm + 2 * reg + at + o) * load<f32>(p + po + o);
+      }
+      for (let i = 0; i < N; i++) {
+        const o = <usize>i << 2;
+        const d = (load<f32>(tm + 7 * reg + at + o) - statMean) * statInv;
+        const v = d * load<f32>(p + cb + po + o) + load<f32>(p + 2 * cb + po + o) + bonus * load<f32>(tm + 3 * reg + at + o);
+        store<f32>(out + at + o, v * load<f32>(tm + 5 * reg + at + o));
+      }
+    }
+  }
+}

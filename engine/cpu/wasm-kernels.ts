@@ -1,0 +1,62 @@
+// Loads the CPU backend's WebAssembly SIMD kernels (built from engine/cpu/kernels/ into kernels.wasm beside
+// this file by scripts/build-kernels.sh) and instantiates them over a shared memory. Every thread that
+// computes instantiates the same compiled module over the same memory.
+
+import * as fs from 'fs';
+import * as path from 'path';
+
+/** The kernels' exports (see engine/cpu/kernels/kernels.ts for what each computes); addresses are bytes. */
+export interface CpuKernels {
+  matmul(
+    w: number, n: number, k: number, wide: number,
+    x: number, xs: number, y: number, ys: number, T: number,
+    act: number, accum: number, p0: number, p1: number, scratch: number,
+  ): void;
+  layerNormRows(x: number, rows: number, R: number, C: number, w: number, b: number, out: number): void;
+  lnShift(x: number, T: number, C: number, ln: number, xn: number, prevAddr: number, mix: number, M: number, out: number, region: number): void;
+  embed(table: number, wide: number, ids: number, T: number, C: number, out: number): void;
+  prep(tm: number, region: number, T: number, C: number, N: number, p: number, vfirst: number, first: number): void;
+  wkv(tm: number, region: number, C: number, N: number, head: number, t0: number, n: number, s: number): void;
+  post(tm: number, region: number, T: number, C: number, N: number, p: number, out: number): void;
+}
+
+/** Where the built modules live: beside this file in dist/. */
+export const KERNELS_FILE = path.join(__dirname, 'kernels.wasm');
+/** The same kernels with relaxed SIMD's fused multiply-add. */
+export const RELAXED_KERNELS_FILE = path.join(__dirname, 'kernels-relaxed.wasm');
+
+/** Largest memory the module declares (wasm32: 65536 pages of 64 KiB). */
+export const MAX_PAGES = 65536;
+
+export type KernelVariant = 'simd' | 'relaxed-simd';
+
+let compiled: { module: WebAssembly.Module; variant: KernelVariant } | null = null;
+
+function read(file: string): Uint8Array<ArrayBuffer> {
+  if (!fs.existsSync(file)) throw new Error(`the CPU kernels are not built (${file} is missing); run \`npm run build\``);
+  return new Uint8Array(fs.readFileSync(file));
+}
+
+/**
+ * The kernels, compiled once per process: with fused multiply-add where the runtime has relaxed SIMD, else plain
+ * SIMD. Node 22+ has it; Node 20's V8 has the finished implementation behind a flag, turned on here (it only adds
+ * the instructions to what WebAssembly validates) unless RWKV_CPU_RELAXED_SIMD=0. RWKV_CPU_KERNELS=simd forces
+ * the plain build.
+ */
+export function kernelModule(): { module: WebAssembly.Module; variant: KernelVariant } {
+  if (compiled) return compiled;
+  if (process.env.RWKV_CPU_KERNELS !== 'simd' && fs.existsSync(RELAXED_KERNELS_FILE)) {
+    const relaxed = read(RELAXED_KERNELS_FILE);
+    if (!WebAssembly.validate(relaxed) && process.env.RWKV_CPU_RELAXED_SIMD !== '0') {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      (require('v8') as typeof import('v8')).setFlagsFromString('--experimental-wasm-relaxed-simd');
+    }
+    if (WebAssembly.validate(relaxed)) return (compiled = { module: new WebAssembly.Module(relaxed), variant: 'relaxed-simd' });
+  }
+  return (compiled = { module: new WebAssembly.Module(read(KERNELS_FILE)), variant: 'simd' });
+}
+
+export function instantiateKernels(memory: WebAssembly.Memory, module: WebAssembly.Module = kernelModule().module): CpuKernels {
+  const instance = new WebAssembly.Instance(module, { env: { memory, abort: () => { throw new Error('CPU kernel abort'); } } });
+  return instance.exports as unknown as CpuKernels;
+}

@@ -1,0 +1,19 @@
+// The CPU backend as createBackend (backend.ts) returns it: the runtime plus what callers print about it.
+
+import type { Checkpoint, ModelInfo } from '../types';
+import type { Backend, BackendOptions } from '../backend';
+import { Rwkv7CpuRuntime } from './cpu-runtime';
+
+export async function createCpuBackend(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> {
+  const runtime = await Rwkv7CpuRuntime.create(ck, info, {
+    slots: opts.slots,
+    maxTokens: opts.maxTokens ?? 256,
+    maxRows: opts.maxRows ?? 64,
+    precision: opts.precision ?? 'f16',
+    threads: opts.threads,
+  });
+  const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
+  const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${opts.precision ?? 'f16'} weights (${reason})`;
+  // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.
+  return Object.assign(runtime, { adapterName, kernelPath: `cpu path: ${kernels}`, vecMaxRows: 0, gemmTile: 64 as const });
+}

@@ -1,0 +1,192 @@
+// Lays out an RWKV-7 checkpoint for the CPU kernels (engine/cpu/kernels/kernels.ts), in the precision the GPU
+// path uses (f16 by default, f32 on request): every matrix in panels of 8 output rows ([k][8] per panel, so the
+// kernels multiply 8 rows against one broadcast input), the embedding table row-major after the load-time ln0
+// normalization, small vectors f32. Two phases: `planRwkv7Cpu` reserves addresses in the arena and keeps the
+// host copies; `CpuWeightPlan.write` copies them into the memory once it exists.
+
+import type { Checkpoint, ModelInfo, RawTensor } from '../types';
+import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
+import type { Arena } from '../cpu/arena';
+
+export type CpuPrecision = 'f16' | 'f32';
+
+/** One matrix: its panels' address, output rows n (padded to whole panels with zero rows), input width k. */
+export interface CpuMatrix {
+  w: number;
+  n: number;
+  k: number;
+  panels: number;
+}
+
+/** Addresses (bytes) of one layer's weights; see weights.ts for the meaning of each group. */
+export interface CpuLayer {
+  /** [weight; bias], 2C floats each. */
+  ln1: number;
+  ln2: number;
+  /** x_r, x_w, x_k, x_v, x_a, x_g: 6C floats. */
+  attMix: number;
+  r: CpuMatrix;
+  k: CpuMatrix;
+  v: CpuMatrix;
+  o: CpuMatrix;
+  /** LoRA first stages (from C to the rank) and second stages (back to C); v only after layer 0. */
+  w1: CpuMatrix;
+  a1: CpuMatrix;
+  g1: CpuMatrix;
+  v1: CpuMatrix | null;
+  w2: CpuMatrix;
+  a2: CpuMatrix;
+  g2: CpuMatrix;
+  v2: CpuMatrix | null;
+  /** w0, a0, v0, k_k, k_a: 5C floats. */
+  prep: number;
+  /** r_k, ln_x.weight, ln_x.bias: 3C floats. */
+  post: number;
+  /** ffn x_k: C floats. */
+  ffnMix: number;
+  ffnK: CpuMatrix;
+  ffnV: CpuMatrix;
+}
+
+/** Everything the forward pass needs to find the weights; plain data, so it can be posted to a worker. */
+export interface CpuWeights {
+  precision: CpuPrecision;
+  /** 1 when matrices are f32 (the kernels' `wide`). */
+  wide: number;
+  /** [V, C] embedding table, f16 or f32. */
+  emb: number;
+  layers: CpuLayer[];
+  lnOut: [number, number];
+  head: CpuMatrix;
+  /** Largest LoRA rank, for sizing scratch. */
+  maxLora: number;
+  /** Bytes of all weights. */
+  bytes: number;
+}
+
+export interface CpuWeightPlan {
+  weights: CpuWeights;
+  /** Copies every host array to its address; call once the memory exists. */
+  write(memory: WebAssembly.Memory): void;
+}
+
+/** Matrix source: element (row o, input i) at src[o * k + i], or at src[i * n + o] when stored [in, out]. */
+interface Source {
+  name: string;
+  data: Float32Array | Uint16Array;
+  n: number;
+  k: number;
+  transposed: boolean;
+}
+
+export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, precision: CpuPrecision): CpuWeightPlan {
+  const C = info.nEmbd;
+  const wide = precision === 'f32';
+  const writes: { at: number; data: Float32Array | Uint16Array }[] = [];
+  let bytes = 0;
+  const get = (name: string): RawTensor => {
+    const t = ck.tensors.get(name);
+    if (!t) throw new Error(`missing tensor ${name}`);
+    return t;
+  };
+  const vals = (name: string) => toF32(get(name));
+  const place = (data: Float32Array | Uint16Array): number => {
+    const at = arena.alloc(data.byteLength);
+    writes.push({ at, data });
+    bytes += data.byteLength;
+    return at;
+  };
+  const stack = (parts: Float32Array[]) => {
+    const out = new Float32Array(parts.length * C);
+    parts.forEach((p, i) => out.set(p.subarray(0, C), i * C));
+    return place(out);
+  };
+  const inPrecision = (t: RawTensor): Float32Array | Uint16Array => (wide ? toF32(t) : toF16Bits(t));
+  const linear = (name: string): Source => {
+    const t = get(name);
+    return { name, data: inPrecision(t), n: t.shape[0], k: t.shape[1], transposed: false };
+  };
+  const lora = (name: string): Source => {
+    const t = get(name);
+    return { name, data: inPrecision(t), n: t.shape[1], k: t.shape[0], transposed: true };
+  };
+  const matrix = (s: Source): CpuMatrix => {
+    const panels = Math.ceil(s.n / 8);
+    const out = wide ? new Float32Array(panels * 8 * s.k) : new Uint16Array(panels * 8 * s.k);
+    const { data, n, k, transposed } = s;
+    for (let o = 0; o < n; o++) {
+      const base = (o >> 3) * 8 * k + (o & 7);
+      if (transposed) for (let i = 0; i < k; i++) out[base + i * 8] = data[i * n + o];
+      else for (let i = 0, src = o * k; i < k; i++) out[base + i * 8] = data[src + i];
+    }
+    return { w: place(out), n, k, panels };
+  };
+
+  // The reference normalizes the embedding with blocks.0.ln0 once at load time; the GPU path does the same.
+  const embT = get('emb.weight');
+  const V = embT.shape[0];
+  const emb = Float32Array.from(toF32(embT));
+  const w0 = vals('blocks.0.ln0.weight');
+  const b0 = vals('blocks.0.ln0.bias');
+  for (let row = 0; row < V; row++) {
+    const r = emb.subarray(row * C, row * C + C);
+    let mean = 0;
+    for (let c = 0; c < C; c++) mean += r[c];
+    mean /= C;
+    let v = 0;
+    for (let c = 0; c < C; c++) v += (r[c] - mean) ** 2;
+    const inv = 1 / Math.sqrt(v / C + 1e-5);
+    for (let c = 0; c < C; c++) r[c] = (r[c] - mean) * inv * w0[c] + b0[c];
+  }
+  const embAt = place(wide ? emb : f32ToF16(emb));
+
+  let maxLora = 8;
+  const layers: CpuLayer[] = [];
+  for (let l = 0; l < info.nLayer; l++) {
+    const p = `blocks.${l}.`;
+    const a = `${p}att.`;
+    const first = l === 0;
+    const layer: CpuLayer = {
+      ln1: stack([vals(`${p}ln1.weight`), vals(`${p}ln1.bias`)]),
+      ln2: stack([vals(`${p}ln2.weight`), vals(`${p}ln2.bias`)]),
+      attMix: stack(['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g'].map((n) => vals(a + n))),
+      r: matrix(linear(`${a}receptance.weight`)),
+      k: matrix(linear(`${a}key.weight`)),
+      v: matrix(linear(`${a}value.weight`)),
+      o: matrix(linear(`${a}output.weight`)),
+      w1: matrix(lora(`${a}w1`)),
+      a1: matrix(lora(`${a}a1`)),
+      g1: matrix(lora(`${a}g1`)),
+      v1: first ? null : matrix(lora(`${a}v1`)),
+      w2: matrix(lora(`${a}w2`)),
+      a2: matrix(lora(`${a}a2`)),
+      g2: matrix(lora(`${a}g2`)),
+      v2: first ? null : matrix(lora(`${a}v2`)),
+      prep: stack([vals(`${a}w0`), vals(`${a}a0`), first ? new Float32Array(C) : vals(`${a}v0`), vals(`${a}k_k`), vals(`${a}k_a`)]),
+      post: stack([vals(`${a}r_k`), vals(`${a}ln_x.weight`), vals(`${a}ln_x.bias`)]),
+      ffnMix: stack([vals(`${p}ffn.x_k`)]),
+      ffnK: matrix(linear(`${p}ffn.key.weight`)),
+      ffnV: matrix(linear(`${p}ffn.value.weight`)),
+    };
+    for (const m of [layer.w1, layer.a1, layer.g1, layer.v1]) if (m) maxLora = Math.max(maxLora, m.panels * 8);
+    layers.push(layer);
+  }
+  const weights: CpuWeights = {
+    precision,
+    wide: wide ? 1 : 0,
+    emb: embAt,
+    layers,
+    lnOut: [place(Float32Array.from(vals('ln_out.weight'))), place(Float32Array.from(vals('ln_out.bias')))],
+    head: matrix(linear('head.weight')),
+    maxLora,
+    bytes,
+  };
+  return {
+    weights,
+    write(memory: WebAssembly.Memory) {
+      const u8 = new Uint8Array(memory.buffer);
+      for (const { at, data } of writes) u8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at);
+      writes.length = 0;
+    },
+  };
+}
