@@ -700,25 +700,36 @@ class SchemaConverter {
     if (minP > maxP) return null;
     const cap = maxP !== Infinity ? maxP : minP;
     if (cap > LIMITS.properties) throw overLimit(`'${maxP !== Infinity ? 'maxProperties' : 'minProperties'}'`, cap, LIMITS.properties, place);
-    if ((members.length + 1) * (cap + 1) > LIMITS.grammarRules)
-      throw overLimit('the object members times the counts min/maxProperties needs', (members.length + 1) * (cap + 1), LIMITS.grammarRules, place);
+    if (2 * (members.length + 1) * (cap + 1) > LIMITS.grammarRules)
+      throw overLimit('the object members times the counts min/maxProperties needs', 2 * (members.length + 1) * (cap + 1), LIMITS.grammarRules, place);
     // after(i, c, started): members from i on still to come, c written so far (capped), and
     // whether one was written (so a separator comes first). Extra members may come between
     // declared ones, so any key order that keeps the declared keys in schema order is accepted
     // (canonicalJson writes keys the schema does not declare by their rank anywhere).
+    // The grammar is unambiguous: an extra member keeps i, and skipping optional members is a
+    // separate chain (pick) that must end in a declared member. Were extras reachable after each
+    // skip, a text inside an extra key would be parsed once per skippable member, and the
+    // recognizer's states (sets of parses) would grow with the number of properties.
     const id = this.rules.size;
     const next = (c: number) => (maxP === Infinity ? Math.min(c + 1, cap) : c + 1);
+    const optionalFrom: boolean[] = new Array(members.length + 1).fill(true);
+    for (let i = members.length - 1; i >= 0; i--) optionalFrom[i] = optionalFrom[i + 1] && !members[i].required;
     const after = (i: number, c: number, started: boolean): Expr =>
       this.shared(`obj${id}-${i}-${c}-${started ? 1 : 0}`, () => {
         const lead = started ? sep : EMPTY;
         const alts: Expr[] = [];
-        if (i === members.length && c >= minP) alts.push(EMPTY);
+        if (optionalFrom[i] && c >= minP) alts.push(EMPTY);
         if (extra && c < maxP) alts.push(seq(lead, extra, after(i, next(c), true)));
-        if (i < members.length) {
-          const m = members[i];
-          if (c < maxP) alts.push(seq(lead, m.expr, after(i + 1, next(c), true)));
-          if (!m.required) alts.push(after(i + 1, c, started));
-        }
+        if (i < members.length) alts.push(pick(i, c, started));
+        return altOf(alts);
+      });
+    // pick(i, c, started): the next declared member is member i or, skipping optional ones, a later one.
+    const pick = (i: number, c: number, started: boolean): Expr =>
+      this.shared(`obj${id}-pick${i}-${c}-${started ? 1 : 0}`, () => {
+        const m = members[i];
+        const alts: Expr[] = [];
+        if (c < maxP) alts.push(seq(started ? sep : EMPTY, m.expr, after(i + 1, next(c), true)));
+        if (!m.required && i + 1 < members.length) alts.push(pick(i + 1, c, started));
         return altOf(alts);
       });
     return seq(lit('{'), ws, after(0, 0, false), ws, lit('}'));
