@@ -792,20 +792,23 @@ class SchemaConverter {
       }
       node.end = true;
     }
-    const anyTail = rep(this.jsonChars(), 0, Infinity);
+    // Every branch ends with the closing quote, and a key that has left the names goes on in
+    // one shared rule: the recognizer is then in one state inside any such key, whichever name
+    // prefix it left from, so the masks there are computed once.
+    const rest = this.shared('key-rest', () => seq(rep(this.jsonChars(), 0, Infinity), lit('"')));
     const build = (node: Node): Expr => {
       const alts: Expr[] = [];
-      if (!node.end) alts.push(EMPTY);
+      if (!node.end) alts.push(lit('"'));
       const used: number[] = [];
       for (const [cp, child] of node.next) {
         alts.push(seq(jsonChar([cp, cp]), build(child)));
         used.push(cp, cp);
       }
       const others: CodePointSet = complementSet(used.length ? normalize(used) : []);
-      if (others.length) alts.push(seq(jsonChar(others), anyTail));
+      if (others.length) alts.push(seq(jsonChar(others), rest));
       return altOf(alts);
     };
-    return seq(lit('"'), build(rootNode), lit('"'));
+    return seq(lit('"'), build(rootNode));
   }
 }
 

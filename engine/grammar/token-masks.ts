@@ -1,12 +1,15 @@
 // Token masks per automaton state: which vocabulary tokens may come next.
 //
-// A mask is built in two layers. The expensive layer walks the whole token trie, but from the
-// state truncated to its top stack frames (StackAutomaton.truncate), so it is shared by every
-// state with the same top frames: "inside a JSON string" costs one walk for all string
-// properties. Where that walk pops into the cut-off context it records the trie node instead of
-// deciding; the cheap layer then re-walks just those subtrees from the real state (tokens that
-// close the string and go on). Final masks are cached per real state too, so steady-state steps
-// are a copy.
+// A state is a set of parse stacks, and a token is allowed when some stack takes its bytes, so a
+// mask is the union of its stacks' masks. Each stack's part is computed from the stack cut to its
+// top frames (StackAutomaton.topState) and shared by every state holding a stack with those top
+// frames: "inside a JSON string" is one walk for all strings, a key position is one walk per key
+// rather than one per set of keys still allowed. Where a shared walk pops into the cut-off part
+// it records the trie node instead of deciding; those subtrees are then re-walked from the real
+// state (tokens that close the string and go on). A shared walk itself looks up the subtree
+// under each first byte by the state that byte leads to, so walks from states that agree after
+// one byte (inside any key the schema does not declare) reuse each other's work. Final masks are
+// cached per real state, so steady-state steps are a copy. Every cache is bounded in bytes.
 
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { TokenTrie } from './token-trie';
@@ -28,10 +31,31 @@ interface SharedMask {
 
 /** Masks kept per compiled constraint and layer: 8 KiB each for the World vocabulary. */
 const MAX_CACHED_MASKS = 2048;
+/** Token ids kept in subtree results per compiled constraint (4 bytes each: 16 MiB). */
+const MAX_CACHED_SUBTREE_TOKENS = 1 << 22;
+/**
+ * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk from the
+ * real state; fewer, more states share a walk. 3 did best on MaskBench (counted work per mask).
+ */
+const TOP_FRAMES = 3;
+
+/** The tokens of one first-byte subtree of the trie that a state after that byte accepts. */
+interface SubtreeResult {
+  tokens: Int32Array;
+  /** Trie nodes below which the tokens depend on the context under the cut. */
+  crossings: Int32Array;
+}
 
 export class TokenMasks {
   private finals = new Map<number, StateMask>();
   private shared = new Map<number, SharedMask>();
+  /**
+   * Per (state after the first byte, first byte): what that byte's trie subtree contributes to a
+   * full walk. Many states lead to the same state after one byte (inside a string, any ordinary
+   * character does), so a new state's full walk is mostly lookups: this bounds the cold-mask tail.
+   */
+  private subtrees = new Map<number, SubtreeResult>();
+  private subtreeTokens = 0;
   private depthState: Int32Array;
   readonly words: number;
 
@@ -54,15 +78,22 @@ export class TokenMasks {
 
   private compute(state: number): StateMask {
     const a = this.automaton;
-    const key = a.truncate(state);
-    let sh = lruGet(this.shared, key);
-    if (!sh) {
-      sh = this.walkShared(key);
-      lruSet(this.shared, key, sh);
+    const mask = new Uint32Array(this.words);
+    const crossings = new Set<number>();
+    for (const node of a.stateStacks[state]) {
+      if (node === 0) continue;
+      const key = a.topState(node, TOP_FRAMES);
+      let sh = lruGet(this.shared, key);
+      if (!sh) {
+        sh = this.walkShared(key);
+        lruSet(this.shared, key, sh);
+      }
+      const m = sh.mask;
+      for (let w = 0; w < m.length; w++) mask[w] |= m[w];
+      for (const c of sh.crossings) crossings.add(c);
     }
-    const mask = sh.mask.slice();
     if (a.accepting(state)) mask[0] |= 1;
-    for (const node of sh.crossings) {
+    for (const node of crossings) {
       const from = a.run(state, this.trie.pathBytes(node));
       if (from !== DEAD) this.walk(from, node + 1, this.trie.skip[node], mask, null);
     }
@@ -82,8 +113,55 @@ export class TokenMasks {
   private walkShared(state: number): SharedMask {
     const mask = new Uint32Array(this.words);
     const crossings: number[] = [];
-    this.walk(state, 0, this.trie.nodeCount, mask, crossings);
+    const { byte, skip } = this.trie;
+    const a = this.automaton;
+    for (let i = 0; i < this.trie.nodeCount; i = skip[i]) {
+      const t = a.next(state, byte[i]);
+      if (t === DEAD) continue;
+      const key = t * 256 + byte[i];
+      let sub = lruGet(this.subtrees, key);
+      if (!sub) {
+        sub = this.collectSubtree(t, i);
+        this.rememberSubtree(key, sub);
+      }
+      const toks = sub.tokens;
+      for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
+      for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
+    }
     return { mask, crossings };
+  }
+
+  /** The tokens (and crossings) of the subtree of first-byte node `root`, reached in state `t`. */
+  private collectSubtree(t: number, root: number): SubtreeResult {
+    const { token, skip, duplicates } = this.trie;
+    const tokens: number[] = [];
+    const crossings: number[] = [];
+    const tok = token[root];
+    if (tok >= 0) {
+      tokens.push(tok);
+      const dup = duplicates.get(root);
+      if (dup) tokens.push(...dup);
+    }
+    if (this.automaton.reachesContext[t]) {
+      if (skip[root] > root + 1) crossings.push(root);
+    } else if (skip[root] > root + 1) {
+      const mask = new Uint32Array(this.words);
+      this.walk(t, root + 1, skip[root], mask, crossings);
+      for (let w = 0; w < mask.length; w++)
+        for (let x = mask[w]; x !== 0; x &= x - 1) tokens.push(w * 32 + 31 - Math.clz32(x & -x));
+    }
+    return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
+  }
+
+  private rememberSubtree(key: number, sub: SubtreeResult): void {
+    const size = (r: SubtreeResult) => r.tokens.length + r.crossings.length + 8;
+    while (this.subtrees.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
+      const [k, old] = this.subtrees.entries().next().value!;
+      this.subtrees.delete(k);
+      this.subtreeTokens -= size(old);
+    }
+    this.subtrees.set(key, sub);
+    this.subtreeTokens += size(sub);
   }
 
   /**
