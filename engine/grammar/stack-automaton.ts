@@ -101,10 +101,16 @@ export class StackAutomaton {
     return s;
   }
 
+  /** Scratch sets of computeNext (cleared, not reallocated, per transition). */
+  private scratchOut = new Set<number>();
+  private scratchSeen = new Set<number>();
+
   private computeNext(state: number, byte: number): number {
     const { kind, arg, byteSets } = this.g;
-    const out = new Set<number>();
-    const seen = new Set<number>();
+    const out = this.scratchOut;
+    const seen = this.scratchSeen;
+    out.clear();
+    seen.clear();
     for (const node of this.stateStacks[state]) {
       if (node <= CONTEXT) continue;
       const pos = this.nodePos[node];

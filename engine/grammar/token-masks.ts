@@ -144,12 +144,7 @@ export class TokenMasks {
     }
     if (this.automaton.reachesContext[t]) {
       if (skip[root] > root + 1) crossings.push(root);
-    } else if (skip[root] > root + 1) {
-      const mask = new Uint32Array(this.words);
-      this.walk(t, root + 1, skip[root], mask, crossings);
-      for (let w = 0; w < mask.length; w++)
-        for (let x = mask[w]; x !== 0; x &= x - 1) tokens.push(w * 32 + 31 - Math.clz32(x & -x));
-    }
+    } else if (skip[root] > root + 1) this.walk(t, root + 1, skip[root], null, crossings, tokens);
     return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
   }
 
@@ -166,11 +161,12 @@ export class TokenMasks {
 
   /**
    * Walks trie nodes [from, to) (a run of whole subtrees whose parent is at `state`), setting
-   * the bits of tokens the automaton accepts. With `crossings`, a node whose state popped into
-   * the unknown context is recorded and its children left to the caller.
+   * the bits of tokens the automaton accepts in `mask`, or listing them in `list`. With
+   * `crossings`, a node whose state popped into the unknown context is recorded and its
+   * children left to the caller.
    */
-  private walk(state: number, from: number, to: number, mask: Uint32Array, crossings: number[] | null): void {
-    const { byte, depth, token, skip, duplicates } = this.trie;
+  private walk(state: number, from: number, to: number, mask: Uint32Array | null, crossings: number[] | null, list: number[] | null = null): void {
+    const { byte, depth, token, skip, duplicates, hasDuplicates } = this.trie;
     const a = this.automaton;
     const ctx = a.reachesContext;
     const ds = this.depthState;
@@ -185,9 +181,13 @@ export class TokenMasks {
       }
       const tok = token[i];
       if (tok >= 0) {
-        mask[tok >>> 5] |= 1 << (tok & 31);
-        const dup = duplicates.get(i);
-        if (dup) for (const x of dup) mask[x >>> 5] |= 1 << (x & 31);
+        if (list) list.push(tok);
+        else mask![tok >>> 5] |= 1 << (tok & 31);
+        if (hasDuplicates[i])
+          for (const x of duplicates.get(i)!) {
+            if (list) list.push(x);
+            else mask![x >>> 5] |= 1 << (x & 31);
+          }
       }
       if (crossings && ctx[t]) {
         // Some run popped into the unknown context: what may follow depends on it.
