@@ -6,7 +6,7 @@
 
 import { LIMITS, overLimit } from './compile-limits';
 import { ConstraintError } from './constraint-error';
-import { complementSet, CodePointSet } from './code-point-set';
+import { complementSet, CodePointSet, intersectSets, subtractSet } from './code-point-set';
 import { alt, altOf, chars, EMPTY, Expr, GrammarIR, GrammarRule, lit, NOTHING, ref, rep, seq } from './grammar-ir';
 import { decimalRange } from './decimal-range';
 import { checksStrings, formatExpr } from './json-formats';
@@ -24,6 +24,9 @@ import { regexBranches } from './regex-to-expr';
 import { mergeSchemas, Schema, SchemaObject, typeList } from './schema-merge';
 import { ajvCopy, Draft, draftOf, normalizeDocument, VALIDATION_KEYWORDS } from './schema-drafts';
 import { freshAjv } from './schema-validator';
+
+/** Every character but printable ASCII (0x20-0x7e): what property names rarely contain. */
+const NOT_PRINTABLE_ASCII: CodePointSet = complementSet([0x20, 0x7e]);
 
 export interface SchemaGrammar {
   ir: GrammarIR;
@@ -805,7 +808,15 @@ class SchemaConverter {
         used.push(cp, cp);
       }
       const others: CodePointSet = complementSet(used.length ? normalize(used) : []);
-      if (others.length) alts.push(seq(jsonChar(others), rest));
+      // Names are mostly printable ASCII: then every other character leaves them the same way,
+      // through one shared rule, and the recognizer is in the same state inside such a
+      // character (its UTF-8 bytes, an escape) whichever name prefix it left from.
+      const sharedPart = intersectSets(others, NOT_PRINTABLE_ASCII);
+      if (sharedPart.length === NOT_PRINTABLE_ASCII.length && sharedPart.every((x, k) => x === NOT_PRINTABLE_ASCII[k])) {
+        const printable = subtractSet(others, NOT_PRINTABLE_ASCII);
+        if (printable.length) alts.push(seq(jsonChar(printable), rest));
+        alts.push(this.shared('key-rest-other', () => seq(jsonChar(NOT_PRINTABLE_ASCII), rest)));
+      } else if (others.length) alts.push(seq(jsonChar(others), rest));
       return altOf(alts);
     };
     return seq(lit('"'), build(rootNode));
