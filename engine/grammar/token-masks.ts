@@ -31,8 +31,8 @@ interface SharedMask {
 
 /** Masks kept per compiled constraint and layer: 8 KiB each for the World vocabulary. */
 const MAX_CACHED_MASKS = 2048;
-/** Token ids kept in subtree results per compiled constraint (4 bytes each: 16 MiB). */
-const MAX_CACHED_SUBTREE_TOKENS = 1 << 22;
+/** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
+const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
 /**
  * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk from the
  * real state; fewer, more states share a walk. 3 did best on MaskBench (counted work per mask).
