@@ -60,6 +60,17 @@ describe('token mask work is bounded by counts', function () {
     // Each key leaves the declared names (field0..field29) after a different prefix.
     const states = new Set(['{"Qz', '{"fQz', '{"fieldQz', '{"field1Qz', '{"field29Qz'].map(stateAfter));
     assert.strictEqual(states.size, 1);
+    // Also in the middle of a character outside ASCII (after its first UTF-8 byte alone).
+    const lead = Array.from({ length: tok.vocabSize }, (_, id) => id).find((id) => {
+      const b = tok.tokenBytes(id);
+      return b?.length === 1 && b[0] === 0xc3;
+    })!;
+    const midChar = (text: string) => {
+      const m = c.newMatcher();
+      for (const id of [...tok.encode(text), lead]) m.accept(id);
+      return (m as unknown as { state: number }).state;
+    };
+    assert.strictEqual(new Set(['{"', '{"f', '{"field', '{"field2'].map(midChar)).size, 1);
   });
 
   it('the masks of a long instance build automaton states of bounded total size', () => {
