@@ -52,7 +52,7 @@ export class TokenMasks {
   /**
    * Per (state after the first byte, first byte): what that byte's trie subtree contributes to a
    * full walk. Many states lead to the same state after one byte (inside a string, any ordinary
-   * character does), so a new state's full walk is mostly lookups: this bounds the cold-mask tail.
+   * character does), so a new state's full walk is mostly lookups.
    */
   private subtrees = new Map<number, SubtreeResult>();
   private subtreeTokens = 0;
