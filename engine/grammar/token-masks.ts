@@ -23,14 +23,17 @@ export interface StateMask {
 }
 
 interface SharedMask {
-  /** Tokens allowed whatever lies below the cut. */
-  mask: Uint32Array;
+  /** Tokens allowed whatever lies below the cut: a bitset, or their list when they are few. */
+  mask: Uint32Array | null;
+  tokens: Int32Array | null;
   /** Trie nodes below which the tokens depend on the context under the cut. */
   crossings: number[];
 }
 
 /** Masks kept per compiled constraint and layer: 8 KiB each for the World vocabulary. */
 const MAX_CACHED_MASKS = 2048;
+/** Shared masks with at most this many tokens are kept as a list. */
+const MASK_AS_LIST = 256;
 /** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
 const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
 /**
@@ -89,7 +92,8 @@ export class TokenMasks {
         lruSet(this.shared, key, sh);
       }
       const m = sh.mask;
-      for (let w = 0; w < m.length; w++) mask[w] |= m[w];
+      if (m) for (let w = 0; w < m.length; w++) mask[w] |= m[w];
+      else for (const t of sh.tokens!) mask[t >>> 5] |= 1 << (t & 31);
       for (const c of sh.crossings) crossings.add(c);
     }
     if (a.accepting(state)) mask[0] |= 1;
@@ -128,7 +132,12 @@ export class TokenMasks {
       for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
       for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
     }
-    return { mask, crossings };
+    // Narrow walks (a key, a keyword) allow few tokens: a list ORs faster than 2,048 words.
+    const few: number[] = [];
+    for (let w = 0; w < mask.length && few.length <= MASK_AS_LIST; w++)
+      for (let x = mask[w]; x !== 0 && few.length <= MASK_AS_LIST; x &= x - 1) few.push(w * 32 + 31 - Math.clz32(x & -x));
+    if (few.length <= MASK_AS_LIST) return { mask: null, tokens: Int32Array.from(few), crossings };
+    return { mask, tokens: null, crossings };
   }
 
   /** The tokens (and crossings) of the subtree of first-byte node `root`, reached in state `t`. */
