@@ -27,8 +27,11 @@ export class StackAutomaton {
 
   /** Per state: sorted stack node ids. */
   readonly stateStacks: Int32Array[] = [];
-  /** Per state: next state per byte (UNKNOWN until computed, DEAD when none). */
-  readonly trans: Int32Array[] = [];
+  /**
+   * Next state per (state, byte) at state * 256 + byte (UNKNOWN until computed, DEAD when none):
+   * one buffer grown by doubling, not a small array per state for the collector to track.
+   */
+  private trans = new Int32Array(256 * 64);
   /** Per state: 1 when it contains the context marker (node 1). */
   readonly reachesContext: number[] = [];
   /** State ids by a hash of their stacks (collisions are told apart by comparing the stacks). */
@@ -58,9 +61,13 @@ export class StackAutomaton {
   }
 
   next(state: number, byte: number): number {
-    const row = this.trans[state];
-    const t = row[byte];
-    return t !== UNKNOWN ? t : (row[byte] = this.computeNext(state, byte));
+    const at = state * 256 + byte;
+    const t = this.trans[at];
+    if (t !== UNKNOWN) return t;
+    const next = this.computeNext(state, byte);
+    // computeNext may have grown (replaced) the buffer.
+    this.trans[at] = next;
+    return next;
   }
 
   /** Runs bytes from a state; DEAD if any byte is refused. */
@@ -172,7 +179,7 @@ export class StackAutomaton {
     }
     const id = this.stateStacks.length;
     this.stateStacks.push(arr);
-    this.trans.push(this.initialRow(arr));
+    this.initRow(id, arr);
     this.reachesContext.push(arr.includes(CONTEXT) ? 1 : 0);
     this.stateIndex.set(h, hit === undefined ? id : typeof hit === 'number' ? [hit, id] : [...hit, id]);
     return id;
@@ -183,16 +190,22 @@ export class StackAutomaton {
    * byte classes, so a mask walk never pays a transition computation for a refused byte),
    * UNKNOWN for the rest.
    */
-  private initialRow(stacks: Int32Array): Int32Array {
-    const row = new Int32Array(256).fill(DEAD);
+  private initRow(state: number, stacks: Int32Array): void {
+    if ((state + 1) * 256 > this.trans.length) {
+      const grown = new Int32Array(this.trans.length * 2);
+      grown.set(this.trans);
+      this.trans = grown;
+    }
+    const base = state * 256;
+    const row = this.trans;
+    row.fill(DEAD, base, base + 256);
     const { arg, byteSets } = this.g;
     const sets = new Set<number>();
     for (const n of stacks) if (n > CONTEXT) sets.add(arg[this.nodePos[n]]);
     for (const set of sets) {
-      const base = set * 256;
-      for (let b = 0; b < 256; b++) if (byteSets[base + b]) row[b] = UNKNOWN;
+      const from = set * 256;
+      for (let b = 0; b < 256; b++) if (byteSets[from + b]) row[base + b] = UNKNOWN;
     }
-    return row;
   }
 }
 
