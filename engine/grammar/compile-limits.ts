@@ -27,6 +27,8 @@ export const LIMITS = {
   schemaValues: 50_000,
   /** Automaton states of KBNF's #e/#ex regexes, all of one grammar together. */
   automatonStates: 4_000,
+  /** Parses (stacks) in those states together: what exploring them costs. */
+  automatonParses: 25_000,
   /** Characters of KBNF's #substrs strings, all of one grammar together. */
   substringChars: 20_000,
   /** Byte-level grammar positions after expanding repetitions. */

@@ -43,7 +43,7 @@ class GrammarParser {
   /** Groups open around the current position. */
   private nesting = 0;
   /** Automaton states and substring characters KBNF's derived terminals have used. */
-  private budget: Budget = { automatonStates: 0, substringChars: 0 };
+  private budget: Budget = { automatonStates: 0, automatonParses: 0, substringChars: 0 };
   /** Offset of each line's first character, for places (built on first use). */
   private lineStarts: number[] | null = null;
 

@@ -20,6 +20,7 @@ import { DEAD, StackAutomaton } from './stack-automaton';
 /** What the derived terminals of one grammar have used so far, against their limits. */
 export interface Budget {
   automatonStates: number;
+  automatonParses: number;
   substringChars: number;
 }
 
@@ -148,6 +149,10 @@ function writeRules(
       if (id === undefined) {
         if (++budget.automatonStates > LIMITS.automatonStates)
           throw overLimit("the automaton states of the grammar's #e/#ex regexes", budget.automatonStates, LIMITS.automatonStates, place);
+        // A state of many parses costs as much to explore as many states.
+        budget.automatonParses += a.stateStacks[t].length;
+        if (budget.automatonParses > LIMITS.automatonParses)
+          throw overLimit("the parses in the automaton states of the grammar's #e/#ex regexes", budget.automatonParses, LIMITS.automatonParses, place);
         id = order.length;
         index.set(t, id);
         order.push(t);
