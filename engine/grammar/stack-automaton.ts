@@ -93,7 +93,7 @@ export class StackAutomaton {
    * key under which masks are shared between every state holding such a stack.
    */
   topState(node: number, frames: number): number {
-    if (frames > 15) throw new RangeError("topState keeps at most 15 frames");
+    if (frames > 15) throw new RangeError('topState keeps at most 15 frames');
     const key = node * 16 + frames;
     let s = this.topStates.get(key);
     if (s === undefined) {
