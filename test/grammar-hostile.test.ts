@@ -104,6 +104,26 @@ describe('hostile constraints: bounded compilation off the event loop', function
   });
 });
 
+describe("ajv's $async keyword in a schema", function () {
+  this.timeout(60000);
+
+  it('is ignored like any keyword the draft does not define: checks stay synchronous, no promise is left to reject', async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (r: unknown) => rejections.push(r);
+    process.on('unhandledRejection', onRejection);
+    try {
+      const schema = { $async: true, type: 'object', properties: { a: { type: 'integer', $async: true } }, required: ['a'], additionalProperties: false };
+      const c = compileConstraint({ jsonSchema: schema }, worldTokenizer());
+      assert.deepStrictEqual(c.validateOutput('{"a":1}'), { a: 1 });
+      assert.throws(() => c.validateOutput('{"a":"x"}'), ConstraintError);
+      await new Promise((r) => setTimeout(r, 20));
+      assert.deepStrictEqual(rejections, []);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+});
+
 describe('hostile constraints through engine.generate()', function () {
   this.timeout(120000);
 

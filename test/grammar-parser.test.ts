@@ -1,8 +1,11 @@
 import * as assert from 'assert';
+import * as fs from 'fs';
+import * as path from 'path';
 import { compileConstraint, ConstraintError } from '../engine/grammar';
 import { detectDialect } from '../engine/grammar/grammar-parser';
 import { acceptsText } from './grammar-check-text';
 import { worldTokenizer } from './grammar-vocab';
+import { REPO_ROOT } from './paths';
 
 function grammar(text: string) {
   return compileConstraint({ grammar: text }, worldTokenizer());
@@ -129,10 +132,10 @@ ws ::= | " " | "\n" [ \t]{0,20}
   });
 
   it('refuses regex features a grammar cannot express', () => {
-    refused('start ::= #"(a)\\1";', ['back-references']);
+    // kbnf reads a regex's escapes as a string's first: \\1 and \\b reach the regex as \1 and \b.
+    refused('start ::= #"(a)\\\\1";', ['back-references']);
     refused('start ::= #"a(?=b)";', ['lookaround']);
-    refused('start ::= #"\\bword";', ['word boundary']);
-    refused("start ::= #ex'a';", ['#e / #ex']);
+    refused('start ::= #"\\\\bword";', ['word boundary']);
   });
 
   it('validateOutput checks the whole text against the grammar', () => {
@@ -140,5 +143,45 @@ ws ::= | " " | "\n" [ \t]{0,20}
     assert.strictEqual(g.validateOutput('yes'), 'yes');
     assert.throws(() => g.validateOutput('ye'), ConstraintError);
     assert.throws(() => g.validateOutput('maybe'), ConstraintError);
+  });
+
+  describe("KBNF as kbnf reads it (grammars from kbnf's tests and documentation)", () => {
+    const fixture = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'test', 'fixtures', 'kbnf-grammars.json'), 'utf8')) as {
+      cases: { from: string; grammar: string; accept: string[]; reject: string[] }[];
+    };
+    for (const c of fixture.cases)
+      it(`${c.from}: ${JSON.stringify(c.grammar).slice(0, 60)}`, () => {
+        assert.strictEqual(detectDialect(c.grammar), 'kbnf');
+        const g = grammar(c.grammar);
+        for (const ok of c.accept) assert.ok(acceptsText(g, ok), `should accept ${JSON.stringify(ok)}`);
+        for (const bad of c.reject) assert.ok(!acceptsText(g, bad), `should reject ${JSON.stringify(bad)}`);
+      });
+
+    it('refuses escapes kbnf refuses, naming how to write a regex class', () => {
+      refused('start ::= #"\\d+";', ['unknown escape \\d', '\\\\d', 'line 1']);
+      refused("start ::= 'a\\q';", ['unknown escape \\q']);
+      refused("start ::= '\\400';", ['above']);
+      refused("start ::= '\\u{110000}';", ['not a Unicode scalar value']);
+    });
+
+    it('bounds the automata of #e / #ex and the #substrs strings', () => {
+      // (a|b)*a(a|b){12}: its deterministic automaton needs 2^13 states, of many parses each.
+      refused('start ::= #e"(a|b)*a(a|b){12}";', ['automaton states', '#e']);
+      refused('start ::= #e"[a-z]{5000}";', ['automaton states', '4000', '#e']);
+      // Each state of this one holds hundreds of parses (one per count): refused by that measure, early.
+      refused('start ::= #ex"[^a]{500}";', ['parses in the automaton states', '25000', '#ex']);
+      refused(`start ::= #substrs"${'x'.repeat(20001)}";`, ['#substrs', '20000']);
+      refused('start ::= #ex"a*" "b";', ['matches the empty text']);
+    });
+  });
+
+  it('GBNF: escapes as llama.cpp reads them', () => {
+    const g = grammar('root ::= "\\x41\\u00e9\\t\\"" [\\[\\]]');
+    assert.ok(acceptsText(g, 'Aé\t"['));
+    assert.ok(acceptsText(g, 'Aé\t"]'));
+    refused('root ::= "a\\q"', ['unknown escape \\q', 'llama.cpp']);
+    refused('root ::= "\\f"', ['unknown escape \\f']);
+    // A literal may span lines in llama.cpp's parser too.
+    assert.ok(acceptsText(grammar('root ::= "a\nb"'), 'a\nb'));
   });
 });

@@ -25,6 +25,12 @@ export const LIMITS = {
   schemaDepth: 100,
   /** JSON values (objects, arrays, strings, ...) in the schema document. */
   schemaValues: 50_000,
+  /** Automaton states of KBNF's #e/#ex regexes, all of one grammar together. */
+  automatonStates: 4_000,
+  /** Parses (stacks) in those states together: what exploring them costs. */
+  automatonParses: 25_000,
+  /** Characters of KBNF's #substrs strings, all of one grammar together. */
+  substringChars: 20_000,
   /** Byte-level grammar positions after expanding repetitions. */
   positions: 1_000_000,
   /** Expression nesting the lowering pass follows (deeper input is refused earlier). */

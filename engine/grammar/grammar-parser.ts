@@ -1,8 +1,12 @@
-// Parses grammar text in either of the two dialects users bring:
-//  - KBNF (ai00 / kbnf): `name ::= ... ;`, '...' and "..." strings, #"regex", [ optional ],
-//    { zero or more }, ( group ), postfix ? * +, comments (* ... *).
+// Parses grammar text in either of the two dialects users bring, as their own tools read it:
+//  - KBNF (kbnf, as ai00 uses it): `name ::= ... ;` (or `=`), '...' and "..." strings whose
+//    escapes are kbnf's (\n \t \" \\ \u{..} \xHH \NNN ..., any other is an error) and which may
+//    span lines, #"regex" (the escapes are read first, then the regex: #"\\d" is a digit),
+//    #e"regex" (ends at its first match), #ex"regex" (texts with no match), #substrs"text",
+//    [ optional ], { zero or more }, ( group ), postfix ? * +, comments (* ... *).
 //  - GBNF (llama.cpp): `root ::= ...` one rule per line (continuations start with |),
-//    [a-z] character classes, `.`, postfix ? * + {m} {m,} {m,n}, # comments.
+//    [a-z] character classes, `.`, postfix ? * + {m} {m,} {m,n}, # comments, and llama.cpp's
+//    escapes (\xHH \uHHHH \UHHHHHHHH \t \r \n \\ \" \[ \]).
 // The dialect is recognised from the text: every KBNF rule ends in ';', GBNF rules never do.
 // The root is the rule `root`, else `start`, else the first rule.
 
@@ -11,6 +15,7 @@ import { ConstraintError } from './constraint-error';
 import { CodePointSet, complementSet, MAX_CODE_POINT, normalizeSet, singleton } from './code-point-set';
 import { chars, EMPTY, Expr, GrammarIR, GrammarRule, lit, ref, rep, seqOf } from './grammar-ir';
 import { ANY_CHAR, regexFullMatch } from './regex-to-expr';
+import { Budget, DerivedTerminal, earlyEndRegex, regexComplement, substrings } from './regex-automata';
 
 export type GrammarDialect = 'kbnf' | 'gbnf';
 
@@ -18,8 +23,8 @@ export function detectDialect(text: string): GrammarDialect {
   // Strip strings, classes and comments roughly, then look at the last significant character.
   const stripped = text
     .replace(/\(\*[\s\S]*?\*\)/g, ' ')
-    .replace(/"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'/g, '""')
-    .replace(/(^|[^#])#(?!["e]).*$/gm, '$1')
+    .replace(/"(?:[^"\\]|\\[\s\S])*"|'(?:[^'\\]|\\[\s\S])*'/g, '""')
+    .replace(/(^|[^#])#(?!(?:e|ex|substrs)?["']).*$/gm, '$1')
     .trim();
   return stripped.endsWith(';') ? 'kbnf' : 'gbnf';
 }
@@ -37,6 +42,8 @@ class GrammarParser {
   private moreAlternatives = new Map<string, Expr[]>();
   /** Groups open around the current position. */
   private nesting = 0;
+  /** Automaton states and substring characters KBNF's derived terminals have used. */
+  private budget: Budget = { automatonStates: 0, automatonParses: 0, substringChars: 0 };
   /** Offset of each line's first character, for places (built on first use). */
   private lineStarts: number[] | null = null;
 
@@ -81,7 +88,7 @@ class GrammarParser {
   }
 
   private isRegexStart(): boolean {
-    return /^#(e|ex)?["']/.test(this.src.slice(this.i, this.i + 4));
+    return /^#(e|ex|substrs)?["']/.test(this.src.slice(this.i, this.i + 10));
   }
 
   private identAt(at: number): string | null {
@@ -105,8 +112,10 @@ class GrammarParser {
       if (!name) this.fail(`expected a rule name, found ${JSON.stringify(this.src.slice(this.i, this.i + 12))}`);
       this.i += name.length;
       this.skipSpace();
-      if (!this.src.startsWith('::=', this.i)) this.fail(`expected '::=' after rule name '${name}'`);
-      this.i += 3;
+      if (this.src.startsWith('::=', this.i)) this.i += 3;
+      // kbnf also takes a plain '='.
+      else if (this.dialect === 'kbnf' && this.src[this.i] === '=') this.i += 1;
+      else this.fail(`expected '::=' after rule name '${name}'`);
       const body = this.parseAlternation();
       this.skipSpace();
       if (this.dialect === 'kbnf') {
@@ -202,13 +211,18 @@ class GrammarParser {
     const c = this.src[this.i];
     if (c === '"' || c === "'") return lit(this.parseString());
     if (c === '#' && this.dialect === 'kbnf') {
-      if (this.src[this.i + 1] === 'e') this.fail('the #e / #ex regex forms (early end, except) are not supported');
-      this.i++;
-      const q = this.src[this.i];
-      const end = this.findClosingQuote(this.i + 1, q);
-      const source = this.src.slice(this.i + 1, end).replace(q === '"' ? /\\"/g : /\\'/g, q);
-      this.i = end + 1;
-      return regexFullMatch(source, '', `regex at ${this.place(start)}`);
+      const form = /^#(e|ex|substrs)?["']/.exec(this.src.slice(this.i, this.i + 10));
+      if (!form) this.fail('expected #"regex", #e"regex", #ex"regex" or #substrs"text"');
+      this.i += form[0].length - 1;
+      // kbnf reads the escapes first, as in any string, then the regex.
+      const text = this.parseString();
+      const kind = form[1] ?? '';
+      const place = `#${kind}${text.length > 40 ? JSON.stringify(text.slice(0, 40)) + '...' : JSON.stringify(text)} at ${this.place(start)}`;
+      if (kind === 'substrs') return this.derived(substrings(text, `substrs@${start}`, place, this.budget));
+      const regex = regexFullMatch(text, 'r', place);
+      if (kind === 'e') return this.derived(earlyEndRegex(regex, `early-end-regex@${start}`, place, this.budget));
+      if (kind === 'ex') return this.derived(regexComplement(regex, `regex-complement@${start}`, place, this.budget));
+      return regex;
     }
     if (c === '(') {
       this.i++;
@@ -247,11 +261,17 @@ class GrammarParser {
     this.fail(`unexpected ${JSON.stringify(c)}`);
   }
 
+  /** Rules of a derived terminal join the grammar (their names, with "@", cannot clash with a rule's). */
+  private derived(d: DerivedTerminal): Expr {
+    for (const r of d.rules) this.rules.set(r.name, r);
+    return d.expr;
+  }
+
+  /** Both kbnf and llama.cpp let a quoted string span lines. */
   private findClosingQuote(from: number, q: string): number {
     for (let k = from; k < this.src.length; k++) {
       if (this.src[k] === '\\') k++;
       else if (this.src[k] === q) return k;
-      else if (this.src[k] === '\n') break;
     }
     this.fail('unterminated string', from - 1);
   }
@@ -276,22 +296,73 @@ class GrammarParser {
 
   /** After a backslash at this.i: returns the code point and moves past the escape. */
   private parseEscape(): number {
+    return this.dialect === 'kbnf' ? this.kbnfEscape() : this.gbnfEscape();
+  }
+
+  /** llama.cpp's escapes; any other is an error there too. */
+  private gbnfEscape(): number {
     const at = this.i;
-    this.i++;
-    const c = this.src[this.i++];
-    const simple: Record<string, number> = { n: 10, r: 13, t: 9, f: 12, v: 11, b: 8, '0': 0, a: 7, e: 27 };
-    if (c in simple) return simple[c];
+    const c = this.src[this.i + 1];
+    this.i += 2;
+    const simple: Record<string, number> = { n: 10, r: 13, t: 9, '\\': 0x5c, '"': 0x22, '[': 0x5b, ']': 0x5d };
+    if (c !== undefined && Object.hasOwn(simple, c)) return simple[c];
     const hexLen = c === 'x' ? 2 : c === 'u' ? 4 : c === 'U' ? 8 : 0;
-    if (hexLen) {
-      const h = this.src.slice(this.i, this.i + hexLen);
-      if (!new RegExp(`^[0-9a-fA-F]{${hexLen}}$`).test(h)) this.fail(`bad \\${c} escape`, at);
-      const cp = parseInt(h, 16);
-      if (cp > MAX_CODE_POINT || (cp >= 0xd800 && cp <= 0xdfff)) this.fail(`escape \\${c}${h} is not a Unicode scalar value`, at);
-      this.i += hexLen;
-      return cp;
+    if (!hexLen) this.fail(c === undefined ? 'escape at the end of the text' : `unknown escape \\${c} (llama.cpp reads \\x \\u \\U \\t \\r \\n \\\\ \\" \\[ \\])`, at);
+    return this.hexEscape(c, hexLen, at);
+  }
+
+  /**
+   * kbnf's escapes (its unescaper): \b \f \n \r \t \v, \' \" \\ \/, \uHHHH (a surrogate pair
+   * as two), \u{H..}, \xHH, octal \N..\NNN; any other is an error there, so here too: a regex
+   * class like \d is written \\d in kbnf.
+   */
+  private kbnfEscape(): number {
+    const at = this.i;
+    const c = this.src[this.i + 1];
+    this.i += 2;
+    const simple: Record<string, number> = { b: 8, f: 12, n: 10, r: 13, t: 9, v: 11, "'": 0x27, '"': 0x22, '\\': 0x5c, '/': 0x2f };
+    if (c !== undefined && Object.hasOwn(simple, c)) return simple[c];
+    if (c === 'x') return this.hexEscape(c, 2, at);
+    if (c === 'u' && this.src[this.i] === '{') {
+      const m = /^\{([0-9a-fA-F]{1,6})\}/.exec(this.src.slice(this.i, this.i + 9));
+      if (!m) this.fail('bad \\u{...} escape', at);
+      this.i += m[0].length;
+      return this.scalar(parseInt(m[1], 16), `\\u{${m[1]}}`, at);
     }
-    if (c === undefined) this.fail('escape at the end of the text', at);
-    return c.codePointAt(0)!;
+    if (c === 'u') {
+      const hi = this.hexDigits(4, at, c);
+      if (hi >= 0xd800 && hi <= 0xdbff && /^\\u[dD][c-fC-F][0-9a-fA-F]{2}/.test(this.src.slice(this.i, this.i + 6))) {
+        this.i += 2;
+        const lo = this.hexDigits(4, at, c);
+        return 0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00);
+      }
+      return this.scalar(hi, `\\u${hi.toString(16)}`, at);
+    }
+    if (c !== undefined && c >= '0' && c <= '7') {
+      const m = /^[0-7]{1,3}/.exec(this.src.slice(this.i - 1, this.i + 2))!;
+      this.i += m[0].length - 1;
+      const v = parseInt(m[0], 8);
+      if (v > 0xff) this.fail(`octal escape \\${m[0]} is above \\377`, at);
+      return v;
+    }
+    this.fail(c === undefined ? 'escape at the end of the text' : `unknown escape \\${c} (kbnf reads \\b \\f \\n \\r \\t \\v \\' \\" \\\\ \\/ \\u \\x and octal; a regex's \\${c} is written \\\\${c})`, at);
+  }
+
+  private hexEscape(c: string, len: number, at: number): number {
+    const cp = this.hexDigits(len, at, c);
+    return this.scalar(cp, `\\${c}${cp.toString(16)}`, at);
+  }
+
+  private hexDigits(len: number, at: number, c: string): number {
+    const h = this.src.slice(this.i, this.i + len);
+    if (!new RegExp(`^[0-9a-fA-F]{${len}}$`).test(h)) this.fail(`bad \\${c} escape`, at);
+    this.i += len;
+    return parseInt(h, 16);
+  }
+
+  private scalar(cp: number, written: string, at: number): number {
+    if (cp > MAX_CODE_POINT || (cp >= 0xd800 && cp <= 0xdfff)) this.fail(`escape ${written} is not a Unicode scalar value`, at);
+    return cp;
   }
 
   private parseCharClass(): CodePointSet {

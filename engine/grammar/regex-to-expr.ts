@@ -30,6 +30,8 @@ const SPACE: CodePointSet = normalizeSet([
 ]);
 const LINE_TERMINATORS: CodePointSet = normalizeSet([0x0a, 0x0a, 0x0d, 0x0d, 0x2028, 0x2029]);
 export const ANY_BUT_NEWLINE: CodePointSet = complementSet(LINE_TERMINATORS);
+/** `.` of Rust's regex crate (kbnf's regexes): every character but \n. */
+const ANY_BUT_LF: CodePointSet = complementSet([0x0a, 0x0a]);
 export const ANY_CHAR: CodePointSet = normalizeSet([0, MAX_CODE_POINT]);
 
 /** Parses a regex into its top-level alternatives, each with its anchors. */
@@ -46,13 +48,17 @@ class RegexParser {
   private cps: number[];
   private i = 0;
   private ignoreCase: boolean;
+  private dot: CodePointSet;
   /** Groups open around the current position. */
   private nesting = 0;
 
   constructor(private source: string, flags: string, private place: string) {
     this.cps = Array.from(source, (c) => c.codePointAt(0)!);
-    for (const f of flags) if (!'iu'.includes(f)) this.fail(`regex flag '${f}' is not supported`);
+    // 'r' is ours: the regex is read as Rust's regex crate reads it (kbnf), where `.` is any
+    // character but \n rather than any but the four ECMAScript line terminators.
+    for (const f of flags) if (!'iur'.includes(f)) this.fail(`regex flag '${f}' is not supported`);
     this.ignoreCase = flags.includes('i');
+    this.dot = flags.includes('r') ? ANY_BUT_LF : ANY_BUT_NEWLINE;
   }
 
   private fail(msg: string): never {
@@ -137,7 +143,7 @@ class RegexParser {
     const c = this.cps[this.i++];
     switch (c) {
       case 0x2e: // .
-        return chars(ANY_BUT_NEWLINE);
+        return chars(this.dot);
       case 0x5b: // [
         return this.charsExpr(this.parseClass());
       case 0x28: {

@@ -108,6 +108,9 @@ export function ajvCopy(s: unknown, draft: Draft): unknown {
     const out = { ...node };
     delete out.$schema;
     if (draft !== 4 && typeof out.id === 'string') delete out.id;
+    // ajv's own keyword, not JSON Schema's: it makes the validator return a promise (whose
+    // rejection nobody awaits). Ignored, as any keyword a draft does not define.
+    delete out.$async;
     return out;
   });
 }

@@ -6,7 +6,7 @@
 
 import { LIMITS, overLimit } from './compile-limits';
 import { ConstraintError } from './constraint-error';
-import { complementSet, CodePointSet } from './code-point-set';
+import { complementSet, CodePointSet, intersectSets, subtractSet } from './code-point-set';
 import { alt, altOf, chars, EMPTY, Expr, GrammarIR, GrammarRule, lit, NOTHING, ref, rep, seq } from './grammar-ir';
 import { decimalRange } from './decimal-range';
 import { checksStrings, formatExpr } from './json-formats';
@@ -24,6 +24,9 @@ import { regexBranches } from './regex-to-expr';
 import { mergeSchemas, Schema, SchemaObject, typeList } from './schema-merge';
 import { ajvCopy, Draft, draftOf, normalizeDocument, VALIDATION_KEYWORDS } from './schema-drafts';
 import { freshAjv } from './schema-validator';
+
+/** Every character but printable ASCII (0x20-0x7e): what property names rarely contain. */
+const NOT_PRINTABLE_ASCII: CodePointSet = complementSet([0x20, 0x7e]);
 
 export interface SchemaGrammar {
   ir: GrammarIR;
@@ -700,25 +703,36 @@ class SchemaConverter {
     if (minP > maxP) return null;
     const cap = maxP !== Infinity ? maxP : minP;
     if (cap > LIMITS.properties) throw overLimit(`'${maxP !== Infinity ? 'maxProperties' : 'minProperties'}'`, cap, LIMITS.properties, place);
-    if ((members.length + 1) * (cap + 1) > LIMITS.grammarRules)
-      throw overLimit('the object members times the counts min/maxProperties needs', (members.length + 1) * (cap + 1), LIMITS.grammarRules, place);
+    if (2 * (members.length + 1) * (cap + 1) > LIMITS.grammarRules)
+      throw overLimit('the object members times the counts min/maxProperties needs', 2 * (members.length + 1) * (cap + 1), LIMITS.grammarRules, place);
     // after(i, c, started): members from i on still to come, c written so far (capped), and
     // whether one was written (so a separator comes first). Extra members may come between
     // declared ones, so any key order that keeps the declared keys in schema order is accepted
     // (canonicalJson writes keys the schema does not declare by their rank anywhere).
+    // The grammar is unambiguous: an extra member keeps i, and skipping optional members is a
+    // separate chain (pick) that must end in a declared member. Were extras reachable after each
+    // skip, a text inside an extra key would be parsed once per skippable member, and the
+    // recognizer's states (sets of parses) would grow with the number of properties.
     const id = this.rules.size;
     const next = (c: number) => (maxP === Infinity ? Math.min(c + 1, cap) : c + 1);
+    const optionalFrom: boolean[] = new Array(members.length + 1).fill(true);
+    for (let i = members.length - 1; i >= 0; i--) optionalFrom[i] = optionalFrom[i + 1] && !members[i].required;
     const after = (i: number, c: number, started: boolean): Expr =>
       this.shared(`obj${id}-${i}-${c}-${started ? 1 : 0}`, () => {
         const lead = started ? sep : EMPTY;
         const alts: Expr[] = [];
-        if (i === members.length && c >= minP) alts.push(EMPTY);
+        if (optionalFrom[i] && c >= minP) alts.push(EMPTY);
         if (extra && c < maxP) alts.push(seq(lead, extra, after(i, next(c), true)));
-        if (i < members.length) {
-          const m = members[i];
-          if (c < maxP) alts.push(seq(lead, m.expr, after(i + 1, next(c), true)));
-          if (!m.required) alts.push(after(i + 1, c, started));
-        }
+        if (i < members.length) alts.push(pick(i, c, started));
+        return altOf(alts);
+      });
+    // pick(i, c, started): the next declared member is member i or, skipping optional ones, a later one.
+    const pick = (i: number, c: number, started: boolean): Expr =>
+      this.shared(`obj${id}-pick${i}-${c}-${started ? 1 : 0}`, () => {
+        const m = members[i];
+        const alts: Expr[] = [];
+        if (c < maxP) alts.push(seq(started ? sep : EMPTY, m.expr, after(i + 1, next(c), true)));
+        if (!m.required && i + 1 < members.length) alts.push(pick(i + 1, c, started));
         return altOf(alts);
       });
     return seq(lit('{'), ws, after(0, 0, false), ws, lit('}'));
@@ -781,20 +795,31 @@ class SchemaConverter {
       }
       node.end = true;
     }
-    const anyTail = rep(this.jsonChars(), 0, Infinity);
+    // Every branch ends with the closing quote, and a key that has left the names goes on in
+    // one shared rule: the recognizer is then in one state inside any such key, whichever name
+    // prefix it left from, so the masks there are computed once.
+    const rest = this.shared('key-rest', () => seq(rep(this.jsonChars(), 0, Infinity), lit('"')));
     const build = (node: Node): Expr => {
       const alts: Expr[] = [];
-      if (!node.end) alts.push(EMPTY);
+      if (!node.end) alts.push(lit('"'));
       const used: number[] = [];
       for (const [cp, child] of node.next) {
         alts.push(seq(jsonChar([cp, cp]), build(child)));
         used.push(cp, cp);
       }
       const others: CodePointSet = complementSet(used.length ? normalize(used) : []);
-      if (others.length) alts.push(seq(jsonChar(others), anyTail));
+      // Names are mostly printable ASCII: then every other character leaves them the same way,
+      // through one shared rule, and the recognizer is in the same state inside such a
+      // character (its UTF-8 bytes, an escape) whichever name prefix it left from.
+      const sharedPart = intersectSets(others, NOT_PRINTABLE_ASCII);
+      if (sharedPart.length === NOT_PRINTABLE_ASCII.length && sharedPart.every((x, k) => x === NOT_PRINTABLE_ASCII[k])) {
+        const printable = subtractSet(others, NOT_PRINTABLE_ASCII);
+        if (printable.length) alts.push(seq(jsonChar(printable), rest));
+        alts.push(this.shared('key-rest-other', () => seq(jsonChar(NOT_PRINTABLE_ASCII), rest)));
+      } else if (others.length) alts.push(seq(jsonChar(others), rest));
       return altOf(alts);
     };
-    return seq(lit('"'), build(rootNode), lit('"'));
+    return seq(lit('"'), build(rootNode));
   }
 }
 

@@ -113,7 +113,14 @@ export function checkJsonOutput(validate: ValidateFunction, text: string): unkno
   }
   let ok: boolean;
   try {
-    ok = validate(value) === true;
+    const result: unknown = validate(value);
+    // An asynchronous validator (ajv's $async, removed before compiling) must never leave a
+    // rejected promise behind: that would end the process.
+    if (result && typeof (result as Promise<unknown>).then === 'function') {
+      (result as Promise<unknown>).catch(() => undefined);
+      throw new Error('the schema validator is asynchronous');
+    }
+    ok = result === true;
   } catch (e) {
     throw new ConstraintError(`output could not be checked against the schema: ${(e as Error).message}`, 'output');
   }

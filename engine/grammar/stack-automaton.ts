@@ -17,7 +17,7 @@ const CONTEXT = 1;
 export class StackAutomaton {
   /**
    * Node 0 is the empty stack: the whole input so far is a complete sentence. Node 1 stands for
-   * "the rest of the stack, unknown": truncated stacks (see truncate) end in it, and a state
+   * "the rest of the stack, unknown": stacks cut to their top frames (see topState) end in it, and a state
    * containing it means some run popped into that unknown context.
    */
   private nodePos: number[] = [-1, -1];
@@ -27,11 +27,15 @@ export class StackAutomaton {
 
   /** Per state: sorted stack node ids. */
   readonly stateStacks: Int32Array[] = [];
-  /** Per state: next state per byte (UNKNOWN until computed, DEAD when none). */
-  readonly trans: Int32Array[] = [];
+  /**
+   * Next state per (state, byte) at state * 256 + byte (UNKNOWN until computed, DEAD when none):
+   * one buffer grown by doubling, not a small array per state for the collector to track.
+   */
+  private trans = new Int32Array(256 * 64);
   /** Per state: 1 when it contains the context marker (node 1). */
   readonly reachesContext: number[] = [];
-  private stateIndex = new Map<string, number>();
+  /** State ids by a hash of their stacks (collisions are told apart by comparing the stacks). */
+  private stateIndex = new Map<number, number | number[]>();
   readonly initial: number;
 
   constructor(readonly g: GrammarTables) {
@@ -57,9 +61,13 @@ export class StackAutomaton {
   }
 
   next(state: number, byte: number): number {
-    const row = this.trans[state];
-    const t = row[byte];
-    return t !== UNKNOWN ? t : (row[byte] = this.computeNext(state, byte));
+    const at = state * 256 + byte;
+    const t = this.trans[at];
+    if (t !== UNKNOWN) return t;
+    const next = this.computeNext(state, byte);
+    // computeNext may have grown (replaced) the buffer.
+    this.trans[at] = next;
+    return next;
   }
 
   /** Runs bytes from a state; DEAD if any byte is refused. */
@@ -76,50 +84,40 @@ export class StackAutomaton {
     return this.nodeParent[node];
   }
 
+  private topStates = new Map<number, number>();
+
   /**
-   * The state with the stack bottom that all its stacks share (their deepest common proper
-   * ancestor) replaced by the context marker; the empty stack is dropped. States that differ
-   * only below that point, e.g. "inside a JSON string" wherever the string is, truncate to the
-   * same state and so share its mask walk. Returns the state itself when there is no common
-   * bottom.
+   * The state of the one stack `node` with all but its top `frames` frames replaced by the
+   * context marker (the stack itself when it is no deeper). A state's tokens are the union of
+   * its stacks' tokens, and this is the part of one stack's that depends on its top alone: the
+   * key under which masks are shared between every state holding such a stack.
    */
-  truncate(state: number): number {
-    const stacks = this.stateStacks[state];
-    const live: number[] = [];
-    for (const n of stacks) if (n > CONTEXT) live.push(n);
-    if (live.length === 0) return state;
-    const chain: number[] = [];
-    for (let n = this.nodeParent[live[0]]; n > CONTEXT; n = this.nodeParent[n]) chain.push(n);
-    const index = new Map<number, number>();
-    chain.forEach((n, i) => index.set(n, i));
-    let cut = 0;
-    for (let k = 1; k < live.length && cut < chain.length; k++) {
-      let n = this.nodeParent[live[k]];
-      while (n > CONTEXT && !index.has(n)) n = this.nodeParent[n];
-      if (n <= CONTEXT) return state;
-      cut = Math.max(cut, index.get(n)!);
+  topState(node: number, frames: number): number {
+    if (frames > 15) throw new RangeError('topState keeps at most 15 frames');
+    const key = node * 16 + frames;
+    let s = this.topStates.get(key);
+    if (s === undefined) {
+      const above: number[] = [];
+      let n = node;
+      for (; n > CONTEXT && above.length < frames; n = this.nodeParent[n]) above.push(this.nodePos[n]);
+      let out = n > CONTEXT ? CONTEXT : n;
+      for (let i = above.length - 1; i >= 0; i--) out = this.intern(above[i], out);
+      s = this.internState(new Set([out]));
+      this.topStates.set(key, s);
     }
-    if (cut >= chain.length) return state;
-    const bottom = chain[cut];
-    const out = new Set<number>();
-    for (const n of live) out.add(this.rebase(n, bottom));
-    return this.internState(out);
+    return s;
   }
 
-  /** The stack `node` with `bottom` (one of its ancestors) replaced by the context marker. */
-  private rebase(node: number, bottom: number): number {
-    // Iterative: stacks may be thousands of frames deep (nested input).
-    const above: number[] = [];
-    for (let n = node; n !== bottom; n = this.nodeParent[n]) above.push(this.nodePos[n]);
-    let out = CONTEXT;
-    for (let i = above.length - 1; i >= 0; i--) out = this.intern(above[i], out);
-    return out;
-  }
+  /** Scratch sets of computeNext (cleared, not reallocated, per transition). */
+  private scratchOut = new Set<number>();
+  private scratchSeen = new Set<number>();
 
   private computeNext(state: number, byte: number): number {
     const { kind, arg, byteSets } = this.g;
-    const out = new Set<number>();
-    const seen = new Set<number>();
+    const out = this.scratchOut;
+    const seen = this.scratchSeen;
+    out.clear();
+    seen.clear();
     for (const node of this.stateStacks[state]) {
       if (node <= CONTEXT) continue;
       const pos = this.nodePos[node];
@@ -171,15 +169,48 @@ export class StackAutomaton {
 
   private internState(nodes: Set<number>): number {
     const arr = Int32Array.from(nodes).sort();
-    const key = arr.join(',');
-    let id = this.stateIndex.get(key);
-    if (id === undefined) {
-      id = this.stateStacks.length;
-      this.stateStacks.push(arr);
-      this.trans.push(new Int32Array(256).fill(UNKNOWN));
-      this.reachesContext.push(arr.includes(CONTEXT) ? 1 : 0);
-      this.stateIndex.set(key, id);
+    let h = arr.length | 0;
+    for (let i = 0; i < arr.length; i++) h = Math.imul(h ^ arr[i], 0x9e3779b1) ^ (h >>> 15);
+    const hit = this.stateIndex.get(h);
+    if (hit !== undefined) {
+      if (typeof hit === 'number') {
+        if (sameStacks(this.stateStacks[hit], arr)) return hit;
+      } else for (const id of hit) if (sameStacks(this.stateStacks[id], arr)) return id;
     }
+    const id = this.stateStacks.length;
+    this.stateStacks.push(arr);
+    this.initRow(id, arr);
+    this.reachesContext.push(arr.includes(CONTEXT) ? 1 : 0);
+    this.stateIndex.set(h, hit === undefined ? id : typeof hit === 'number' ? [hit, id] : [...hit, id]);
     return id;
   }
+
+  /**
+   * A new state's transition row: DEAD for every byte no stack top takes (known at once from the
+   * byte classes, so a mask walk never pays a transition computation for a refused byte),
+   * UNKNOWN for the rest.
+   */
+  private initRow(state: number, stacks: Int32Array): void {
+    if ((state + 1) * 256 > this.trans.length) {
+      const grown = new Int32Array(this.trans.length * 2);
+      grown.set(this.trans);
+      this.trans = grown;
+    }
+    const base = state * 256;
+    const row = this.trans;
+    row.fill(DEAD, base, base + 256);
+    const { arg, byteSets } = this.g;
+    const sets = new Set<number>();
+    for (const n of stacks) if (n > CONTEXT) sets.add(arg[this.nodePos[n]]);
+    for (const set of sets) {
+      const from = set * 256;
+      for (let b = 0; b < 256; b++) if (byteSets[from + b]) row[base + b] = UNKNOWN;
+    }
+  }
+}
+
+function sameStacks(a: Int32Array, b: Int32Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }

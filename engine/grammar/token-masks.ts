@@ -1,12 +1,15 @@
 // Token masks per automaton state: which vocabulary tokens may come next.
 //
-// A mask is built in two layers. The expensive layer walks the whole token trie, but from the
-// state truncated to its top stack frames (StackAutomaton.truncate), so it is shared by every
-// state with the same top frames: "inside a JSON string" costs one walk for all string
-// properties. Where that walk pops into the cut-off context it records the trie node instead of
-// deciding; the cheap layer then re-walks just those subtrees from the real state (tokens that
-// close the string and go on). Final masks are cached per real state too, so steady-state steps
-// are a copy.
+// A state is a set of parse stacks, and a token is allowed when some stack takes its bytes, so a
+// mask is the union of its stacks' masks. Each stack's part is computed from the stack cut to its
+// top frames (StackAutomaton.topState) and shared by every state holding a stack with those top
+// frames: "inside a JSON string" is one walk for all strings, a key position is one walk per key
+// rather than one per set of keys still allowed. Where a shared walk pops into the cut-off part
+// it records the trie node instead of deciding; those subtrees are then re-walked from the real
+// state (tokens that close the string and go on). A shared walk itself looks up the subtree
+// under each first byte by the state that byte leads to, so walks from states that agree after
+// one byte (inside any key the schema does not declare) reuse each other's work. Final masks are
+// cached per real state, so steady-state steps are a copy. Every cache is bounded in bytes.
 
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { TokenTrie } from './token-trie';
@@ -20,18 +23,42 @@ export interface StateMask {
 }
 
 interface SharedMask {
-  /** Tokens allowed whatever lies below the cut. */
-  mask: Uint32Array;
+  /** Tokens allowed whatever lies below the cut: a bitset, or their list when they are few. */
+  mask: Uint32Array | null;
+  tokens: Int32Array | null;
   /** Trie nodes below which the tokens depend on the context under the cut. */
   crossings: number[];
 }
 
 /** Masks kept per compiled constraint and layer: 8 KiB each for the World vocabulary. */
 const MAX_CACHED_MASKS = 2048;
+/** Shared masks with at most this many tokens are kept as a list. */
+const MASK_AS_LIST = 256;
+/** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
+const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
+/**
+ * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk from the
+ * real state; fewer, more states share a walk. 3 did best on MaskBench (counted work per mask).
+ */
+const TOP_FRAMES = 3;
+
+/** The tokens of one first-byte subtree of the trie that a state after that byte accepts. */
+interface SubtreeResult {
+  tokens: Int32Array;
+  /** Trie nodes below which the tokens depend on the context under the cut. */
+  crossings: Int32Array;
+}
 
 export class TokenMasks {
   private finals = new Map<number, StateMask>();
   private shared = new Map<number, SharedMask>();
+  /**
+   * Per (state after the first byte, first byte): what that byte's trie subtree contributes to a
+   * full walk. Many states lead to the same state after one byte (inside a string, any ordinary
+   * character does), so a new state's full walk is mostly lookups.
+   */
+  private subtrees = new Map<number, SubtreeResult>();
+  private subtreeTokens = 0;
   private depthState: Int32Array;
   readonly words: number;
 
@@ -54,15 +81,23 @@ export class TokenMasks {
 
   private compute(state: number): StateMask {
     const a = this.automaton;
-    const key = a.truncate(state);
-    let sh = lruGet(this.shared, key);
-    if (!sh) {
-      sh = this.walkShared(key);
-      lruSet(this.shared, key, sh);
+    const mask = new Uint32Array(this.words);
+    const crossings = new Set<number>();
+    for (const node of a.stateStacks[state]) {
+      if (node === 0) continue;
+      const key = a.topState(node, TOP_FRAMES);
+      let sh = lruGet(this.shared, key);
+      if (!sh) {
+        sh = this.walkShared(key);
+        lruSet(this.shared, key, sh);
+      }
+      const m = sh.mask;
+      if (m) for (let w = 0; w < m.length; w++) mask[w] |= m[w];
+      else for (const t of sh.tokens!) mask[t >>> 5] |= 1 << (t & 31);
+      for (const c of sh.crossings) crossings.add(c);
     }
-    const mask = sh.mask.slice();
     if (a.accepting(state)) mask[0] |= 1;
-    for (const node of sh.crossings) {
+    for (const node of crossings) {
       const from = a.run(state, this.trie.pathBytes(node));
       if (from !== DEAD) this.walk(from, node + 1, this.trie.skip[node], mask, null);
     }
@@ -82,17 +117,65 @@ export class TokenMasks {
   private walkShared(state: number): SharedMask {
     const mask = new Uint32Array(this.words);
     const crossings: number[] = [];
-    this.walk(state, 0, this.trie.nodeCount, mask, crossings);
-    return { mask, crossings };
+    const { byte, skip } = this.trie;
+    const a = this.automaton;
+    for (let i = 0; i < this.trie.nodeCount; i = skip[i]) {
+      const t = a.next(state, byte[i]);
+      if (t === DEAD) continue;
+      const key = t * 256 + byte[i];
+      let sub = lruGet(this.subtrees, key);
+      if (!sub) {
+        sub = this.collectSubtree(t, i);
+        this.rememberSubtree(key, sub);
+      }
+      const toks = sub.tokens;
+      for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
+      for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
+    }
+    // Narrow walks (a key, a keyword) allow few tokens: a list ORs faster than 2,048 words.
+    const few: number[] = [];
+    for (let w = 0; w < mask.length && few.length <= MASK_AS_LIST; w++)
+      for (let x = mask[w]; x !== 0 && few.length <= MASK_AS_LIST; x &= x - 1) few.push(w * 32 + 31 - Math.clz32(x & -x));
+    if (few.length <= MASK_AS_LIST) return { mask: null, tokens: Int32Array.from(few), crossings };
+    return { mask, tokens: null, crossings };
+  }
+
+  /** The tokens (and crossings) of the subtree of first-byte node `root`, reached in state `t`. */
+  private collectSubtree(t: number, root: number): SubtreeResult {
+    const { token, skip, duplicates } = this.trie;
+    const tokens: number[] = [];
+    const crossings: number[] = [];
+    const tok = token[root];
+    if (tok >= 0) {
+      tokens.push(tok);
+      const dup = duplicates.get(root);
+      if (dup) tokens.push(...dup);
+    }
+    if (this.automaton.reachesContext[t]) {
+      if (skip[root] > root + 1) crossings.push(root);
+    } else if (skip[root] > root + 1) this.walk(t, root + 1, skip[root], null, crossings, tokens);
+    return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
+  }
+
+  private rememberSubtree(key: number, sub: SubtreeResult): void {
+    const size = (r: SubtreeResult) => r.tokens.length + r.crossings.length + 8;
+    while (this.subtrees.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
+      const [k, old] = this.subtrees.entries().next().value!;
+      this.subtrees.delete(k);
+      this.subtreeTokens -= size(old);
+    }
+    this.subtrees.set(key, sub);
+    this.subtreeTokens += size(sub);
   }
 
   /**
    * Walks trie nodes [from, to) (a run of whole subtrees whose parent is at `state`), setting
-   * the bits of tokens the automaton accepts. With `crossings`, a node whose state popped into
-   * the unknown context is recorded and its children left to the caller.
+   * the bits of tokens the automaton accepts in `mask`, or listing them in `list`. With
+   * `crossings`, a node whose state popped into the unknown context is recorded and its
+   * children left to the caller.
    */
-  private walk(state: number, from: number, to: number, mask: Uint32Array, crossings: number[] | null): void {
-    const { byte, depth, token, skip, duplicates } = this.trie;
+  private walk(state: number, from: number, to: number, mask: Uint32Array | null, crossings: number[] | null, list: number[] | null = null): void {
+    const { byte, depth, token, skip, duplicates, hasDuplicates } = this.trie;
     const a = this.automaton;
     const ctx = a.reachesContext;
     const ds = this.depthState;
@@ -107,9 +190,13 @@ export class TokenMasks {
       }
       const tok = token[i];
       if (tok >= 0) {
-        mask[tok >>> 5] |= 1 << (tok & 31);
-        const dup = duplicates.get(i);
-        if (dup) for (const x of dup) mask[x >>> 5] |= 1 << (x & 31);
+        if (list) list.push(tok);
+        else mask![tok >>> 5] |= 1 << (tok & 31);
+        if (hasDuplicates[i])
+          for (const x of duplicates.get(i)!) {
+            if (list) list.push(x);
+            else mask![x >>> 5] |= 1 << (x & 31);
+          }
       }
       if (crossings && ctx[t]) {
         // Some run popped into the unknown context: what may follow depends on it.

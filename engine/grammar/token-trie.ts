@@ -22,6 +22,8 @@ export class TokenTrie {
   readonly maxDepth: number;
   /** Tokens whose bytes equal another token's: node → further ids. */
   readonly duplicates = new Map<number, number[]>();
+  /** 1 at the nodes `duplicates` has (a typed-array test in the mask walk's inner loop). */
+  readonly hasDuplicates: Uint8Array;
   readonly vocabSize: number;
   /** Bytes per token id, for accept() and completions. */
   readonly bytesOf: (Uint8Array | undefined)[];
@@ -80,6 +82,8 @@ export class TokenTrie {
     this.skip = Int32Array.from(skip);
     this.parent = Int32Array.from(parent);
     this.maxDepth = maxDepth;
+    this.hasDuplicates = new Uint8Array(this.byte.length);
+    for (const node of this.duplicates.keys()) this.hasDuplicates[node] = 1;
   }
 
   /** The bytes on the path from the root to a node, the node's own byte included. */

@@ -1,0 +1,83 @@
+// Work done to compute token masks, measured as counts (automaton states built, parses per
+// state) rather than time, so the bounds hold on a loaded machine. Mask time itself is measured
+// by the bench (`npm run bench -- --sections schema-coverage`: mask p50/p99/max, share over 1 ms).
+
+import * as assert from 'assert';
+import { compileConstraint, canonicalJson } from '../engine/grammar';
+import type { CompiledGrammarConstraint } from '../engine/grammar/compiled-constraint';
+import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
+import { worldTokenizer } from './grammar-vocab';
+
+/** Steps through a value's JSON computing every mask; returns the automaton and the parses (stacks) per step. */
+function walkMasks(schema: object, value: unknown): { c: CompiledGrammarConstraint; steps: { text: string; parses: number }[] } {
+  const tok = worldTokenizer();
+  const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+  const m = c.newMatcher();
+  const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+  const steps: { text: string; parses: number }[] = [];
+  let text = '';
+  const parses = () => c.automaton.stateStacks[(m as unknown as { state: number }).state].length;
+  for (const id of tok.encode(canonicalJson(value, schemaKeyRank(schema as never)))) {
+    m.fillMask(mask);
+    assert.ok((mask[id >>> 5] >>> (id & 31)) & 1, `token ${id} must be allowed`);
+    m.accept(id);
+    text += tok.decode([id]);
+    steps.push({ text, parses: parses() });
+  }
+  m.fillMask(mask);
+  assert.ok(mask[0] & 1, 'the end must be allowed');
+  return { c, steps };
+}
+
+const manyOptional = (n: number, extra: object | boolean = true) => ({
+  type: 'object',
+  properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`field${i}`, { type: 'string' }])),
+  additionalProperties: extra,
+});
+
+describe('token mask work is bounded by counts', function () {
+  this.timeout(120000);
+
+  it('an extra key of an object with many optional properties is one parse, not one per skippable property', () => {
+    const schema = manyOptional(80, { type: 'integer' });
+    const { steps } = walkMasks(schema, { field3: 'a', extraKey: 1 });
+    const before = '{"field3":"a","';
+    const inKey = steps.filter((s) => s.text.startsWith(before) && s.text.length > before.length && !s.text.slice(before.length).includes('"'));
+    assert.ok(inKey.length > 0);
+    // Before, the extra key was parsed once per optional member that could be skipped before
+    // it (76 of them), each parse as many stacks as a character's UTF-8 forms.
+    for (const s of inKey) assert.ok(s.parses <= 16, `${s.parses} parses after ${JSON.stringify(s.text)}`);
+  });
+
+  it('inside keys the schema does not declare, the recognizer is in one state whichever name the key left', () => {
+    const tok = worldTokenizer();
+    const c = compileConstraint({ jsonSchema: manyOptional(30, { type: 'integer' }) }, tok) as CompiledGrammarConstraint;
+    const stateAfter = (text: string) => {
+      const m = c.newMatcher();
+      for (const id of tok.encode(text)) m.accept(id);
+      return (m as unknown as { state: number }).state;
+    };
+    // Each key leaves the declared names (field0..field29) after a different prefix.
+    const states = new Set(['{"Qz', '{"fQz', '{"fieldQz', '{"field1Qz', '{"field29Qz'].map(stateAfter));
+    assert.strictEqual(states.size, 1);
+    // Also in the middle of a character outside ASCII (after its first UTF-8 byte alone).
+    const lead = Array.from({ length: tok.vocabSize }, (_, id) => id).find((id) => {
+      const b = tok.tokenBytes(id);
+      return b?.length === 1 && b[0] === 0xc3;
+    })!;
+    const midChar = (text: string) => {
+      const m = c.newMatcher();
+      for (const id of [...tok.encode(text), lead]) m.accept(id);
+      return (m as unknown as { state: number }).state;
+    };
+    assert.strictEqual(new Set(['{"', '{"f', '{"field', '{"field2'].map(midChar)).size, 1);
+  });
+
+  it('the masks of a long instance build automaton states of bounded total size', () => {
+    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
+    const { c } = walkMasks(manyOptional(120), value);
+    const parses = c.automaton.stateStacks.reduce((sum, stacks) => sum + stacks.length, 0);
+    // 165k here; 7.9M before objects were unambiguous and masks shared by stack tops.
+    assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
+  });
+});
