@@ -2,14 +2,13 @@
 // for "engine default" there.
 
 import type { IExecuteFunctions, ISupplyDataFunctions } from 'n8n-workflow';
-import type { EngineConfig } from '../../engine/api';
-import { parseModelConfig } from '../shared/model-config';
+import { parseModelConfig, type ModelConfig } from '../shared/model-config';
 
 export const CREDENTIAL_NAME = 'rwkvModelApi';
 
 const zeroIsDefault = (v: unknown) => (v === 0 ? undefined : v);
 
-export function modelConfigFromCredential(data: Record<string, unknown>): EngineConfig {
+export function modelConfigFromCredential(data: Record<string, unknown>): ModelConfig {
   return parseModelConfig({
     modelPath: data.modelPath,
     precision: data.precision,
@@ -20,9 +19,12 @@ export function modelConfigFromCredential(data: Record<string, unknown>): Engine
     cacheMiB: zeroIsDefault(data.cacheMiB),
     stateDir: data.stateDir,
     maxQueue: zeroIsDefault(data.maxQueue),
+    engineMode: data.engineMode,
+    serverUrl: data.serverUrl,
+    apiKey: data.apiKey,
   });
 }
 
-export async function modelConfigFor(ctx: IExecuteFunctions | ISupplyDataFunctions): Promise<EngineConfig> {
+export async function modelConfigFor(ctx: IExecuteFunctions | ISupplyDataFunctions): Promise<ModelConfig> {
   return modelConfigFromCredential(await ctx.getCredentials(CREDENTIAL_NAME));
 }

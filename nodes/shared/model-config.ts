@@ -2,6 +2,7 @@
 // translation into the engine's EngineConfig. Field names are the ones shown in the editors.
 
 import type { EngineConfig } from '../../engine/api';
+import type { RemoteEngineOptions } from '../../engine/remote-engine';
 import { optionalInteger, optionalName, optionalNumber } from './coerce';
 import { ParameterError } from './parameter-error';
 
@@ -18,11 +19,29 @@ export interface ModelConfigFields {
   cacheMiB?: unknown;
   stateDir?: unknown;
   maxQueue?: unknown;
+  /** Where the engine runs: 'process' (this process, default) or 'server' (`rwkv-flow serve` at serverUrl). */
+  engineMode?: unknown;
+  serverUrl?: unknown;
+  /** The server's API key (bearer), if it was started with one. */
+  apiKey?: unknown;
 }
+
+/**
+ * The engine settings, or, in server mode, where the server is: the server owns the model and all of its
+ * settings then, so the other fields are not used.
+ */
+export interface ModelConfig extends EngineConfig {
+  server?: RemoteEngineOptions;
+}
+
+export const ENGINE_MODES = ['process', 'server'] as const;
 
 const MIB = 1024 * 1024;
 
-export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
+export function parseModelConfig(fields: ModelConfigFields): ModelConfig {
+  const mode = optionalName('engineMode', fields.engineMode) ?? 'process';
+  if (mode === 'server') return { server: parseServer(fields) };
+  if (mode !== 'process') throw new ParameterError('engineMode', `must be "process" or "server", got ${JSON.stringify(mode)}`);
   const config: EngineConfig = {};
   const modelPath = optionalName('modelPath', fields.modelPath);
   if (modelPath !== undefined) config.modelPath = modelPath;
@@ -54,4 +73,18 @@ export function parseModelConfig(fields: ModelConfigFields): EngineConfig {
   const maxQueue = optionalInteger('maxQueue', fields.maxQueue, 0);
   if (maxQueue !== undefined) config.maxQueue = maxQueue;
   return config;
+}
+
+function parseServer(fields: ModelConfigFields): RemoteEngineOptions {
+  const url = optionalName('serverUrl', fields.serverUrl);
+  if (url === undefined) throw new ParameterError('serverUrl', 'is required when the engine runs on a server (e.g. http://127.0.0.1:8720)');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ParameterError('serverUrl', `is not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ParameterError('serverUrl', `must start with http:// or https://, got ${JSON.stringify(url)}`);
+  const apiKey = optionalName('apiKey', fields.apiKey);
+  return apiKey !== undefined ? { url, apiKey } : { url };
 }

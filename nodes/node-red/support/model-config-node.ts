@@ -18,7 +18,8 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
     const node = this as ModelConfigNode;
     let lease: Promise<EngineLease> | undefined;
     try {
-      lease = acquireLease(parseModelConfig(config));
+      // The server's API key is a credential: Node-RED keeps it out of the flow file.
+      lease = acquireLease(parseModelConfig({ ...config, apiKey: node.credentials?.apiKey }));
     } catch (err) {
       lease = Promise.reject(err);
     }
@@ -36,5 +37,8 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
         .catch(() => undefined) // a failed load holds nothing to release
         .finally(done);
     });
-  });
+  }, MODEL_CREDENTIALS);
 }
+
+/** Secrets of the config node, which Node-RED stores apart from the flow. */
+const MODEL_CREDENTIALS = { credentials: { apiKey: { type: 'password' as const } } };
