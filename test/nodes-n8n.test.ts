@@ -361,7 +361,7 @@ describe('n8n nodes (fake engine)', function () {
       for (const node of nodes) assert.deepStrictEqual(node.description.credentials, [{ name: credential.name, required: true }]);
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
-        ['cacheMiB', 'chunkSize', 'decodeKeep', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'prefillChunkSize', 'stateDir'],
+        ['apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'engineMode', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'prefillChunkSize', 'serverUrl', 'stateDir'],
       );
     });
 
