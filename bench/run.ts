@@ -30,7 +30,7 @@ export function registerBenchSection(name: string, section: Section) {
 }
 
 async function main() {
-  for (const mod of ['./grammar', './scheduler', './constrained', './loader', './top-logits']) {
+  for (const mod of ['./grammar', './scheduler', './constrained', './loader', './top-logits', './serve']) {
     try {
       // Optional sections: present once their part of the engine exists.
       const m = require(mod);
