@@ -83,12 +83,27 @@ export async function benchServe(gpu: unknown, onGpu: boolean, log: (l: string) 
     await inProcess(engine, { ...opts, requests: 4, maxTokens: 4 }); // warm-up: pipelines, caches
     const local: number[] = [];
     const remote: number[] = [];
+    const steps = { local: 0, remote: 0 };
+    const hostMs = { local: 0, remote: 0 };
+    // Steps and GPU time of a run tell scheduling (how requests arrived and batched) from HTTP overhead.
+    const measured = async <T extends { tokens: number; ms: number }>(run: () => Promise<T>) => {
+      const before = engine.metrics();
+      const r = await run();
+      const after = engine.metrics();
+      return { ...r, steps: after.steps - before.steps, gpuMs: after.backendMs - before.backendMs };
+    };
+    const show = (r: { tokens: number; ms: number; steps: number; gpuMs: number }) =>
+      `${r.tokens} tokens in ${r.ms.toFixed(0)} ms (${r.steps} steps, ${r.gpuMs.toFixed(0)} ms in GPU calls)`;
     for (let round = 0; round < opts.rounds; round++) {
-      const a = await inProcess(engine, opts);
+      const a = await measured(() => inProcess(engine, opts));
       local.push((a.tokens / a.ms) * 1000);
-      const b = await throughServer(clients, opts);
+      const b = await measured(() => throughServer(clients, opts));
       remote.push((b.tokens / b.ms) * 1000);
-      log(`  round ${round + 1}: in process ${a.tokens} tokens in ${a.ms.toFixed(0)} ms, through the server ${b.tokens} tokens in ${b.ms.toFixed(0)} ms`);
+      log(`  round ${round + 1}: in process ${show(a)}; through the server ${show(b)}`);
+      steps.local += a.steps / opts.rounds;
+      steps.remote += b.steps / opts.rounds;
+      hostMs.local += (a.ms - a.gpuMs) / opts.rounds;
+      hostMs.remote += (b.ms - b.gpuMs) / opts.rounds;
     }
     const best = (xs: number[]) => Math.max(...xs);
     const rss = process.memoryUsage().rss;
@@ -100,6 +115,12 @@ export async function benchServe(gpu: unknown, onGpu: boolean, log: (l: string) 
       in_process_tok_s: round1(best(local)),
       server_tok_s: round1(best(remote)),
       server_vs_in_process: Math.round((best(remote) / best(local)) * 1000) / 1000,
+      // Where a difference comes from: more steps (requests arriving over HTTP a little apart join a step
+      // later) or more time outside GPU calls (HTTP, JSON, events).
+      in_process_steps: round1(steps.local),
+      server_steps: round1(steps.remote),
+      in_process_ms_outside_gpu_calls: Math.round(hostMs.local),
+      server_ms_outside_gpu_calls: Math.round(hostMs.remote),
       engine_process_rss_mb: Math.round(rss / 2 ** 20),
       client_process_rss_mb: Math.round(Math.max(...started.map((s) => s.rss)) / 2 ** 20),
     };

@@ -93,10 +93,12 @@ export async function serve(values: Values): Promise<number> {
     await lease.release();
     throw err;
   }
+  const loopback = host === DEFAULT_HOST || host === 'localhost' || host === '::1';
+  if (!loopback && !apiKey) process.stderr.write(`rwkv-flow serve: warning: listening on ${host} without an API key; anyone who reaches it can use the model\n`);
   const info = engine.modelInfo;
   process.stderr.write(
     `rwkv-flow serve: ${path.basename(resolveModelPath(config))} (${info.nLayer} layers, ${info.nEmbd} wide, on ${info.adapter}) at ${server.url}` +
-      `${apiKey ? ', API key required' : ''}${host === DEFAULT_HOST || host === 'localhost' || host === '::1' ? '' : ' — reachable from other hosts'}\n`,
+      `${apiKey ? ', API key required' : ''}${loopback ? '' : ' — reachable from other hosts'}\n`,
   );
   await new Promise<void>((resolve) => {
     const stop = () => resolve();
