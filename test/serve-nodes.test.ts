@@ -216,14 +216,21 @@ describe('nodes in process and through rwkv-flow serve: same results', function 
       await helper.unload(); // the flow of the other mode or step
       await helper.load(NODE_RED, flow(mode, node, outputs), mode.modelCredentials);
     };
-    const send = async (msg: Msg, out = 'out1'): Promise<Msg> => {
-      const next = new Promise<Msg>((resolve, reject) => {
-        helper.getNode(out).once('input', resolve);
-        helper.getNode('n1').once('call:error', (c: Msg) => reject(new Error(String(c.args[0]?.message ?? c.args[0]))));
+    /** The node's output for msg, or its error; both listeners go once it settles. */
+    const send = (msg: Msg, out = 'out1'): Promise<Msg> =>
+      new Promise<Msg>((resolve, reject) => {
+        const outNode = helper.getNode(out);
+        const node = helper.getNode('n1');
+        const cleanup = () => {
+          outNode.removeListener('input', onInput);
+          node.removeListener('call:error', onError);
+        };
+        const onInput = (m: Msg) => (cleanup(), resolve(m));
+        const onError = (c: Msg) => (cleanup(), reject(new Error(String(c.args[0]?.message ?? c.args[0]))));
+        outNode.on('input', onInput);
+        node.on('call:error', onError);
+        node.receive(msg);
       });
-      helper.getNode('n1').receive(msg);
-      return next;
-    };
 
     it('rwkv-generate: result message and one message per token', async () => {
       await inFlows(async (mode) => {
@@ -260,6 +267,26 @@ describe('nodes in process and through rwkv-flow serve: same results', function 
         const badLayer = await send({ payload: 'x', layer: 3 }).catch((e: Error) => e.message);
         return { chosen: untimed({ payload: chosen.payload, ranking: chosen.ranking, rwkv: chosen.rwkv }), embedded: embedded.payload, badLayer };
       });
+    });
+
+    it('rwkv-model in server mode: a server started after the deploy is used from the next message', async () => {
+      // A free loopback port, then nothing listening on it.
+      const probe = await serveOn(fakeEngine().engine);
+      const url = probe.url;
+      await probe.close();
+      const mode = { modelNode: { id: 'm1', type: 'rwkv-model', engineMode: 'server', serverUrl: url }, modelCredentials: {} } as unknown as Mode;
+      await load(mode, { type: 'rwkv-generate', maxTokens: '3' });
+      await assert.rejects(send({ payload: 'hello' }), /is not reachable \(ECONNREFUSED\)/);
+      const { engine } = fakeEngine();
+      const server = await serveOn(engine, { port: Number(new URL(url).port) });
+      try {
+        const msg = await send({ payload: 'hello' });
+        assert.strictEqual(msg.rwkv.usage.completionTokens, 3);
+      } finally {
+        await helper.unload();
+        await server.close();
+        await engine.close();
+      }
     });
 
     it('rwkv-load-state: buffer, conversation file, list, unload', async () => {

@@ -4,7 +4,7 @@
 
 import type { Engine, EngineLease } from '../../../engine/api';
 import { acquireLease } from '../../shared/engine-provider';
-import { parseModelConfig } from '../../shared/model-config';
+import { parseModelConfig, type ModelConfig } from '../../shared/model-config';
 import type { NodeRedApi, RuntimeNode } from './node-red-types';
 
 export interface ModelConfigNode extends RuntimeNode {
@@ -17,16 +17,32 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
     RED.nodes.createNode(this, config);
     const node = this as ModelConfigNode;
     let lease: Promise<EngineLease> | undefined;
+    let parsed: ModelConfig | undefined;
     try {
       // The server's API key is a credential: Node-RED keeps it out of the flow file.
-      lease = acquireLease(parseModelConfig({ ...config, apiKey: node.credentials?.apiKey }));
+      parsed = parseModelConfig({ ...config, apiKey: node.credentials?.apiKey });
+      lease = acquireLease(parsed);
     } catch (err) {
       lease = Promise.reject(err);
     }
     // Logged once here; each worker node reports it again against the message that needed it.
     lease.catch((err: unknown) => node.error(`rwkv-model: ${(err as Error).message}`));
 
-    node.getEngine = async () => (await lease!).engine;
+    node.getEngine = async () => {
+      const tried = lease!;
+      try {
+        return (await tried).engine;
+      } catch (err) {
+        // A server that was not reachable at deploy (started after Node-RED) is tried again by the next
+        // message, once for all messages waiting; a model that failed to load here is not reloaded per message.
+        if (!parsed?.server || !lease) throw err;
+        if (lease === tried) {
+          lease = acquireLease(parsed);
+          lease.catch(() => undefined); // the message that needed it reports it
+        }
+        return (await lease).engine;
+      }
+    };
 
     node.on('close', (_removed, done) => {
       const held = lease;
