@@ -53,8 +53,17 @@ export class ServerMetrics {
     this.completionTokens += tokens;
   }
 
+  /** The engine's counters; null while it has none to give (released, being rebuilt). */
+  private read(): EngineMetrics | null {
+    try {
+      return this.engine();
+    } catch {
+      return null;
+    }
+  }
+
   private sample(): void {
-    const m = this.engine();
+    const m = this.read();
     this.samples.push({ at: performance.now(), decode: m?.decodeTokens ?? 0, prefill: m?.chunkTokens ?? 0 });
     while (this.samples.length > RATE_WINDOW_S + 1) this.samples.shift();
   }
@@ -68,7 +77,7 @@ export class ServerMetrics {
   }
 
   text(): string {
-    const m = this.engine();
+    const m = this.read();
     const now = performance.now();
     const out: string[] = [];
     const metric = (name: string, type: 'counter' | 'gauge', help: string, lines: [string, number][]) => {
