@@ -1,6 +1,7 @@
-// Engine throughput on random models of the official RWKV-7 shapes: decode tokens/s at batch 1 and 32,
-// prefill tokens/s with chunks of 128 and 512, and the weight bytes a decode step reads per second as a
-// fraction of the device-to-device copy bandwidth measured in the same run.
+// Engine throughput on random models of the official RWKV-7 shapes: decode tokens/s and step ms at batch 1, 8,
+// 32 and 64, prefill tokens/s with chunks of 128 and 512, the kernel path, and the weight bytes a batch-1 step
+// reads per second as a fraction of the WGSL read probe (a kernel reading a large buffer, the HBM ceiling a
+// kernel can reach) and of Dawn's buffer copy, both measured in the same run.
 
 import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
@@ -45,13 +46,20 @@ export async function benchEngine(
   const copy = await measureCopyBandwidth(gpu.device, probeBytes);
   // Dawn's copyBufferToBuffer is far below what a kernel can read on some drivers (a fifth on the H200),
   // so the weight-read rate is also put against a plain WGSL read of the same memory.
-  const read = await measureWgslReadBandwidth(gpu.device, { bytes: probeBytes, workgroupCounts: [2112, 8448], unrolls: [4] });
+  // The probe's best over grid sizes and unrolls (one variant alone under-read by half on the H200, run 1).
+  const read = await measureWgslReadBandwidth(gpu.device, { bytes: probeBytes, workgroupCounts: [2112, 8448, 16896], unrolls: [4, 8] });
   const results: Record<string, number | string> = {
     adapter: gpu.adapterName,
+    kernelPath: gpu.kernelPath,
+    dawnToggles: gpu.dawnToggles.join(','),
     copyGBps: +copy.gbPerS.toFixed(1),
     wgslReadGBps: +read.best.gbPerS.toFixed(1),
+    wgslReadBest: `${read.best.workgroups} workgroups, unroll ${read.best.unroll}`,
   };
-  log(`copy bandwidth (read+write): ${copy.gbPerS.toFixed(1)} GB/s; WGSL read: ${read.best.gbPerS.toFixed(1)} GB/s`);
+  log(
+    `kernel path ${gpu.kernelPath}; copy bandwidth (read+write): ${copy.gbPerS.toFixed(1)} GB/s; WGSL read probe: ` +
+      `${read.best.gbPerS.toFixed(1)} GB/s (${results.wgslReadBest})`,
+  );
   for (const shape of shapes) {
     const t0 = performance.now();
     const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: opts.vocab ?? 65536, dtype: 'f16', seed: 7 });
@@ -74,6 +82,7 @@ export async function benchEngine(
       const r = await timeIt(secs, 5, () => be.run(jobs()));
       return (batch * r.reps) / r.seconds;
     };
+    const dec8 = await batchTps(8, 'last');
     const dec32Top = await batchTps(32, 'top');
     const dec64 = await batchTps(64, 'last');
     const dec64Top = await batchTps(64, 'top');
@@ -107,8 +116,16 @@ export async function benchEngine(
     const bwFrac = (stepBytes * dec1Tps) / (copy.gbPerS * 1e9);
     const readFrac = (stepBytes * dec1Tps) / (read.best.gbPerS * 1e9);
     const p = shape.name;
+    const stepMs = (batch: number, tps: number) => +((1000 * batch) / tps).toFixed(2);
     Object.assign(results, {
+      [`${p}.kernels`]: be.kernelPath,
       [`${p}.loadSeconds`]: +load.toFixed(1),
+      [`${p}.decodeB8TokPerS`]: +dec8.toFixed(1),
+      [`${p}.stepMs.b1`]: stepMs(1, dec1Tps),
+      [`${p}.stepMs.b8`]: stepMs(8, dec8),
+      [`${p}.stepMs.b32`]: stepMs(32, dec32Tps),
+      [`${p}.stepMs.b64`]: stepMs(64, dec64),
+      [`${p}.stepMs.prefill512`]: stepMs(512, pre512),
       [`${p}.decodeB1TokPerS`]: +dec1Tps.toFixed(1),
       [`${p}.decodeB32TokPerS`]: +dec32Tps.toFixed(1),
       [`${p}.decodeB32TopTokPerS`]: +dec32Top.toFixed(1),
@@ -122,10 +139,11 @@ export async function benchEngine(
       ...crossover,
     });
     log(
-      `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
-        `${(100 * bwFrac).toFixed(1)}% of copy, ${(100 * readFrac).toFixed(1)}% of WGSL read), b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), ` +
+      `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s, ${stepMs(1, dec1Tps)} ms a step (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
+        `${(100 * readFrac).toFixed(1)}% of the WGSL read probe, ${(100 * bwFrac).toFixed(1)}% of copy), b8 ${dec8.toFixed(0)} tok/s, ` +
+        `b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), b64 ${dec64.toFixed(0)} tok/s (${stepMs(64, dec64)} ms), ` +
         `b32/b64 with full rows ${dec32Tps.toFixed(0)}/${dec64.toFixed(0)} vs top ${dec32Top.toFixed(0)}/${dec64Top.toFixed(0)} tok/s, ` +
-        `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s`,
+        `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s (${stepMs(512, pre512)} ms); kernels: ${be.kernelPath}`,
     );
     be.dispose();
   }

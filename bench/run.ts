@@ -5,6 +5,7 @@
 import * as fs from 'fs';
 import { acquireGpu } from '../engine/gpu/device';
 import { benchEngine, OFFICIAL_SHAPES, SMOKE_SHAPES } from './engine';
+import { benchMatmul, MATMUL_CASES, SMOKE_MATMUL_CASES, summarizeMatmul } from './matmul';
 import { benchSamplers } from './samplers';
 import { benchTokenizer } from './tokenizer';
 
@@ -20,6 +21,11 @@ const SECTIONS: Record<string, Section> = {
     const which = arg('shapes') ?? (onGpu ? 'official' : 'smoke');
     return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096, crossover: process.argv.includes('--crossover') });
   },
+  matmul: async ({ gpu, onGpu }) => {
+    const rows = await benchMatmul(gpu, { cases: onGpu ? MATMUL_CASES : SMOKE_MATMUL_CASES });
+    console.log(summarizeMatmul(rows));
+    return { kernelPath: gpu.kernelPath, rows };
+  },
   tokenizer: () => benchTokenizer(),
   samplers: () => benchSamplers(),
 };
@@ -30,7 +36,7 @@ export function registerBenchSection(name: string, section: Section) {
 }
 
 async function main() {
-  for (const mod of ['./grammar', './scheduler', './constrained', './loader', './top-logits', './serve']) {
+  for (const mod of ['./grammar', './scheduler', './constrained', './loader', './top-logits', './safety', './schema-coverage', './serve']) {
     try {
       // Optional sections: present once their part of the engine exists.
       const m = require(mod);
@@ -39,12 +45,12 @@ async function main() {
       if ((e as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw e;
     }
   }
-  const gpu = await acquireGpu();
+  const gpu = await acquireGpu({ exactTimestamps: true });
   const onGpu = !/llvmpipe|lavapipe|swiftshader/i.test(gpu.adapterName);
   const seconds = Number(arg('seconds') ?? (onGpu ? 2 : 1));
   const names = (arg('sections') ?? Object.keys(SECTIONS).join(',')).split(',');
-  console.log(`adapter: ${gpu.adapterName}${onGpu ? '' : ' (CPU driver: small shapes)'}`);
-  const all: Record<string, unknown> = { date: new Date().toISOString(), adapter: gpu.adapterName };
+  console.log(`adapter: ${gpu.adapterName}${onGpu ? '' : ' (CPU driver: small shapes)'}; kernel path ${gpu.kernelPath}`);
+  const all: Record<string, unknown> = { date: new Date().toISOString(), adapter: gpu.adapterName, kernelPath: gpu.kernelPath };
   for (const name of names) {
     const section = SECTIONS[name];
     if (!section) throw new Error(`unknown bench section '${name}'; known: ${Object.keys(SECTIONS).join(', ')}`);

@@ -57,7 +57,13 @@ export async function main(argv: string[]): Promise<number> {
       const info = describeModel(loadCheckpoint(modelPath));
       const { vocabMap, ...rest } = info;
       const be = info.version === 'v7' ? await createBackend({ model: modelPath, slots: 1, precision }) : null;
-      const out = { model: modelPath, ...rest, reducedVocab: vocabMap ? vocabMap.length : undefined, adapter: be?.adapterName };
+      const out = {
+        model: modelPath,
+        ...rest,
+        reducedVocab: vocabMap ? vocabMap.length : undefined,
+        adapter: be?.adapterName,
+        kernels: be?.kernelPath,
+      };
       be?.dispose();
       process.stdout.write(JSON.stringify(out, null, 2) + '\n');
       return 0;
@@ -84,7 +90,8 @@ export async function main(argv: string[]): Promise<number> {
     case 'generate': {
       if (values.prompt === undefined) throw new Error('generate needs --prompt TEXT');
       const maxTokens = positiveInt('max-tokens', values['max-tokens'], 200);
-      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1 });
+      // The CLI user is the operator: the flag sets the cap, and there is no deadline (Ctrl-C stops it).
+      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0 });
       try {
         for await (const ev of engine.generate({
           prompt: values.prompt,

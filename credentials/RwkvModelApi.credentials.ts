@@ -49,7 +49,7 @@ export class RwkvModelApi implements ICredentialType {
       type: 'string',
       default: '',
       placeholder: '/models/RWKV-x070-World-1.5B.st',
-      description: 'Path of an RWKV .st (safetensors) or .pth checkpoint on the n8n host. Empty uses the bundled default model.',
+      description: 'Path of an RWKV .st (safetensors) or .pth checkpoint on the n8n host; a relative path is taken inside n8n\'s user folder (~/.n8n). Empty uses the bundled default model.',
     },
     {
       displayName: 'Precision',
@@ -100,7 +100,8 @@ export class RwkvModelApi implements ICredentialType {
       type: 'number',
       typeOptions: { minValue: 0 },
       default: 0,
-      description: 'Memory for remembered prompt prefixes, so a repeated prompt start is not processed again. 0 = engine default.',
+      description:
+        'Memory for remembered prompt prefixes, so a repeated prompt start is not processed again; one bound shared by all loaded states. 0 = engine default (512 MiB).',
     },
     {
       displayName: 'State Folder',
@@ -117,6 +118,32 @@ export class RwkvModelApi implements ICredentialType {
       typeOptions: { minValue: 0 },
       default: 0,
       description: 'Requests allowed to wait for a GPU slot before new ones are refused. 0 = engine default.',
+    },
+    {
+      displayName: 'Max Tokens Limit',
+      name: 'maxTokensLimit',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description:
+        'Most tokens one generation may ask for; a node or item asking for more fails with an error naming the limit, and one leaving Max Tokens empty gets the smaller of 256 and this. 0 = engine default (4096).',
+    },
+    {
+      displayName: 'Request Timeout (Seconds)',
+      name: 'requestTimeoutSeconds',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 600,
+      description:
+        'Deadline of one request (generation, choose, embed, saving a conversation) from its submission, waiting in the queue included; a request past it is cancelled and its item fails with a timeout error. 0 = no deadline.',
+    },
+    {
+      displayName: 'Max Loaded States',
+      name: 'maxStates',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description: 'Most named initial states loaded at once; loading one more fails until one is unloaded. 0 = engine default (64).',
     },
   ];
 }

@@ -10,7 +10,7 @@ export interface EngineConfig {
   chunkSize?: number;
   /** Tokens per prefill chunk while no slot decodes (at least chunkSize): larger chunks use the GPU better. */
   prefillChunkSize?: number;
-  /** Byte bound of the prefix-state cache (per initial state). */
+  /** One byte bound across the prefix-state caches of all initial states (least recently used evicted first). */
   cacheBytes?: number;
   /** Folder where named initial states and conversation states are looked up and saved. */
   stateDir?: string;
@@ -18,6 +18,16 @@ export interface EngineConfig {
   maxQueue?: number;
   /** Share of their speed decoding requests keep while a long prompt prefills (0..1, default 0.75). */
   decodeKeep?: number;
+  // Operator limits: a request can never exceed them (nothing in a request or message changes them).
+  /** Most tokens one generate() may ask for (default 4096); a request above it is refused. */
+  maxTokensLimit?: number;
+  /**
+   * Wall-clock deadline of one request from its submission, queueing included, in ms (default 10 minutes;
+   * 0 = none). A request past it is cancelled and fails with RequestTimeoutError.
+   */
+  requestTimeoutMs?: number;
+  /** Most named initial states loaded at once (default 64). */
+  maxStates?: number;
 }
 
 export interface SamplerOptions {
@@ -36,6 +46,18 @@ export interface SamplerOptions {
   mirostatEta?: number;
   /** token id → additive bias (World ids). */
   logitBias?: Record<number, number>;
+  /** text → additive bias on each token of the text's tokenization (what an editor field can hold). */
+  logitBiasText?: Record<string, number>;
+  /** Nucleus and typical: drop tokens whose probability is below minP times the most probable one's (0 = off). */
+  minP?: number;
+  /**
+   * Multiplicative repetition penalty (llama.cpp's repeat_penalty) on the tokens generated in the last
+   * repetitionWindow steps: a positive logit is divided by it, a negative one multiplied (1 = off). The
+   * penalty depends on each logit, so such requests read back the whole logits row instead of the GPU's top.
+   */
+  repetitionPenalty?: number;
+  /** Generated tokens the repetition penalty looks back over (default 64). */
+  repetitionWindow?: number;
   seed?: number;
 }
 
@@ -49,23 +71,47 @@ export interface GenerateRequest {
   /** Constrained output: KBNF/GBNF grammar text, or a JSON schema object. */
   grammar?: string;
   jsonSchema?: object;
+  /** JSON Schema output spacing: 'compact' (default, no whitespace) or 'flexible' (JSON whitespace between tokens). */
+  jsonWhitespace?: 'compact' | 'flexible';
+  /** Report each generated token's log-probability (delta events) and their mean (stop event). */
+  logprobs?: boolean;
+  /** Also the this many most probable tokens at each step (0-20; implies logprobs). */
+  topLogprobs?: number;
+}
+
+/**
+ * A generated token's natural-log probability under the distribution it was drawn from: the model's, after
+ * logit bias, repetition penalties and a grammar's mask, before temperature and top-k/top-p/typical
+ * truncation. A token a grammar forced (no other was allowed) has logprob 0.
+ */
+export interface TokenLogprob {
+  id: number;
+  /** The token's text (a token ending inside a UTF-8 character shows U+FFFD). */
+  token: string;
+  logprob: number;
+  /** The most probable tokens at that step, best first (topLogprobs). */
+  top?: { id: number; token: string; logprob: number }[];
 }
 
 export type GenerateEvent =
   | { type: 'queued'; position: number }
   | { type: 'start'; promptTokens: number; cachedTokens: number }
   | { type: 'prefill'; done: number; total: number }
-  | { type: 'delta'; text: string; tokens: number[] }
+  | { type: 'delta'; text: string; tokens: number[]; /** One per token, with logprobs requested. */ logprobs?: TokenLogprob[] }
   | {
       type: 'stop';
       reason: 'stop' | 'length' | 'eos' | 'abort' | 'grammar';
       text: string;
       /** Parsed JSON when jsonSchema was given. */
       json?: unknown;
+      /** With logprobs requested: the mean log-probability of the generated tokens (a confidence summary). */
+      meanLogprob?: number;
       promptTokens: number;
       completionTokens: number;
       timing: { queueMs: number; prefillMs: number; decodeMs: number; totalMs: number };
     };
+
+export type EmbedPooling = 'last' | 'mean';
 
 export interface ChooseResult {
   /** Sorted best first. */
@@ -87,7 +133,11 @@ export interface Engine {
     choices: string[],
     opts?: { calibrate?: boolean; state?: string; signal?: AbortSignal },
   ): Promise<ChooseResult>;
-  embed(text: string, opts?: { layer?: number; state?: string; signal?: AbortSignal }): Promise<Float32Array>;
+  /**
+   * The hidden vector (channel-mix input) at a layer: of the last token ('last', default) or averaged over
+   * the text's tokens ('mean', one step per token).
+   */
+  embed(text: string, opts?: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal }): Promise<Float32Array>;
   loadState(name: string, source: string | Uint8Array): Promise<StateInfo>;
   unloadState(name: string): void;
   listStates(): StateInfo[];

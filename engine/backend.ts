@@ -6,6 +6,9 @@ import { describeModel } from './model-spec';
 import { acquireGpu, GpuContext, releaseGpu } from './gpu/device';
 import { uploadRwkv7, WeightPrecision } from './rwkv7/weights';
 import { Rwkv7Runtime } from './rwkv7/runtime';
+import { uploadRwkv6 } from './rwkv6/weights';
+import { uploadRwkv5 } from './rwkv5/weights';
+import { Rwkv6Runtime } from './rwkv6/runtime';
 
 export interface BackendOptions {
   model: string | Checkpoint;
@@ -23,7 +26,17 @@ export interface BackendOptions {
   gpu?: GpuContext;
 }
 
-export type Backend = InferenceBackend & { adapterName: string; weightBytes: number; vecMaxRows: number; gemmTile: 16 | 64 };
+export type Backend = InferenceBackend & {
+  adapterName: string;
+  weightBytes: number;
+  vecMaxRows: number;
+  gemmTile: 16 | 64;
+  /** Which matrix kernels run (capabilities.ts, rwkv7/matmul.ts), as one line. */
+  readonly kernelPath: string;
+};
+
+/** Versions the WebGPU engine runs. */
+const SUPPORTED: readonly string[] = ['v5', 'v6', 'v7'];
 
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
@@ -31,22 +44,27 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (precision !== 'f16' && precision !== 'f32') throw new RangeError(`precision must be 'f16' or 'f32', got ${precision}`);
   const ck = typeof opts.model === 'string' ? loadCheckpoint(opts.model) : opts.model;
   const info: ModelInfo = describeModel(ck);
-  if (info.version !== 'v7') {
-    throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; only RWKV-7 (x070) is`);
+  if (!SUPPORTED.includes(info.version)) {
+    throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);
   }
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
   const gpu = opts.gpu ?? (await acquireGpu());
   try {
-    const weights = uploadRwkv7(gpu.device, ck, info, precision);
-    const runtime = new Rwkv7Runtime(gpu, info, weights, {
+    const runtimeOpts = {
       slots: opts.slots,
       maxTokens: opts.maxTokens ?? 256,
       maxRows: opts.maxRows ?? 64,
       vecMaxRows: opts.vecMaxRows,
       gemmTile: opts.gemmTile,
       ownsDevice,
-    });
+    };
+    // One folder per version (engine/rwkv{5,6,7}/); RWKV-5.2 runs on RWKV-6's pass without its data-dependent parts.
+    const weights =
+      info.version === 'v7' ? uploadRwkv7(gpu.device, ck, info, precision)
+      : info.version === 'v6' ? uploadRwkv6(gpu.device, ck, info, precision)
+      : uploadRwkv5(gpu.device, ck, info, precision);
+    const runtime = 'common' in weights ? new Rwkv6Runtime(gpu, info, weights, runtimeOpts) : new Rwkv7Runtime(gpu, info, weights, runtimeOpts);
     return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
   } catch (e) {
     // Weights half uploaded: the device goes with them (a lent one keeps what the lender must free).

@@ -29,7 +29,7 @@ export interface CompiledConstraintLike {
 
 /** Compiles a constraint: in this thread (returns it) or off it (returns a promise). */
 export type ConstraintCompiler = (
-  spec: { grammar?: string; jsonSchema?: object },
+  spec: { grammar?: string; jsonSchema?: object; jsonWhitespace?: 'compact' | 'flexible' },
   tokenizer: unknown,
 ) => CompiledConstraintLike | Promise<CompiledConstraintLike>;
 
@@ -46,4 +46,11 @@ export function loadConstraintCompiler(): ConstraintCompiler | null {
     if ((e as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND' && /grammar[\\/]index/.test((e as Error).message)) return null;
     throw e;
   }
+}
+
+/** Prepares the grammar module's per-vocabulary tables at model load, when the module is part of this build. */
+export function prepareConstraintVocabulary(tokenizer: unknown): void {
+  if (!loadConstraintCompiler()) return;
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  (require('./grammar/index') as { prepareVocabulary(v: unknown): void }).prepareVocabulary(tokenizer);
 }

@@ -6,6 +6,7 @@ import * as path from 'path';
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS, RwkvEngine } from './engine';
 import { checkEngineConfig } from './engine-config';
+import { prepareConstraintVocabulary } from './constraint';
 import { packageRoot } from './package-root';
 import { WorldTokenizer } from './tokenizer';
 import type { ModelInfo } from './types';
@@ -63,7 +64,10 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize, 1) + maxBatch,
   });
   try {
-    return new RwkvEngine({ backend, tokenizer: tokenizerFor(backend.info), config });
+    const tokenizer = tokenizerFor(backend.info);
+    // Built while the model loads rather than on the first constrained request's event-loop turn.
+    prepareConstraintVocabulary(tokenizer);
+    return new RwkvEngine({ backend, tokenizer, config });
   } catch (e) {
     backend.dispose();
     throw e;

@@ -3,6 +3,7 @@
 
 import type {
   ChooseResult,
+  EmbedPooling,
   Engine,
   EngineConfig,
   GenerateEvent,
@@ -17,12 +18,13 @@ import {
   MAX_CONVERSATION_TOKENS,
   modelSignature,
 } from './conversation-file';
-import { AbortError, EngineClosedError, RequestError } from './errors';
+import { AbortError, EngineClosedError, QueueFullError, RequestError } from './errors';
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
-import { InitialStateRegistry, type InitialState } from './initial-states';
-import { ScoreTask, StateTask, WarmTask } from './promise-task';
-import { checkGenerateRequest, checkText } from './request-validation';
+import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
+import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
+import { MAX_TIMEOUT_MS, RequestDeadline } from './request-deadline';
+import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
 import { readStateSource } from './state-file';
@@ -37,6 +39,9 @@ export interface EngineTokenizer {
   decodeBytes(ids: ArrayLike<number>): Uint8Array;
 }
 
+/** Mean pooling reads the state once per token: longer texts would hold a slot for thousands of steps. */
+export const MAX_MEAN_POOLING_TOKENS = 8192;
+
 export const ENGINE_DEFAULTS = {
   maxBatch: 8,
   // H200, 1.5B: 256-token chunks prefill a prompt 1.4-2x faster than 128 at the same paced decode share, and a
@@ -46,6 +51,10 @@ export const ENGINE_DEFAULTS = {
   cacheBytes: 512 * 1024 * 1024,
   maxQueue: 1024,
   cacheMinTokens: 64,
+  // Operator limits (EngineConfig): generous for flows, bounded for a webhook anyone can call.
+  maxTokensLimit: 4096,
+  requestTimeoutMs: 10 * 60 * 1000,
+  maxStates: DEFAULT_MAX_STATES,
 } as const;
 
 /** What a server reports about an engine: the scheduler's counters and how busy it is now (engine/server/metrics.ts). */
@@ -76,6 +85,8 @@ export class RwkvEngine implements Engine {
   private readonly states: InitialStateRegistry;
   private readonly stateFolder: StateFolder;
   private readonly compileConstraint: ConstraintCompiler | null;
+  private readonly maxTokensLimit: number;
+  private readonly requestTimeoutMs: number;
   private closed = false;
   private brokenReason: string | null = null;
 
@@ -94,7 +105,15 @@ export class RwkvEngine implements Engine {
     };
     const cacheBytes = config.cacheBytes ?? ENGINE_DEFAULTS.cacheBytes;
     if (!(cacheBytes >= 0)) throw new RangeError(`cacheBytes must be >= 0, got ${cacheBytes}`);
-    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes);
+    this.maxTokensLimit = config.maxTokensLimit ?? ENGINE_DEFAULTS.maxTokensLimit;
+    if (!Number.isInteger(this.maxTokensLimit) || this.maxTokensLimit < 1 || this.maxTokensLimit > MAX_MAX_TOKENS) {
+      throw new RangeError(`maxTokensLimit must be an integer in [1, ${MAX_MAX_TOKENS}], got ${config.maxTokensLimit}`);
+    }
+    this.requestTimeoutMs = config.requestTimeoutMs ?? ENGINE_DEFAULTS.requestTimeoutMs;
+    if (!Number.isInteger(this.requestTimeoutMs) || this.requestTimeoutMs < 0 || this.requestTimeoutMs > MAX_TIMEOUT_MS) {
+      throw new RangeError(`requestTimeoutMs must be an integer in [0, ${MAX_TIMEOUT_MS}] (0 = none), got ${config.requestTimeoutMs}`);
+    }
+    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates);
     this.scheduler = new Scheduler(parts.backend, {
       chunkSize: config.chunkSize ?? ENGINE_DEFAULTS.chunkSize,
       prefillChunkSize: config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize,
@@ -131,17 +150,17 @@ export class RwkvEngine implements Engine {
 
   generate(req: GenerateRequest, opts: { signal?: AbortSignal } = {}): AsyncIterable<GenerateEvent> {
     this.checkOpen();
-    const checked = checkGenerateRequest(req);
+    const checked = checkGenerateRequest(req, this.maxTokensLimit);
     const initial = this.states.resolve(req.state ?? undefined);
     const prompt = this.promptRows(checked.prompt, initial);
-    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0);
+    const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
     // is queued only once it compiled, and a compile error is the iterator's error.
     let constraint: CompiledConstraintLike | Promise<CompiledConstraintLike> | null = null;
     if (req.grammar || req.jsonSchema) {
       if (!this.compileConstraint) throw new RequestError('grammar and jsonSchema need the grammar module, which is not available in this build');
-      constraint = this.compileConstraint({ grammar: req.grammar || undefined, jsonSchema: req.jsonSchema || undefined }, this.tokenizer);
+      constraint = this.compileConstraint({ grammar: req.grammar || undefined, jsonSchema: req.jsonSchema || undefined, jsonWhitespace: req.jsonWhitespace }, this.tokenizer);
       if (constraint instanceof Promise) constraint.catch(() => {}); // observed in stream(); never unhandled
     }
     const build = (signal: AbortSignal, channel: EventChannel<GenerateEvent>, compiled: CompiledConstraintLike | null) =>
@@ -158,20 +177,25 @@ export class RwkvEngine implements Engine {
         parseJson: !!req.jsonSchema && !!compiled,
         channel,
         topCapacity: this.backend.topCapacity ?? 0,
+        topLogprobs: checked.topLogprobs,
       });
     return this.stream(build, constraint, opts.signal);
   }
 
-  /** Submits on first iteration, once the constraint compiled; leaving the loop early cancels the request and frees its slot. */
+  /**
+   * Submits on first iteration, once the constraint compiled; leaving the loop early cancels the request and frees
+   * its slot. Past the deadline the request is cancelled like an abort, and the stream fails with RequestTimeoutError.
+   */
   private async *stream(
     build: (signal: AbortSignal, channel: EventChannel<GenerateEvent>, constraint: CompiledConstraintLike | null) => GenerateTask,
     constraint: CompiledConstraintLike | Promise<CompiledConstraintLike> | null,
     outer: AbortSignal | undefined,
   ): AsyncGenerator<GenerateEvent> {
     const controller = new AbortController();
+    const deadline = new RequestDeadline(this.requestTimeoutMs, outer);
     const forward = () => controller.abort();
-    if (outer?.aborted) controller.abort();
-    outer?.addEventListener('abort', forward, { once: true });
+    if (deadline.signal.aborted) controller.abort();
+    deadline.signal.addEventListener('abort', forward, { once: true });
     const channel = new EventChannel<GenerateEvent>();
     try {
       const compiled = await untilAborted(constraint, controller.signal);
@@ -179,9 +203,13 @@ export class RwkvEngine implements Engine {
       const task = build(controller.signal, channel, controller.signal.aborted ? null : compiled);
       if (controller.signal.aborted) task.onAbort();
       else this.scheduler.submit(task);
-      yield* channel;
+      for await (const event of channel) {
+        if (event.type === 'stop' && event.reason === 'abort' && deadline.expired) throw deadline.explain(null);
+        yield event;
+      }
     } finally {
-      outer?.removeEventListener('abort', forward);
+      deadline.signal.removeEventListener('abort', forward);
+      deadline.dispose();
       controller.abort();
     }
   }
@@ -197,6 +225,14 @@ export class RwkvEngine implements Engine {
     checkText(prompt, 'prompt');
     if (!Array.isArray(choices) || choices.length === 0) throw new RequestError('choices must be a non-empty array of strings');
     if (choices.length > 1024) throw new RequestError(`at most 1024 choices, got ${choices.length}`);
+    // Every choice is scored as its own queued task, all at once: more than the queue can ever hold would
+    // always fail part-way.
+    const capacity = this.scheduler.options.maxQueue + this.scheduler.pool.slots.length;
+    if (choices.length > capacity) {
+      throw new RequestError(
+        `${choices.length} choices are more than this engine can queue at once (${capacity}: maxQueue ${this.scheduler.options.maxQueue} + ${this.scheduler.pool.slots.length} slots); give fewer choices or raise maxQueue`,
+      );
+    }
     const rows = choices.map((c, i) => {
       if (typeof c !== 'string' || c.length === 0) throw new RequestError(`choices[${i}] must be a non-empty string`);
       return this.rows(c, `choices[${i}]`);
@@ -204,9 +240,11 @@ export class RwkvEngine implements Engine {
     const initial = this.states.resolve(opts.state);
     // With nothing to condition on, end-of-text is the document start the model was trained with.
     const context = this.promptRows(prompt, initial, true);
-    const scores = await this.scoreAll(initial, context, rows, opts.signal);
-    let baseline: number[] | null = null;
-    if (opts.calibrate) baseline = await this.scoreAll(this.states.zero, [this.endOfTextRow()], rows, opts.signal);
+    const endOfText = opts.calibrate ? this.endOfTextRow() : 0;
+    const { scores, baseline } = await new RequestDeadline(this.requestTimeoutMs, opts.signal).run(async (signal) => ({
+      scores: await this.scoreAll(initial, context, rows, signal),
+      baseline: opts.calibrate ? await this.scoreAll(this.states.zero, [endOfText], rows, signal) : null,
+    }));
     const ranking = choices.map((choice, index) => {
       const n = rows[index].length;
       const logProb = scores[index] - (baseline ? baseline[index] : 0);
@@ -216,21 +254,35 @@ export class RwkvEngine implements Engine {
     return { ranking };
   }
 
-  private async scoreAll(initial: InitialState, context: number[], rows: number[][], signal?: AbortSignal): Promise<number[]> {
+  private async scoreAll(initial: InitialState, context: number[], rows: number[][], signal: AbortSignal): Promise<number[]> {
     // Prefill the shared context once (cached), then score every choice in parallel from the cache.
     if (context.length > 0) {
       const warm = new WarmTask(initial, context, signal);
       this.scheduler.submit(warm);
       await warm.promise;
     }
-    const tasks = rows.map((r) => new ScoreTask(initial, context, r, this.mapping.rows, signal));
-    for (const t of tasks) this.scheduler.submit(t);
-    return Promise.all(tasks.map((t) => t.promise));
+    // The parts stand or fall together: all are queued or none, and the first failure cancels the rest.
+    const room = this.scheduler.options.maxQueue + this.scheduler.pool.idleCount - this.scheduler.queued;
+    if (rows.length > room) throw new QueueFullError(this.scheduler.options.maxQueue);
+    const parts = new AbortController();
+    const forward = () => parts.abort();
+    if (signal.aborted) parts.abort();
+    else signal.addEventListener('abort', forward, { once: true });
+    const tasks = rows.map((r) => new ScoreTask(initial, context, r, this.mapping.rows, parts.signal));
+    try {
+      for (const t of tasks) this.scheduler.submit(t);
+      return await Promise.all(tasks.map((t) => t.promise.catch((err) => (parts.abort(), Promise.reject(err)))));
+    } catch (err) {
+      parts.abort();
+      throw err;
+    } finally {
+      signal.removeEventListener('abort', forward);
+    }
   }
 
   // ---- embed / conversation state -------------------------------------------------------------------
 
-  async embed(text: string, opts: { layer?: number; state?: string; signal?: AbortSignal } = {}): Promise<Float32Array> {
+  async embed(text: string, opts: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal } = {}): Promise<Float32Array> {
     this.checkOpen();
     checkText(text, 'text');
     const info = this.backend.info;
@@ -239,11 +291,24 @@ export class RwkvEngine implements Engine {
       throw new RequestError(`layer must be an integer in [${-info.nLayer}, ${info.nLayer - 1}], got ${JSON.stringify(opts.layer)}`);
     }
     if (layer < 0) layer += info.nLayer;
+    if (opts.pooling !== undefined && opts.pooling !== 'last' && opts.pooling !== 'mean') {
+      throw new RequestError(`pooling must be "last" or "mean", got ${JSON.stringify(opts.pooling)}`);
+    }
     const initial = this.states.resolve(opts.state);
     const prompt = this.promptRows(text, initial);
-    const { state } = await this.runStateTask(initial, prompt, opts.signal);
     // The channel-mix input of the last token at that layer: the model's summary of the text there.
     const part = stateLayout(info)[layer].ffn_x;
+    if (opts.pooling === 'mean' && prompt.length > 1) {
+      if (prompt.length > MAX_MEAN_POOLING_TOKENS) {
+        throw new RequestError(`text is ${prompt.length} tokens; mean pooling takes at most ${MAX_MEAN_POOLING_TOKENS} (one step per token)`);
+      }
+      return new RequestDeadline(this.requestTimeoutMs, opts.signal).run((signal) => {
+        const task = new MeanStateTask(initial, prompt, part, signal);
+        this.scheduler.submit(task);
+        return task.promise;
+      });
+    }
+    const { state } = await new RequestDeadline(this.requestTimeoutMs, opts.signal).run((signal) => this.runStateTask(initial, prompt, signal));
     return state.slice(part.offset, part.offset + part.length);
   }
 
@@ -257,7 +322,7 @@ export class RwkvEngine implements Engine {
     if (tokens.length > MAX_CONVERSATION_TOKENS) {
       throw new RequestError(`prompt is ${tokens.length} tokens; a saved conversation holds at most ${MAX_CONVERSATION_TOKENS}`);
     }
-    const { state, logits } = await this.runStateTask(initial, tokens);
+    const { state, logits } = await new RequestDeadline(this.requestTimeoutMs).run((signal) => this.runStateTask(initial, tokens, signal));
     const bytes = encodeConversation({
       model: modelSignature(this.backend.info),
       initialState: initial.name,
@@ -277,9 +342,14 @@ export class RwkvEngine implements Engine {
   async loadState(name: string, source: string | Uint8Array): Promise<StateInfo> {
     this.checkOpen();
     InitialStateRegistry.checkName(name);
-    const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend.stateSize);
-    this.unloadState(name);
-    return this.states.add(name, loaded.state, loaded.source, loaded.logits);
+    const release = this.states.reserve(name); // a place under maxStates before the file is read
+    try {
+      const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend.stateSize);
+      this.unloadState(name);
+      return this.states.add(name, loaded.state, loaded.source, loaded.logits);
+    } finally {
+      release();
+    }
   }
 
   unloadState(name: string): void {

@@ -3,11 +3,12 @@
 // back), applies the grammar constraint, and ends on a stop string, end of text, max tokens,
 // grammar completion or abort.
 
-import type { GenerateEvent } from './api';
+import type { GenerateEvent, TokenLogprob } from './api';
 import type { CompiledConstraintLike, ConstraintMatcherLike } from './constraint';
 import type { EventChannel } from './event-channel';
 import type { InitialState } from './initial-states';
 import type { TokenSampler } from './samplers';
+import type { DrawLogProbs } from './samplers/token-sampler';
 import type { Feed, SlotTask, TaskStart } from './slot-task';
 import { RequestError } from './errors';
 import { StopMatcher } from './stop-matcher';
@@ -33,6 +34,8 @@ export interface GenerateTaskParams {
   channel: EventChannel<GenerateEvent>;
   /** Entries of the backend's 'top' output (0: none); decode steps use it when the sampler can. */
   topCapacity?: number;
+  /** Report logprobs with this many alternatives per token; null (default): none. */
+  topLogprobs?: number | null;
 }
 
 export class GenerateTask implements SlotTask {
@@ -52,6 +55,10 @@ export class GenerateTask implements SlotTask {
   private completion = 0;
   private text = '';
   private unreportedTokens: number[] = [];
+  private unreportedLogprobs: TokenLogprob[] = [];
+  private logprobSum = 0;
+  private logprobCount = 0;
+  private readonly tokenDecoder = new TextDecoder('utf-8');
   private finished = false;
   /** Once a sampled token would leave no room to close the output: the tokens that close it. */
   private closing: number[] | null = null;
@@ -70,6 +77,11 @@ export class GenerateTask implements SlotTask {
       );
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
     this.allowedRows = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;
+    if (this.wantsLogprobs) params.sampler.recordLogProbs(params.topLogprobs!);
+  }
+
+  private get wantsLogprobs(): boolean {
+    return this.p.topLogprobs !== undefined && this.p.topLogprobs !== null;
   }
 
   onQueued(position: number): void {
@@ -110,7 +122,9 @@ export class GenerateTask implements SlotTask {
     if (this.completion >= this.p.maxTokens) return this.finish('length');
     const row = this.pick(logits);
     const id = this.p.mapping.rowToWorld(row);
+    const draw = this.wantsLogprobs ? this.p.sampler.takeLogProbs() : null;
     if (id === END_OF_TEXT) return this.finish('eos');
+    if (this.wantsLogprobs) this.noteLogprob(id, draw && draw.row === row ? draw : null);
     this.matcher?.accept(id);
     this.completion++;
     this.unreportedTokens.push(id);
@@ -182,11 +196,35 @@ export class GenerateTask implements SlotTask {
     return this.p.mapping.rowToWorld(row);
   }
 
+  /** The token's log-probability from its draw; a token nothing was drawn for (forced by the grammar) has 0. */
+  private noteLogprob(id: number, draw: DrawLogProbs | null): void {
+    const entry: TokenLogprob = { id, token: this.tokenText(id), logprob: draw ? draw.logprob : 0 };
+    if (this.p.topLogprobs! > 0) {
+      entry.top = (draw?.top ?? []).map((t) => {
+        const alt = this.p.mapping.rowToWorld(t.row);
+        return { id: alt, token: this.tokenText(alt), logprob: t.logprob };
+      });
+    }
+    this.unreportedLogprobs.push(entry);
+    this.logprobSum += entry.logprob;
+    this.logprobCount++;
+  }
+
+  private tokenText(id: number): string {
+    return this.tokenDecoder.decode(this.p.decodeBytes([id]));
+  }
+
   private emit(text: string): void {
     if (text.length === 0) return;
     this.text += text;
-    this.p.channel.push({ type: 'delta', text, tokens: this.unreportedTokens });
+    this.p.channel.push({
+      type: 'delta',
+      text,
+      tokens: this.unreportedTokens,
+      ...(this.wantsLogprobs && { logprobs: this.unreportedLogprobs }),
+    });
     this.unreportedTokens = [];
+    this.unreportedLogprobs = [];
   }
 
   private finish(reason: StopReason): null {
@@ -211,6 +249,7 @@ export class GenerateTask implements SlotTask {
       reason,
       text: this.text,
       ...(json !== undefined ? { json } : {}),
+      ...(this.wantsLogprobs && { meanLogprob: this.logprobCount > 0 ? this.logprobSum / this.logprobCount : 0 }),
       promptTokens: this.prompt.length,
       completionTokens: this.completion,
       timing: {

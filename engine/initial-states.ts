@@ -1,11 +1,12 @@
 // Named initial states (state-tuned or saved conversations) that requests can start from. Each
-// has its own prefix cache, since the same tokens give different states from different starts.
+// has its own prefix cache, since the same tokens give different states from different starts; all
+// caches share one byte budget, and the number of named states is bounded (maxStates).
 // Requests hold the InitialState object itself, so unloading or replacing a name never changes
 // the state under a running request.
 
 import type { StateInfo } from './api';
 import { RequestError } from './errors';
-import { PrefixCache } from './prefix-cache';
+import { CacheBudget, PrefixCache } from './prefix-cache';
 
 export interface InitialState {
   /** '' for the zero state. */
@@ -20,15 +21,52 @@ export interface InitialState {
 
 const NAME_PATTERN = /^[\w.\- ]{1,128}$/;
 
+export const DEFAULT_MAX_STATES = 64;
+
 export class InitialStateRegistry {
   readonly zero: InitialState;
+  /** The one byte bound of every state's prefix cache. */
+  readonly cacheBudget: CacheBudget;
   private readonly states = new Map<string, InitialState>();
+  /** Names being loaded (file still being read) → number of loads in progress. */
+  private readonly pending = new Map<string, number>();
 
   constructor(
     private readonly stateSize: number,
-    private readonly cacheBytes: number,
+    cacheBytes: number,
+    readonly maxStates = DEFAULT_MAX_STATES,
   ) {
-    this.zero = { name: '', source: 'zero', state: null, logits: null, cache: new PrefixCache(cacheBytes) };
+    if (!Number.isInteger(maxStates) || maxStates < 0) throw new RangeError(`maxStates must be an integer >= 0, got ${maxStates}`);
+    this.cacheBudget = new CacheBudget(cacheBytes);
+    this.zero = { name: '', source: 'zero', state: null, logits: null, cache: new PrefixCache(this.cacheBudget) };
+  }
+
+  /** Refuses a new name once maxStates are loaded or being loaded (replacing a name is always allowed). */
+  checkRoomFor(name: string): void {
+    if (this.states.has(name) || this.pending.has(name)) return;
+    let taken = this.states.size;
+    for (const other of this.pending.keys()) if (!this.states.has(other)) taken++;
+    if (taken < this.maxStates) return;
+    throw new RequestError(
+      `cannot load state "${name}": ${taken} named states are loaded or loading, the limit of this model is ${this.maxStates} (maxStates in the model configuration); unload one first`,
+    );
+  }
+
+  /**
+   * Holds a place for `name` while its file is read, so many loads at once cannot all read their files
+   * and overshoot maxStates. Call the returned function when the load has ended, either way.
+   */
+  reserve(name: string): () => void {
+    this.checkRoomFor(name);
+    this.pending.set(name, (this.pending.get(name) ?? 0) + 1);
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      const left = this.pending.get(name)! - 1;
+      if (left > 0) this.pending.set(name, left);
+      else this.pending.delete(name);
+    };
   }
 
   /** The named state, or the zero state for undefined/''. */
@@ -47,11 +85,15 @@ export class InitialStateRegistry {
     if (state.length !== this.stateSize) {
       throw new RequestError(`state "${name}" has ${state.length} floats, the model's state has ${this.stateSize}`);
     }
-    this.states.set(name, { name, source, state, logits, cache: new PrefixCache(this.cacheBytes) });
+    this.checkRoomFor(name);
+    this.states.get(name)?.cache.retire();
+    this.states.set(name, { name, source, state, logits, cache: new PrefixCache(this.cacheBudget) });
     return InitialStateRegistry.info(this.states.get(name)!);
   }
 
   remove(name: string): boolean {
+    // Its cache's bytes go back to the budget; a request still running from it caches nothing more.
+    this.states.get(name)?.cache.retire();
     return this.states.delete(name);
   }
 

@@ -1,11 +1,17 @@
 // What model a checkpoint holds: the RWKV version (from tensor names) and its hyper-parameters (from
-// tensor shapes). For RWKV-7, the one version the engine runs, every tensor of the official x070
+// tensor shapes). For the versions the engine runs (RWKV-5.2, RWKV-6, RWKV-7) every tensor of the official
 // layout is checked for presence, exact shape and a float dtype, so a bad file is rejected here with
 // the offending tensor named instead of producing wrong logits later.
+//
+// The layer count is the number of contiguous layers blocks.0 … blocks.L-1; a tensor of a layer beyond
+// them (blocks.1000000.…) is structurally impossible and refused by name before anything per-layer is
+// built, and the expected tensors are checked one by one as they are generated, so a crafted index can
+// never make describeModel allocate more than the checkpoint itself holds.
 
 import type { Checkpoint, ModelInfo, RawTensor, RwkvVersion } from './types';
 import type { CheckpointReader, TensorInfo } from './loader/checkpoint-reader';
 import { toI32 } from './loader/dtype';
+import { clip } from './loader/limits';
 
 /** Names, dtypes and shapes are all describeModel needs (plus the bytes of `vocab_map`, if present). */
 export type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
@@ -13,14 +19,15 @@ export type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
 export type ModelDims = Omit<ModelInfo, 'version' | 'vocabMap'>;
 
 /** Tensor names and shapes of an RWKV-7 (x070) checkpoint, in the order official files store them. */
-export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
+export function* rwkv7Tensors(d: ModelDims): Generator<[string, number[]]> {
   const { nLayer: L, nEmbd: C, nHead: H, headSize: N, vocabSize: V, ffnDim: F } = d;
   const { w: Dw, a: Da, v: Dv, g: Dg } = d.loraDims;
   const vec = [1, 1, C];
-  const out: [string, number[]][] = [['emb.weight', [V, C]], ['blocks.0.ln0.weight', [C]], ['blocks.0.ln0.bias', [C]]];
+  yield* [['emb.weight', [V, C]], ['blocks.0.ln0.weight', [C]], ['blocks.0.ln0.bias', [C]]] as [string, number[]][];
   for (let i = 0; i < L; i++) {
     const b = `blocks.${i}.`;
     const a = `${b}att.`;
+    const out: [string, number[]][] = [];
     out.push([`${b}ln1.weight`, [C]], [`${b}ln1.bias`, [C]], [`${b}ln2.weight`, [C]], [`${b}ln2.bias`, [C]]);
     for (const x of ['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g']) out.push([a + x, vec]);
     out.push([`${a}w0`, vec], [`${a}w1`, [C, Dw]], [`${a}w2`, [Dw, C]]);
@@ -32,9 +39,63 @@ export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
     for (const m of ['receptance', 'key', 'value', 'output']) out.push([`${a}${m}.weight`, [C, C]]);
     out.push([`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]);
     out.push([`${b}ffn.x_k`, vec], [`${b}ffn.key.weight`, [F, C]], [`${b}ffn.value.weight`, [C, F]]);
+    yield* out;
   }
-  out.push(['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]);
-  return out;
+  yield* [['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]] as [string, number[]][];
+}
+
+/** rwkv7Tensors as a list. */
+export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
+  return [...rwkv7Tensors(d)];
+}
+
+/** The top-level tensors of every version before the layers, and after them. */
+function* headTensors(d: ModelDims, end: boolean): Generator<[string, number[]]> {
+  const { nEmbd: C, vocabSize: V } = d;
+  if (!end) yield* [['emb.weight', [V, C]], ['blocks.0.ln0.weight', [C]], ['blocks.0.ln0.bias', [C]]] as [string, number[]][];
+  else yield* [['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]] as [string, number[]][];
+}
+
+/** A layer's norms and channel mix, alike in RWKV-4/5/6 but for the shift tensors' names. */
+function* olderLayerCommon(d: ModelDims, i: number, mixNames: string[]): Generator<[string, number[]]> {
+  const { nEmbd: C, ffnDim: F } = d;
+  const b = `blocks.${i}.`;
+  yield* [[`${b}ln1.weight`, [C]], [`${b}ln1.bias`, [C]], [`${b}ln2.weight`, [C]], [`${b}ln2.bias`, [C]]] as [string, number[]][];
+  for (const m of mixNames) yield [`${b}ffn.${m}`, [1, 1, C]];
+  yield* [[`${b}ffn.key.weight`, [F, C]], [`${b}ffn.receptance.weight`, [C, C]], [`${b}ffn.value.weight`, [C, F]]] as [string, number[]][];
+}
+
+/** Tensor names and shapes of an RWKV-6 (x060) checkpoint; `mixRank` is the width of each token-shift LoRA block. */
+export function* rwkv6Tensors(d: ModelDims, mixRank: number): Generator<[string, number[]]> {
+  const { nLayer: L, nEmbd: C, nHead: H, headSize: N } = d;
+  const vec = [1, 1, C];
+  yield* headTensors(d, false);
+  for (let i = 0; i < L; i++) {
+    const a = `blocks.${i}.att.`;
+    yield* olderLayerCommon(d, i, ['time_maa_k', 'time_maa_r']);
+    for (const m of ['x', 'w', 'k', 'v', 'r', 'g']) yield [`${a}time_maa_${m}`, vec];
+    yield* [[`${a}time_maa_w1`, [C, 5 * mixRank]], [`${a}time_maa_w2`, [5, mixRank, C]]] as [string, number[]][];
+    yield* [[`${a}time_decay`, vec], [`${a}time_decay_w1`, [C, d.loraDims.w]], [`${a}time_decay_w2`, [d.loraDims.w, C]]] as [string, number[]][];
+    yield [`${a}time_faaaa`, [H, N]];
+    for (const m of ['receptance', 'key', 'value', 'gate', 'output']) yield [`${a}${m}.weight`, [C, C]];
+    yield* [[`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]] as [string, number[]][];
+  }
+  yield* headTensors(d, true);
+}
+
+/** Tensor names and shapes of an RWKV-5.2 checkpoint. */
+export function* rwkv5Tensors(d: ModelDims): Generator<[string, number[]]> {
+  const { nLayer: L, nEmbd: C, nHead: H, headSize: N } = d;
+  yield* headTensors(d, false);
+  for (let i = 0; i < L; i++) {
+    const a = `blocks.${i}.att.`;
+    yield* olderLayerCommon(d, i, ['time_mix_k', 'time_mix_r']);
+    for (const m of ['k', 'v', 'r', 'g']) yield [`${a}time_mix_${m}`, [1, 1, C]];
+    yield* [[`${a}time_decay`, [H, N]], [`${a}time_faaaa`, [H, N]]] as [string, number[]][];
+    for (const m of ['receptance', 'key', 'value', 'gate', 'output']) yield [`${a}${m}.weight`, [C, C]];
+    yield* [[`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]] as [string, number[]][];
+  }
+  yield* headTensors(d, true);
 }
 
 const NOT_RWKV = 'not an RWKV checkpoint (no emb.weight / blocks.N.* tensors)';
@@ -48,18 +109,36 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
+function hasBlocks(ck: TensorIndex): boolean {
+  for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name)) return true;
+  return false;
+}
+
+/**
+ * The number of contiguous layers blocks.0 … blocks.L-1. A tensor of any other layer is refused, naming it:
+ * a layer index past a gap (or with leading zeros) cannot belong to the model, and trusting the largest
+ * index would let one crafted name decide how much is allocated per layer.
+ */
 function countLayers(ck: TensorIndex): number {
-  let max = -1;
+  const present = new Set<number>();
   for (const name of ck.tensors.keys()) {
     const m = BLOCK_NAME.exec(name);
-    if (m) max = Math.max(max, Number(m[1]));
+    if (m) present.add(Number(m[1]));
   }
-  return max + 1;
+  let n = 0;
+  while (present.has(n)) n++;
+  for (const name of ck.tensors.keys()) {
+    const m = BLOCK_NAME.exec(name);
+    if (!m || (Number(m[1]) < n && String(Number(m[1])) === m[1])) continue;
+    const layers = n === 0 ? 'the checkpoint has no blocks.0 tensors' : `the model's layers are blocks.0 … blocks.${n - 1}`;
+    throw new Error(`tensor ${clip(name)}: layer index ${clip(m[1], 30)} is not a layer of the model (${layers})`);
+  }
+  return n;
 }
 
 /** Which RWKV generation the tensor names belong to. Throws for a checkpoint that is not RWKV. */
 export function detectVersion(ck: TensorIndex): RwkvVersion {
-  if (!ck.tensors.has('emb.weight') || countLayers(ck) === 0) throw new Error(NOT_RWKV);
+  if (!ck.tensors.has('emb.weight') || !hasBlocks(ck)) throw new Error(NOT_RWKV);
   const has = (suffix: string) => {
     for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name) && name.endsWith(suffix)) return true;
     return false;
@@ -88,6 +167,44 @@ function checkFloat(t: TensorInfo): void {
   if (t.dtype === 'i32') throw new Error(`tensor ${t.name}: wrong dtype: expected f32, f16 or bf16, got ${t.dtype}`);
 }
 
+/**
+ * Every tensor of `layout(nLayer)` present with its exact shape and a float dtype (checked as generated: the
+ * first missing tensor stops it, whatever the layer count), and no other tensor: anything else would be weights
+ * the engine silently ignores (a variant it does not implement). Known names are the top-level ones, layer 0's
+ * and every other layer's (all alike), by suffix; `tolerated` may accept more.
+ */
+function checkLayout(
+  ck: TensorIndex,
+  layout: (nLayer: number) => Iterable<[string, number[]]>,
+  [short, label]: [string, string],
+  nLayer: number,
+  tolerated: (name: string, t: TensorInfo) => boolean = () => false,
+): void {
+  for (const [name, shape] of layout(nLayer)) {
+    const t = ck.tensors.get(name);
+    if (!t) throw new Error(`missing tensor ${name} (${short}, ${nLayer} layers)`);
+    if (!sameShape(t.shape, shape)) throw new Error(`tensor ${name}: wrong shape: expected ${fmtShape(shape)}, got ${fmtShape(t.shape)}`);
+    checkFloat(t);
+  }
+  const top = new Set<string>();
+  const layer0 = new Set<string>();
+  const layerN = new Set<string>();
+  for (const [name] of layout(2)) {
+    const m = /^blocks\.([01])\.(.*)$/.exec(name);
+    if (!m) top.add(name);
+    else (m[1] === '0' ? layer0 : layerN).add(m[2]);
+  }
+  const known = (name: string) => {
+    const m = /^blocks\.(\d+)\.(.*)$/.exec(name);
+    if (!m) return top.has(name);
+    return (m[1] === '0' ? layer0 : layerN).has(m[2]); // countLayers refused indices past the layers
+  };
+  for (const [name, t] of ck.tensors) {
+    if (known(name) || name === 'vocab_map' || tolerated(name, t)) continue;
+    throw new Error(`unexpected tensor ${clip(name)} ${fmtShape(t.shape)}: not part of the ${label} layout`);
+  }
+}
+
 function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
   const [V, C] = need(ck, 'emb.weight', 2).shape;
   // r_k is [heads, head size]: the one tensor that tells the head split.
@@ -111,47 +228,70 @@ function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
       g: dim(ck, 'blocks.0.att.g1', 1),
     },
   };
-  const expected = rwkv7TensorShapes(dims);
-  for (const [name, shape] of expected) {
-    const t = ck.tensors.get(name);
-    if (!t) throw new Error(`missing tensor ${name} (RWKV-7, ${nLayer} layers)`);
-    if (!sameShape(t.shape, shape)) throw new Error(`tensor ${name}: wrong shape: expected ${fmtShape(shape)}, got ${fmtShape(t.shape)}`);
-    checkFloat(t);
-  }
-  // Anything else would be weights the engine silently ignores (a variant it does not implement).
-  const known = new Set(expected.map(([n]) => n));
-  for (const [name, t] of ck.tensors) {
-    if (known.has(name) || name === 'vocab_map') continue;
-    // Some trainers keep unused v0/v1/v2 in layer 0; harmless when shaped right.
+  // Some trainers keep unused v0/v1/v2 in layer 0; harmless when shaped right.
+  checkLayout(ck, (n) => rwkv7Tensors({ ...dims, nLayer: n }), ['RWKV-7', 'RWKV-7 (x070)'], nLayer, (name, t) => {
     const v = /^blocks\.0\.att\.(v0|v1|v2)$/.exec(name);
     const vShape = v && { v0: [1, 1, C], v1: [C, dims.loraDims.v], v2: [dims.loraDims.v, C] }[v[1] as 'v0' | 'v1' | 'v2'];
-    if (vShape && (nLayer === 1 || sameShape(t.shape, vShape))) continue;
-    throw new Error(`unexpected tensor ${name} ${fmtShape(t.shape)}: not part of the RWKV-7 (x070) layout`);
-  }
+    return !!vShape && (nLayer === 1 || sameShape(t.shape, vShape));
+  });
   return dims;
 }
 
-/** v4-v6 are recognized and described (for clear "not supported" errors), not fully validated. */
-function describeOlder(ck: TensorIndex, version: RwkvVersion, nLayer: number): ModelDims {
+/** The head split of RWKV-5/6 from time_faaaa [heads, head size]. */
+function headSplit(ck: TensorIndex, C: number): { nHead: number; headSize: number } {
+  const f = need(ck, 'blocks.0.att.time_faaaa', 2);
+  if (f.shape[0] * f.shape[1] !== C)
+    throw new Error(`tensor blocks.0.att.time_faaaa: shape ${fmtShape(f.shape)} does not split n_embd ${C} into [heads, head size]`);
+  return { nHead: f.shape[0], headSize: f.shape[1] };
+}
+
+function describeV6(ck: TensorIndex, nLayer: number): ModelDims {
+  const [V, C] = need(ck, 'emb.weight', 2).shape;
+  const mixRank = need(ck, 'blocks.0.att.time_maa_w1', 2).shape[1] / 5;
+  if (!Number.isInteger(mixRank)) throw new Error(`tensor blocks.0.att.time_maa_w1: width ${mixRank * 5} is not 5 token-shift blocks`);
+  const dims: ModelDims = {
+    nLayer,
+    nEmbd: C,
+    ...headSplit(ck, C),
+    vocabSize: V,
+    ffnDim: dim(ck, 'blocks.0.ffn.key.weight', 0),
+    loraDims: { w: dim(ck, 'blocks.0.att.time_decay_w1', 1), a: 0, v: 0, g: 0 },
+  };
+  checkLayout(ck, (n) => rwkv6Tensors({ ...dims, nLayer: n }, mixRank), ['RWKV-6', 'RWKV-6 (x060)'], nLayer);
+  return dims;
+}
+
+function describeV5(ck: TensorIndex, nLayer: number): ModelDims {
+  const [V, C] = need(ck, 'emb.weight', 2).shape;
+  const dims: ModelDims = {
+    nLayer,
+    nEmbd: C,
+    ...headSplit(ck, C),
+    vocabSize: V,
+    ffnDim: dim(ck, 'blocks.0.ffn.key.weight', 0),
+    loraDims: { w: 0, a: 0, v: 0, g: 0 },
+  };
+  checkLayout(ck, (n) => rwkv5Tensors({ ...dims, nLayer: n }), ['RWKV-5.2', 'RWKV-5.2'], nLayer);
+  return dims;
+}
+
+/** v4 is recognized and described (for a clear "not supported" error), not fully validated. */
+function describeV4(ck: TensorIndex, nLayer: number): ModelDims {
   const [V, C] = need(ck, 'emb.weight', 2).shape;
   need(ck, 'head.weight', 2);
   const ffnDim = need(ck, 'blocks.0.ffn.key.weight', 2).shape[0];
-  let nHead = C;
-  let headSize = 1; // v4 has a scalar recurrent state per channel
-  let w = 0;
-  if (version !== 'v4') {
-    const faaaa = ck.tensors.get('blocks.0.att.time_faaaa');
-    if (!faaaa) throw new Error('missing tensor blocks.0.att.time_faaaa');
-    nHead = faaaa.shape[0];
-    headSize = faaaa.shape.length === 2 ? faaaa.shape[1] : C / nHead;
-  }
-  if (version === 'v6') w = need(ck, 'blocks.0.att.time_decay_w1', 2).shape[1];
-  return { nLayer, nEmbd: C, nHead, headSize, vocabSize: V, ffnDim, loraDims: { w, a: 0, v: 0, g: 0 } };
+  // A scalar recurrent state per channel.
+  return { nLayer, nEmbd: C, nHead: C, headSize: 1, vocabSize: V, ffnDim, loraDims: { w: 0, a: 0, v: 0, g: 0 } };
+}
+
+/** Checked on the index entry, before a reader reads its bytes. */
+function checkVocabMap(t: TensorInfo, vocabSize: number): void {
+  if (t.dtype !== 'i32') throw new Error(`tensor vocab_map: wrong dtype: expected i32, got ${t.dtype}`);
+  if (!sameShape(t.shape, [vocabSize])) throw new Error(`tensor vocab_map: wrong shape: expected [${vocabSize}], got ${fmtShape(t.shape)}`);
 }
 
 function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
-  if (t.dtype !== 'i32') throw new Error(`tensor vocab_map: wrong dtype: expected i32, got ${t.dtype}`);
-  if (!sameShape(t.shape, [vocabSize])) throw new Error(`tensor vocab_map: wrong shape: expected [${vocabSize}], got ${fmtShape(t.shape)}`);
+  checkVocabMap(t, vocabSize);
   const map = Int32Array.from(toI32(t)); // own copy: ModelInfo outlives the checkpoint buffers
   const seen = new Uint8Array(65536);
   for (let i = 0; i < map.length; i++) {
@@ -170,9 +310,11 @@ function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
 export function describeModel(ck: Checkpoint | CheckpointReader): ModelInfo {
   const version = detectVersion(ck);
   const nLayer = countLayers(ck);
-  const dims = version === 'v7' ? describeV7(ck, nLayer) : describeOlder(ck, version, nLayer);
+  const describe = { v7: describeV7, v6: describeV6, v5: describeV5, v4: describeV4 }[version];
+  const dims = describe(ck, nLayer);
   const info: ModelInfo = { version, ...dims };
   const vm = ck.tensors.get('vocab_map');
+  if (vm) checkVocabMap(vm, dims.vocabSize);
   if (vm) info.vocabMap = readVocabMap('bytes' in vm ? (vm as RawTensor) : (ck as CheckpointReader).read('vocab_map'), dims.vocabSize);
   return info;
 }

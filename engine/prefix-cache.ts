@@ -1,7 +1,8 @@
 // Prefix-state cache: a trie over token ids (model rows) whose nodes may hold the recurrent state
 // after exactly that prefix plus the logits that followed it. A request looks up the longest
-// cached prefix of its prompt and only prefills the rest. Entries are evicted least recently
-// used first to stay under a byte bound. One cache per initial state.
+// cached prefix of its prompt and only prefills the rest. One cache per initial state; all of them
+// draw on one CacheBudget, which evicts the least recently used entry of any cache to stay under
+// one byte bound (so loading more initial states never multiplies the memory the caches hold).
 
 export interface CachedPrefix {
   /** Number of prompt tokens the state covers. */
@@ -21,16 +22,68 @@ interface TrieNode {
   entry: CachedPrefix | null;
 }
 
-export class PrefixCache {
-  private readonly root: TrieNode = { parent: null, token: -1, children: new Map(), entry: null };
-  /** Nodes with an entry, least recently used first (Map keeps insertion order). */
-  private readonly lru = new Map<TrieNode, CachedPrefix>();
+/** One byte bound shared by several prefix caches, with one least-recently-used order across them. */
+export class CacheBudget {
+  /** Entries of every cache, least recently used first (Map keeps insertion order). */
+  private readonly lru = new Map<TrieNode, { cache: PrefixCache; bytes: number }>();
   private usedBytes = 0;
-  hits = 0;
-  misses = 0;
 
   constructor(readonly maxBytes: number) {
     if (!(maxBytes >= 0)) throw new RangeError(`cache byte bound must be >= 0, got ${maxBytes}`);
+  }
+
+  /** Bytes held by all caches together. */
+  get bytes(): number {
+    return this.usedBytes;
+  }
+
+  add(node: TrieNode, cache: PrefixCache, bytes: number): void {
+    this.lru.set(node, { cache, bytes });
+    this.usedBytes += bytes;
+  }
+
+  remove(node: TrieNode): void {
+    const held = this.lru.get(node);
+    if (!held) return;
+    this.lru.delete(node);
+    this.usedBytes -= held.bytes;
+  }
+
+  touch(node: TrieNode): void {
+    const held = this.lru.get(node);
+    if (!held) return;
+    this.lru.delete(node);
+    this.lru.set(node, held);
+  }
+
+  /** Evict least recently used entries, of whichever cache, until the bound holds (`keep` stays). */
+  evictOver(keep: TrieNode): void {
+    for (const [node, held] of this.lru) {
+      if (this.usedBytes <= this.maxBytes) return;
+      if (node === keep) continue;
+      held.cache.drop(node);
+    }
+  }
+}
+
+export class PrefixCache {
+  private readonly root: TrieNode = { parent: null, token: -1, children: new Map(), entry: null };
+  readonly budget: CacheBudget;
+  /** This cache's own entries and bytes (the budget bounds all caches together). */
+  private entries = 0;
+  private usedBytes = 0;
+  /** Set once its initial state is unloaded: late inserts (a running request's) are refused. */
+  private retired = false;
+  hits = 0;
+  misses = 0;
+
+  /** A byte bound of its own, or a budget shared with other caches. */
+  constructor(bound: number | CacheBudget) {
+    this.budget = typeof bound === 'number' ? new CacheBudget(bound) : bound;
+  }
+
+  get maxBytes(): number {
+    return this.budget.maxBytes;
   }
 
   get bytes(): number {
@@ -38,7 +91,7 @@ export class PrefixCache {
   }
 
   get size(): number {
-    return this.lru.size;
+    return this.entries;
   }
 
   /** Longest cached prefix of `tokens` (at most maxLength tokens), or null. Marks it recently used. */
@@ -57,7 +110,7 @@ export class PrefixCache {
       return null;
     }
     this.hits++;
-    this.touch(best);
+    this.budget.touch(best);
     return best.entry;
   }
 
@@ -69,7 +122,7 @@ export class PrefixCache {
 
   /** Store the state after `tokens`. The arrays are kept as given: don't modify them afterwards. */
   insert(tokens: ArrayLike<number>, state: Float32Array, logits: Float32Array | null): boolean {
-    if (tokens.length === 0) return false;
+    if (tokens.length === 0 || this.retired) return false;
     // A view into a larger buffer (a backend call's results) would pin all of that buffer.
     if (logits && logits.byteLength !== logits.buffer.byteLength) logits = logits.slice();
     if (state.byteLength !== state.buffer.byteLength) state = state.slice();
@@ -84,21 +137,36 @@ export class PrefixCache {
       }
       node = next;
     }
-    if (node.entry) {
-      this.usedBytes -= PrefixCache.entryBytes(node.entry.state, node.entry.logits);
-      this.lru.delete(node);
-    }
+    if (node.entry) this.release(node);
     node.entry = { length: tokens.length, state, logits };
-    this.lru.set(node, node.entry);
+    this.entries++;
     this.usedBytes += cost;
-    this.evictOver(this.maxBytes, node);
+    this.budget.add(node, this, cost);
+    this.budget.evictOver(node);
     return true;
   }
 
+  /** Drop every entry, giving their bytes back to the budget. */
   clear(): void {
+    const drop = (node: TrieNode) => {
+      if (node.entry) this.release(node);
+      for (const child of node.children.values()) drop(child);
+    };
+    drop(this.root);
     this.root.children.clear();
-    this.lru.clear();
-    this.usedBytes = 0;
+  }
+
+  /** Clear and refuse further entries (its initial state was unloaded; running requests may still use it). */
+  retire(): void {
+    this.retired = true;
+    this.clear();
+  }
+
+  /** Evict one entry (called by the budget). */
+  drop(node: TrieNode): void {
+    if (!node.entry) return;
+    this.release(node);
+    this.prune(node);
   }
 
   private static entryBytes(state: Float32Array, logits: Float32Array | null): number {
@@ -115,22 +183,12 @@ export class PrefixCache {
     return node;
   }
 
-  private touch(node: TrieNode): void {
-    const entry = this.lru.get(node);
-    if (!entry) return;
-    this.lru.delete(node);
-    this.lru.set(node, entry);
-  }
-
-  private evictOver(bound: number, keep: TrieNode): void {
-    for (const [node, entry] of this.lru) {
-      if (this.usedBytes <= bound) return;
-      if (node === keep) continue;
-      this.lru.delete(node);
-      this.usedBytes -= PrefixCache.entryBytes(entry.state, entry.logits);
-      node.entry = null;
-      this.prune(node);
-    }
+  private release(node: TrieNode): void {
+    const entry = node.entry!;
+    this.usedBytes -= PrefixCache.entryBytes(entry.state, entry.logits);
+    this.entries--;
+    this.budget.remove(node);
+    node.entry = null;
   }
 
   /** Drop trie nodes that no longer lead to any entry. */

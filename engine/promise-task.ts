@@ -99,6 +99,47 @@ export class StateTask extends PromiseTask<{ state: Float32Array; logits: Float3
   }
 }
 
+/**
+ * The mean, over the prompt's tokens, of one part of the state (e.g. a layer's channel-mix input, which is
+ * that token's normalised hidden vector there). The backend keeps only the last token's, so the prompt is
+ * fed one token at a time with the state read after each: one step and one state read per token. Not cached:
+ * its one-token prompt is no prefix worth keeping.
+ */
+export class MeanStateTask extends PromiseTask<Float32Array> {
+  readonly wantsState = true;
+  private readonly sum: Float64Array;
+  private count = 0;
+
+  constructor(
+    initial: InitialState,
+    private readonly tokens: readonly number[],
+    private readonly part: { offset: number; length: number },
+    signal: AbortSignal | undefined,
+  ) {
+    super(initial, tokens.slice(0, 1), signal, 'never');
+    if (tokens.length === 0) throw new Error('nothing to average');
+    this.sum = new Float64Array(part.length);
+  }
+
+  onPrefilled(_logits: Float32Array, state: Float32Array | null): Feed | null {
+    return this.add(state);
+  }
+
+  onFed(_result: unknown, state?: Float32Array): Feed | null {
+    return this.add(state ?? null);
+  }
+
+  private add(state: Float32Array | null): Feed | null {
+    if (!state) throw new Error('state was not read');
+    const { offset, length } = this.part;
+    for (let i = 0; i < length; i++) this.sum[i] += state[offset + i];
+    this.count++;
+    if (this.count < this.tokens.length) return { tokens: [this.tokens[this.count]], output: 'none', readState: true };
+    this.resolve(Float32Array.from(this.sum, (v) => v / this.count));
+    return null;
+  }
+}
+
 /** Only prefill (and cache) a prompt, e.g. before scoring many continuations of it in parallel. */
 export class WarmTask extends PromiseTask<void> {
   constructor(initial: InitialState, prompt: readonly number[], signal: AbortSignal | undefined) {

@@ -42,6 +42,8 @@ interface Running {
   fed: number;
   output: OutputMode;
   adjust: LogitAdjust | undefined;
+  /** The task wants the slot's state after this feed. */
+  readState?: boolean;
   /** Logits of earlier chunks of an 'all' feed. */
   collected: Float32Array[];
 }
@@ -334,7 +336,8 @@ export class Scheduler {
           if (!(fed instanceof Float32Array)) throw new Error('backend returned no logits for the end of the prompt');
           await this.finishPrefill(run, fed);
         } else {
-          this.apply(run, run.task.onFed(fed));
+          const state = run.readState ? await this.backend.readState(slot.index) : undefined;
+          this.apply(run, run.task.onFed(fed, state));
         }
       } catch (error) {
         this.end(run, () => run.task.onError(Scheduler.asError(error)));
@@ -379,6 +382,7 @@ export class Scheduler {
     run.fed = 0;
     run.output = next.output;
     run.adjust = next.adjust;
+    run.readState = next.readState;
     run.collected = [];
   }
 

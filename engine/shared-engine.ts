@@ -15,7 +15,7 @@
 // last lease is released. An engine whose GPU failed (device lost, uncaptured WebGPU error) reports `broken`; the
 // next use of any of its leases builds a new one in its place, and the leases follow it.
 
-import type { ChooseResult, Engine, EngineConfig, EngineLease, GenerateEvent, GenerateRequest, StateInfo } from './api';
+import type { ChooseResult, EmbedPooling, Engine, EngineConfig, EngineLease, GenerateEvent, GenerateRequest, StateInfo } from './api';
 import { EngineClosedError } from './errors';
 import type { EngineMetrics } from './engine';
 import type { InitialState } from './initial-states';
@@ -178,7 +178,7 @@ class EngineHandle implements Engine {
     return (await this.current()).choose(prompt, choices, opts);
   }
 
-  async embed(text: string, opts?: { layer?: number; state?: string; signal?: AbortSignal }): Promise<Float32Array> {
+  async embed(text: string, opts?: { layer?: number; state?: string; pooling?: EmbedPooling; signal?: AbortSignal }): Promise<Float32Array> {
     return (await this.current()).embed(text, opts);
   }
 

@@ -11,6 +11,8 @@ export interface Feed {
   output: OutputMode;
   /** With output 'top' (one token): added to the logits row before it is reduced. */
   adjust?: LogitAdjust;
+  /** Read the slot's state once these tokens are in and pass it to onFed (per-token states for mean pooling). */
+  readState?: boolean;
 }
 
 export interface TaskStart {
@@ -38,8 +40,11 @@ export interface SlotTask {
    * feed next, or null when the task is done (the slot frees at once).
    */
   onPrefilled(logits: Float32Array, state: StateSnapshot | null): Feed | null;
-  /** The previous Feed ran: its result per output mode ('all': n*vocab logits, 'top': TopLogits, 'none': null). */
-  onFed(result: JobResult): Feed | null;
+  /**
+   * The previous Feed ran: its result per output mode ('all': n*vocab logits, 'top': TopLogits, 'none': null),
+   * and the slot's state after it when the Feed asked for it (readState).
+   */
+  onFed(result: JobResult, state?: StateSnapshot): Feed | null;
   /** Ended by its AbortSignal (queued or running). */
   onAbort(): void;
   /** Ended by an error (its own callback threw, the backend failed, or the engine closed). */

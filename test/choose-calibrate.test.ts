@@ -80,10 +80,13 @@ describe('choose: calibrated and plain scores match log-probabilities recomputed
 
   it('from a saved conversation state: the prior still comes from the zero state', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'choose-calibrate-'));
+    // Conversation files live in the engine's state folder.
+    const withFolder = new RwkvEngine({ backend: fake, tokenizer: byteTokenizer, config: { stateDir: dir }, cacheMinTokens: 4, compileConstraint: null });
     try {
       const history = 'User: answer briefly\nBot:';
-      await engine.saveConversation(history, path.join(dir, 'conv.cbor'));
-      await engine.loadConversation(path.join(dir, 'conv.cbor'), 'conv');
+      await withFolder.saveConversation(history, 'conv.cbor');
+      const saved = fs.readFileSync(path.join(dir, 'conv.cbor'));
+      await engine.loadState('conv', new Uint8Array(saved));
       const context = byteTokenizer.encode(history);
       assertRanking(await engine.choose('', choices, { state: 'conv', calibrate: true }), expectedRanking(fake, context, choices, true), 'state');
     } finally {

@@ -3,7 +3,8 @@
 import { strict as assert } from 'assert';
 import * as path from 'path';
 import { createBackend, Backend } from '../engine/backend';
-import { acquireGpu, GpuContext } from '../engine/gpu/device';
+import { acquireGpu, GpuContext, releaseGpu } from '../engine/gpu/device';
+import type { KernelPath } from '../engine/gpu/capabilities';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import type { Checkpoint } from '../engine/types';
@@ -33,19 +34,65 @@ function loadGolden(name: string): Golden {
 }
 
 const TOL = { f32: 1e-3, f16: 5e-3 } as const;
+/**
+ * RWKV-5/6: the reference outputs in ../shared/golden were not computed from the weights the checkpoint files
+ * hold (layer 0's att_x state, ln1(ln0(emb)), is already 1.6e-3 away with exact f32 arithmetic, and an
+ * independent float64 re-implementation of the rwkv package's math from the same files lands exactly where this
+ * engine does: 1.3e-2 (v6) and 7e-3 (v5) on the worst logits row; perturbing the weights at bf16 rounding scale
+ * moves the logits by as much). So against them the bound is what that data allows, and the strict checks are the
+ * chunking, batching and state-transfer ones below (1e-5 against the engine's own whole-sequence pass).
+ */
+const TOL_OLDER = { f32: 2.5e-2, f16: 2.5e-2 } as const;
 
-describe('golden: RWKV-7 logits and states match the reference', function () {
+/** The reference keeps att_kv as [H, value, key] for RWKV-7 (as the engine does), [H, key, value] for RWKV-5/6. */
+function referenceKv(version: string, kv: Float32Array, H: number, N: number): Float32Array {
+  if (version === 'v7') return kv;
+  const out = new Float32Array(kv.length);
+  for (let h = 0; h < H; h++) for (let i = 0; i < N; i++) for (let j = 0; j < N; j++) out[h * N * N + j * N + i] = kv[h * N * N + i * N + j];
+  return out;
+}
+
+/** One golden model per version the engine runs: chunking, batching and state transfer are checked on each. */
+const VERSION_MODELS = [
+  { version: 'v7', golden: 'v7-tiny', tol: TOL.f32 },
+  { version: 'v6', golden: 'v6-tiny', tol: TOL_OLDER.f32 },
+  { version: 'v5', golden: 'v5-tiny', tol: TOL_OLDER.f32 },
+] as const;
+
+describe('golden: RWKV-5/6/7 logits and states match the reference', function () {
   this.timeout(600_000);
   let gpu: GpuContext;
+  /** Devices by kernel path: the default device's own, and the others this adapter can run (capabilities.ts). */
+  const devices = new Map<KernelPath, GpuContext>();
+  const deviceFor = async (path: KernelPath | undefined) => {
+    if (!path || path === gpu.kernelPath) return gpu;
+    if (!devices.has(path)) devices.set(path, await acquireGpu({ kernelPath: path }));
+    return devices.get(path)!;
+  };
+  after(() => {
+    for (const d of devices.values()) releaseGpu(d);
+  });
   before(async function () {
     // Every file the suite reads (a CI run fails on a missing one; elsewhere the suite is skipped).
-    const models = [...cases.map((c) => c.model), 'v6-tiny.pth'];
+    const models = [...cases.map((c) => c.model), 'v4-tiny.pth'];
     const references = [...new Set(cases.map((c) => c.golden))].map((g) => `${g}.golden.st`);
     requireGolden(this, ...[...new Set([...models, ...references])].map((f) => path.join(GOLDEN, f)));
     gpu = await acquireGpu();
   });
 
-  const cases: { model: string; golden: string; precision: 'f32' | 'f16'; tol: number; vecMaxRows?: number; gemmTile?: 16 | 64 }[] = [
+  const cases: {
+    model: string;
+    golden: string;
+    precision: 'f32' | 'f16';
+    tol: number;
+    vecMaxRows?: number;
+    gemmTile?: 16 | 64;
+    /** Run on a device of this kernel path (default: the adapter's own; CPU drivers run 'f32'). */
+    kernelPath?: KernelPath;
+  }[] = [
+    // The 'f16' path (native f16 weight loads, shader-f16 without subgroup matrices), streaming and tiled.
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f16' },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, kernelPath: 'f16' },
     // Every product on the tiled (prefill) kernels, even single tokens.
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f32', tol: TOL.f32, vecMaxRows: 0 },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, gemmTile: 16 },
@@ -55,15 +102,26 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     { model: 'v7-tiny.st', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16 },
     { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f32', tol: TOL.f32 },
     { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f16', tol: TOL.f16 },
+    { model: 'v6-tiny.pth', golden: 'v6-tiny', precision: 'f32', tol: TOL_OLDER.f32, vecMaxRows: 0 },
+    { model: 'v6-tiny.pth', golden: 'v6-tiny', precision: 'f32', tol: TOL_OLDER.f32 },
+    { model: 'v6-tiny.pth', golden: 'v6-tiny', precision: 'f16', tol: TOL_OLDER.f16 },
+    { model: 'v6-tiny.st', golden: 'v6-tiny', precision: 'f16', tol: TOL_OLDER.f16 },
+    { model: 'v5-tiny.pth', golden: 'v5-tiny', precision: 'f32', tol: TOL_OLDER.f32, vecMaxRows: 0 },
+    { model: 'v5-tiny.pth', golden: 'v5-tiny', precision: 'f32', tol: TOL_OLDER.f32 },
+    { model: 'v5-tiny.pth', golden: 'v5-tiny', precision: 'f16', tol: TOL_OLDER.f16 },
+    { model: 'v5-tiny.st', golden: 'v5-tiny', precision: 'f16', tol: TOL_OLDER.f16 },
   ];
 
   for (const c of cases) {
-    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}`, () => {
+    const onPath = c.kernelPath ? ` on the '${c.kernelPath}' kernel path` : '';
+    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}${onPath}`, () => {
       let be: Backend;
       let g: Golden;
       before(async () => {
         g = loadGolden(c.golden);
-        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile, gpu });
+        const device = await deviceFor(c.kernelPath);
+        be = await createBackend({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile, gpu: device });
+        assert.match(be.kernelPath, new RegExp(`^${c.kernelPath ?? device.kernelPath} path`));
       });
       after(() => be?.dispose());
 
@@ -100,9 +158,10 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
             ['ffn_x', C + H * N * N, C],
           ];
           for (const [name, off, len] of parts) {
-            const want = toF32(g.ck.tensors.get(`state.${l}.${name}`)!);
+            let want: Float32Array = Float32Array.from(toF32(g.ck.tensors.get(`state.${l}.${name}`)!));
+            if (name === 'att_kv') want = referenceKv(be.info.version, want, H, N);
             const got = state.subarray(l * stride + off, l * stride + off + len);
-            const err = worstRelL2(got, Float32Array.from(want), len);
+            const err = worstRelL2(got, want, len);
             assert.ok(err < c.tol, `state.${l}.${name}: rel L2 ${err} >= ${c.tol}`);
           }
         }
@@ -110,12 +169,12 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     });
   }
 
-  describe('chunking and batching give the same logits', () => {
+  for (const m of VERSION_MODELS) describe(`chunking and batching give the same logits (${m.golden}, ${m.version})`, () => {
     let g: Golden;
     let reference: Float32Array;
     before(async () => {
-      g = loadGolden('v7-tiny');
-      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 1, precision: 'f32', gpu });
+      g = loadGolden(m.golden);
+      const be = await createBackend({ model: path.join(GOLDEN, `${m.golden}.pth`), slots: 1, precision: 'f32', gpu });
       reference = (await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]))[0]!;
       be.dispose();
     });
@@ -123,7 +182,7 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
     for (const chunk of [1, 3, 16, 128]) {
       it(`chunk size ${chunk}, alone and beside three other sequences in a batch of 4`, async () => {
         const be = await createBackend({
-          model: path.join(GOLDEN, 'v7-tiny.pth'),
+          model: path.join(GOLDEN, `${m.golden}.pth`),
           slots: 4,
           precision: 'f32',
           maxTokens: chunk,
@@ -133,7 +192,7 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
         try {
           const [alone] = await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
           assert.ok(worstRelL2(alone!, reference, g.vocab) < 1e-5, 'alone differs from reference');
-          assert.ok(worstRelL2(alone!, g.logits, g.vocab) < TOL.f32);
+          assert.ok(worstRelL2(alone!, g.logits, g.vocab) < m.tol);
           // The same sequence in slot 2, beside other sequences (different lengths, one with no output).
           for (const s of [0, 1, 2, 3]) be.resetState(s);
           const other = (seed: number, n: number) => Array.from({ length: n }, (_, i) => (i * 37 + seed * 11) % g.vocab);
@@ -162,9 +221,9 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
   });
 
   describe('state transfer', () => {
-    it('read, write and copy a state between slots continue identically', async () => {
-      const g = loadGolden('v7-tiny');
-      const be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 3, precision: 'f32', gpu });
+    for (const m of VERSION_MODELS) it(`read, write and copy a state between slots continue identically (${m.golden}, ${m.version})`, async () => {
+      const g = loadGolden(m.golden);
+      const be = await createBackend({ model: path.join(GOLDEN, `${m.golden}.pth`), slots: 3, precision: 'f32', gpu });
       try {
         be.resetState(0);
         await be.run([{ slot: 0, tokens: g.tokens.slice(0, 12), output: 'none' }]);
@@ -177,7 +236,8 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
           { slot: 2, tokens: g.tokens.slice(12), output: 'all' },
         ]);
         const want = g.logits.subarray(12 * g.vocab);
-        for (const o of outs) assert.ok(worstRelL2(o!, want, g.vocab) < TOL.f32);
+        for (const o of outs) assert.ok(worstRelL2(o!, want, g.vocab) < m.tol);
+        for (const o of outs.slice(1)) assert.ok(worstRelL2(o!, outs[0]!, g.vocab) < 1e-6, 'a written or copied state continues differently');
         be.resetState(1);
         const zero = await be.readState(1);
         assert.ok(zero.every((v) => v === 0), 'reset state is not zero');
@@ -208,10 +268,10 @@ describe('golden: RWKV-7 logits and states match the reference', function () {
       }
     });
 
-    it('refuses older RWKV versions with a clear error', async () => {
+    it('refuses RWKV-4 with a clear error', async () => {
       await assert.rejects(
-        createBackend({ model: path.join(GOLDEN, 'v6-tiny.pth'), slots: 1, gpu }),
-        /RWKV v6 models are not supported/,
+        createBackend({ model: path.join(GOLDEN, 'v4-tiny.pth'), slots: 1, gpu }),
+        /RWKV v4 models are not supported/,
       );
     });
   });

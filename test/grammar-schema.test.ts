@@ -90,17 +90,16 @@ describe('JSON schema constraints', function () {
 
   it('checks the schema with ajv before compiling, naming the problem', () => {
     refusedSchema({ type: 'strin' }, ['invalid JSON schema']);
-    refusedSchema({ type: 'object', propertees: {} }, ['invalid JSON schema', 'propertees']);
-    refusedSchema({ type: 'string', format: 'no-such-format' }, ['invalid JSON schema']);
+    refusedSchema({ type: 'object', properties: { a: { type: 'strin' } } }, ['invalid JSON schema', '#/properties/a/type']);
     refusedSchema({ $ref: '#/$defs/missing' }, ['invalid JSON schema']);
   });
 
   it('refuses keywords a grammar cannot enforce, with the JSON pointer', () => {
-    const e = refusedSchema({ type: 'object', properties: { n: { type: 'integer', multipleOf: 3 } } }, ['multipleOf']);
+    const e = refusedSchema({ type: 'object', properties: { n: { type: 'number', multipleOf: 0.5 } } }, ['multipleOf']);
     assert.strictEqual(e.place, '#/properties/n/multipleOf');
     refusedSchema({ not: { type: 'string' } }, ["'not'"]);
     refusedSchema({ type: 'array', uniqueItems: true }, ['uniqueItems']);
-    refusedSchema({ type: 'object', patternProperties: { '^x': {} } }, ['patternProperties']);
+    refusedSchema({ type: 'object', patternProperties: { '^x': { type: 'string' } } }, ['patternProperties']);
     refusedSchema({ oneOf: [{ type: 'integer' }, { type: 'number', minimum: 0 }] }, ['oneOf branches 0 and 1']);
     refusedSchema({ type: 'string', format: 'hostname' }, ["format 'hostname' is not supported"]);
     refusedSchema({ type: 'string', pattern: '(a)\\1' }, ['back-references']);

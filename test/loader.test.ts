@@ -2,7 +2,6 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import * as zlib from 'zlib';
 import { loadCheckpoint, detectCheckpointFormat, openCheckpoint } from '../engine/loader/checkpoint';
 import {
   bf16BitsToF32,
@@ -17,15 +16,17 @@ import { readPth } from '../engine/loader/pth';
 import { ZipReader } from '../engine/loader/zip';
 import { unpickle } from '../engine/loader/pickle';
 import { readSafetensors, writeSafetensors } from '../engine/loader/safetensors';
-import { describeModel, rwkv7TensorShapes } from '../engine/model-spec';
+import { describeModel, rwkv5Tensors, rwkv6Tensors, rwkv7TensorShapes } from '../engine/model-spec';
 import { officialLoraDims, randomRwkv7Checkpoint, writeRandomRwkv7Safetensors } from '../engine/random-model';
 import type { Checkpoint, DType, RawTensor } from '../engine/types';
+import { buildZip, pk, rawSafetensors } from '../bench/crafted-models';
 import { GOLDEN } from './paths';
 
 const golden = (f: string) => path.join(GOLDEN, f);
 
 // ---------------------------------------------------------------------------------------------
-// Helpers that build test files byte by byte, independently of the code under test.
+// Helpers that build test files byte by byte, independently of the code under test (the ZIP, pickle and
+// safetensors writers live in bench/crafted-models.ts, shared with the hostile-file tests and bench).
 
 function tensor(name: string, dtype: DType, shape: number[], values?: ArrayLike<number>): RawTensor {
   const n = shape.reduce((a, b) => a * b, 1);
@@ -36,84 +37,6 @@ function tensor(name: string, dtype: DType, shape: number[], values?: ArrayLike<
   return { name, dtype, shape, bytes: new Uint8Array(arr.buffer) };
 }
 
-/** Raw safetensors bytes from a header object and a data section (no validation). */
-function rawSafetensors(header: unknown, data: Uint8Array = new Uint8Array(0)): Buffer {
-  const json = Buffer.from(JSON.stringify(header));
-  const len = Buffer.alloc(8);
-  len.writeBigUInt64LE(BigInt(json.length));
-  return Buffer.concat([len, json, data]);
-}
-
-/** A stored (uncompressed) ZIP archive, optionally with every ZIP64 structure forced on. */
-function buildZip(entries: { name: string; data: Uint8Array }[], zip64 = false): Buffer {
-  const parts: Buffer[] = [];
-  const central: Buffer[] = [];
-  let offset = 0;
-  const crc = (d: Uint8Array) => (zlib as unknown as { crc32(d: Uint8Array): number }).crc32(d) >>> 0;
-  for (const e of entries) {
-    const name = Buffer.from(e.name);
-    const extra = zip64 ? Buffer.alloc(20) : Buffer.alloc(0);
-    if (zip64) {
-      extra.writeUInt16LE(1, 0);
-      extra.writeUInt16LE(16, 2);
-      extra.writeBigUInt64LE(BigInt(e.data.length), 4);
-      extra.writeBigUInt64LE(BigInt(e.data.length), 12);
-    }
-    const local = Buffer.alloc(30);
-    local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(zip64 ? 45 : 20, 4);
-    local.writeUInt32LE(crc(e.data), 14);
-    local.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 18);
-    local.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 22);
-    local.writeUInt16LE(name.length, 26);
-    local.writeUInt16LE(extra.length, 28);
-    parts.push(local, name, extra, Buffer.from(e.data));
-    const cextra = zip64 ? Buffer.alloc(28) : Buffer.alloc(0);
-    if (zip64) {
-      cextra.writeUInt16LE(1, 0);
-      cextra.writeUInt16LE(24, 2);
-      cextra.writeBigUInt64LE(BigInt(e.data.length), 4);
-      cextra.writeBigUInt64LE(BigInt(e.data.length), 12);
-      cextra.writeBigUInt64LE(BigInt(offset), 20);
-    }
-    const c = Buffer.alloc(46);
-    c.writeUInt32LE(0x02014b50, 0);
-    c.writeUInt16LE(zip64 ? 45 : 20, 4);
-    c.writeUInt16LE(zip64 ? 45 : 20, 6);
-    c.writeUInt32LE(crc(e.data), 16);
-    c.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 20);
-    c.writeUInt32LE(zip64 ? 0xffffffff : e.data.length, 24);
-    c.writeUInt16LE(name.length, 28);
-    c.writeUInt16LE(cextra.length, 30);
-    c.writeUInt32LE(zip64 ? 0xffffffff : offset, 42);
-    central.push(c, name, cextra);
-    offset += 30 + name.length + extra.length + e.data.length;
-  }
-  const cd = Buffer.concat(central);
-  const tail: Buffer[] = [];
-  if (zip64) {
-    const rec = Buffer.alloc(56);
-    rec.writeUInt32LE(0x06064b50, 0);
-    rec.writeBigUInt64LE(44n, 4);
-    rec.writeBigUInt64LE(BigInt(entries.length), 24);
-    rec.writeBigUInt64LE(BigInt(entries.length), 32);
-    rec.writeBigUInt64LE(BigInt(cd.length), 40);
-    rec.writeBigUInt64LE(BigInt(offset), 48);
-    const loc = Buffer.alloc(20);
-    loc.writeUInt32LE(0x07064b50, 0);
-    loc.writeBigUInt64LE(BigInt(offset + cd.length), 8);
-    loc.writeUInt32LE(1, 16);
-    tail.push(rec, loc);
-  }
-  const eocd = Buffer.alloc(22);
-  eocd.writeUInt32LE(0x06054b50, 0);
-  eocd.writeUInt16LE(zip64 ? 0xffff : entries.length, 8);
-  eocd.writeUInt16LE(zip64 ? 0xffff : entries.length, 10);
-  eocd.writeUInt32LE(zip64 ? 0xffffffff : cd.length, 12);
-  eocd.writeUInt32LE(zip64 ? 0xffffffff : offset, 16);
-  return Buffer.concat([...parts, cd, ...tail, eocd]);
-}
-
 /** All entries of a ZIP (names and bytes), through the reader under test (torch's local headers defer sizes to data descriptors). */
 function zipEntriesOf(file: string): { name: string; data: Uint8Array }[] {
   return withFile(file, (f) => {
@@ -121,46 +44,6 @@ function zipEntriesOf(file: string): { name: string; data: Uint8Array }[] {
     return [...zip.entries.values()].map((e) => ({ name: e.name, data: zip.read(e) }));
   });
 }
-
-/** Minimal pickle writer for the opcodes torch uses, to craft state dicts the golden files lack. */
-const pk = {
-  str(s: string): Buffer {
-    const b = Buffer.from(s);
-    const h = Buffer.alloc(5);
-    h[0] = 0x58; // BINUNICODE
-    h.writeUInt32LE(b.length, 1);
-    return Buffer.concat([h, b]);
-  },
-  int(n: number): Buffer {
-    const b = Buffer.alloc(5);
-    b[0] = 0x4a; // BININT
-    b.writeInt32LE(n, 1);
-    return b;
-  },
-  global: (m: string, n: string) => Buffer.from(`c${m}\n${n}\n`, 'latin1'),
-  tuple: (...items: Buffer[]) => Buffer.concat([Buffer.from([0x28]), ...items, Buffer.from([0x74])]),
-  /** _rebuild_tensor_v2(storage(type, key, numel), offset, size, stride, False, OrderedDict()). */
-  tensor(storageType: string, key: string, numel: number, offset: number, size: number[], stride: number[]): Buffer {
-    const persid = Buffer.concat([
-      pk.tuple(pk.str('storage'), pk.global('torch', storageType), pk.str(key), pk.str('cpu'), pk.int(numel)),
-      Buffer.from([0x51]), // BINPERSID
-    ]);
-    const hooks = Buffer.concat([pk.global('collections', 'OrderedDict'), Buffer.from([0x29, 0x52])]);
-    const args = pk.tuple(
-      persid,
-      pk.int(offset),
-      pk.tuple(...size.map(pk.int)),
-      pk.tuple(...stride.map(pk.int)),
-      Buffer.from([0x89]),
-      hooks,
-    );
-    return Buffer.concat([pk.global('torch._utils', '_rebuild_tensor_v2'), args, Buffer.from([0x52])]);
-  },
-  stateDict(items: [string, Buffer][]): Buffer {
-    const body = items.flatMap(([k, v]) => [pk.str(k), v]);
-    return Buffer.concat([Buffer.from([0x80, 0x02, 0x7d, 0x28]), ...body, Buffer.from([0x75, 0x2e])]);
-  },
-};
 
 function f32Bytes(values: number[]): Uint8Array {
   return new Uint8Array(new Float32Array(values).buffer);
@@ -237,6 +120,25 @@ describe('loader', function () {
       assert.deepStrictEqual([...ck.tensors.keys()], spec.map(([n]) => n));
       for (const [name, shape] of spec) assert.deepStrictEqual(ck.tensors.get(name)!.shape, shape, name);
     });
+
+    for (const [file, version] of [['v6-tiny.pth', 'v6'], ['v5-tiny.pth', 'v5']] as const) {
+      it(`${file} has exactly the ${version} tensors; a missing, misshapen or extra tensor is refused by name`, () => {
+        const ck = loadCheckpoint(golden(file));
+        const info = describeModel(ck);
+        const spec = version === 'v6' ? [...rwkv6Tensors(info, 32)] : [...rwkv5Tensors(info)];
+        assert.deepStrictEqual(new Set(ck.tensors.keys()), new Set(spec.map(([n]) => n)));
+        for (const [name, shape] of spec) assert.deepStrictEqual(ck.tensors.get(name)!.shape, shape, name);
+        const missing = cloneCheckpoint(ck);
+        missing.tensors.delete('blocks.2.att.gate.weight');
+        assert.throws(() => describeModel(missing), /missing tensor blocks\.2\.att\.gate\.weight/);
+        const bad = cloneCheckpoint(ck);
+        bad.tensors.set('blocks.1.att.time_faaaa', tensor('blocks.1.att.time_faaaa', 'f16', [128]));
+        assert.throws(() => describeModel(bad), /tensor blocks\.1\.att\.time_faaaa: wrong shape: expected \[2, 64\], got \[128\]/);
+        const extra = cloneCheckpoint(ck);
+        extra.tensors.set('blocks.1.att.mystery', tensor('blocks.1.att.mystery', 'f16', [4]));
+        assert.throws(() => describeModel(extra), /unexpected tensor blocks\.1\.att\.mystery \[4\]/);
+      });
+    }
 
     it('reads golden reference outputs (f32 and i32 safetensors)', () => {
       const g = readSafetensors(golden('v7-tiny.golden.st'));
@@ -344,7 +246,7 @@ describe('loader', function () {
         ['overlap', { a: { dtype: 'F16', shape: [4], data_offsets: [0, 8] }, b: { dtype: 'F16', shape: [4], data_offsets: [6, 14] } }, /"a" and "b" overlap/],
         ['dtype', { a: { dtype: 'F64', shape: [1], data_offsets: [0, 8] } }, /"a": unsupported dtype F64/],
         ['range', { a: { dtype: 'F32', shape: [100], data_offsets: [0, 400] } }, /"a": data ends at byte 400 .* only 16 data bytes \(file truncated\?\)/],
-        ['offsets', { a: { dtype: 'F32', shape: [1], data_offsets: [8, 4] } }, /"a": data_offsets \[8,4\] is not \[begin, end\]/],
+        ['offsets', { a: { dtype: 'F32', shape: [1], data_offsets: [8, 4] } }, /"a": data_offsets \[8, 4\] is not \[begin, end\]/],
         ['shape', { a: { dtype: 'F32', shape: [-1], data_offsets: [0, 4] } }, /"a": shape \[-1\] is not a list of non-negative integers/],
         ['meta', { __metadata__: { n: 5 } }, /__metadata__\.n is not a string/],
       ];

@@ -175,3 +175,61 @@ describe('example n8n workflows', () => {
     });
   }
 });
+
+/**
+ * The editor's view of a node type: its `defaults` as the HTML registers them, evaluated with Node-RED's own
+ * validator semantics (RED.validators.regex(re) is `v => re.test(v)`, so a missing field is tested as
+ * "undefined").
+ */
+function editorDefaults(): Map<string, Record<string, { value: unknown; required?: boolean; validate?: (v: unknown, opt?: object) => unknown }>> {
+  const types = new Map();
+  const RED = {
+    nodes: { registerType: (type: string, def: { defaults: object }) => types.set(type, def.defaults) },
+    validators: {
+      regex: (re: RegExp) => (v: unknown) => re.test(v as string),
+      number: () => (v: unknown) => String(v).length !== 0 && !isNaN(Number(v)),
+    },
+    _: (s: string) => s,
+  };
+  for (const file of fs.readdirSync(path.join(REPO_ROOT, 'nodes', 'node-red')).filter((f) => f.endsWith('.html'))) {
+    const html = fs.readFileSync(path.join(REPO_ROOT, 'nodes', 'node-red', file), 'utf8');
+    for (const m of html.matchAll(/<script type="text\/javascript">([\s\S]*?)<\/script>/g)) {
+      new Function('RED', '$', m[1])(RED, () => ({}));
+    }
+  }
+  return types;
+}
+
+describe('example flows as the Node-RED editor imports them', () => {
+  const types = editorDefaults();
+  const files = fs.readdirSync(EXAMPLES).filter((f) => f.endsWith('.json'));
+
+  it('every node of ours in every example is valid in the editor (no red triangle)', () => {
+    assert.ok(types.has('rwkv-model') && types.has('rwkv-generate'));
+    for (const file of files) {
+      for (const node of JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8')) as FlowNode[]) {
+        const defaults = types.get(node.type);
+        if (!defaults) continue;
+        for (const [key, d] of Object.entries(defaults)) {
+          if (d.required) assert.ok(node[key] !== undefined && node[key] !== '', `${file}: ${node.type}.${key} is required`);
+          if (d.validate) assert.strictEqual(d.validate.call(node, node[key], {}), true, `${file}: ${node.type}.${key} = ${JSON.stringify(node[key])} is invalid`);
+        }
+      }
+    }
+  });
+
+  it('a field missing from an older flow counts as its default, not as invalid', () => {
+    for (const [type, defaults] of types) {
+      for (const [key, d] of Object.entries(defaults)) {
+        if (d.validate && !d.required && d.value === '') assert.strictEqual(d.validate.call({}, undefined, {}), true, `${type}.${key}`);
+      }
+    }
+  });
+
+  it('all examples share one model configuration node, so importing them all leaves one', () => {
+    const configs = files.map((file) => (JSON.parse(fs.readFileSync(path.join(EXAMPLES, file), 'utf8')) as FlowNode[]).filter((n) => n.type === 'rwkv-model'));
+    for (const c of configs) assert.strictEqual(c.length, 1);
+    for (const [c] of configs) assert.deepStrictEqual(c, configs[0][0]);
+    assert.deepStrictEqual(Object.keys(configs[0][0]).filter((k) => k !== 'id' && k !== 'type').sort(), Object.keys(types.get('rwkv-model')!).sort());
+  });
+});

@@ -17,7 +17,7 @@ import type {
 export interface FakeEngineOptions {
   /** Milliseconds between decoded tokens (lets tests cancel mid-generation). */
   tokenDelayMs?: number;
-  /** Text to "generate" for a request; default echoes words of the prompt. */
+  /** Text to "generate" for a request (also under a JSON schema); default echoes words of the prompt. */
   reply?: (req: GenerateRequest) => string;
 }
 
@@ -38,6 +38,8 @@ const sleep = (ms: number, signal?: AbortSignal) =>
 export class FakeEngine implements Engine {
   readonly modelInfo = { version: 'v7', nLayer: 3, nEmbd: 8, vocabSize: 512, adapter: 'fake' };
   readonly requests: GenerateRequest[] = [];
+  /** The pooling each embed call asked for. */
+  readonly embedPoolings: (string | undefined)[] = [];
   /** Generations currently holding a "slot". */
   active = 0;
   maxActive = 0;
@@ -51,9 +53,10 @@ export class FakeEngine implements Engine {
   async *generate(req: GenerateRequest, opts: { signal?: AbortSignal } = {}): AsyncIterable<GenerateEvent> {
     this.requests.push(req);
     if (req.state !== undefined && !this.states.has(req.state)) throw new Error(`unknown state "${req.state}"`);
-    const reply = req.jsonSchema ? JSON.stringify({ answer: req.prompt.length }) : (this.options.reply ?? defaultReply)(req);
+    const reply = this.options.reply ? this.options.reply(req) : req.jsonSchema ? JSON.stringify({ answer: req.prompt.length }) : defaultReply(req);
     const pieces = reply.match(/\s*\S+/g) ?? [];
     const promptTokens = req.prompt.length;
+    const wantsLogprobs = req.logprobs === true || (req.topLogprobs ?? 0) > 0;
     this.active++;
     this.maxActive = Math.max(this.maxActive, this.active);
     const started = Date.now();
@@ -77,7 +80,9 @@ export class FakeEngine implements Engine {
         const hit = req.stop?.find((s) => (text + piece).includes(s));
         if (hit) break;
         text += piece;
-        yield { type: 'delta', text: piece, tokens: [i] };
+        // A made-up log-probability per piece: -(its index + 1) / 10.
+        const logprobs = wantsLogprobs ? [{ id: i, token: piece, logprob: -(i + 1) / 10 }] : undefined;
+        yield { type: 'delta', text: piece, tokens: [i], ...(logprobs && { logprobs }) };
       }
       const completionTokens = reason === 'abort' ? 0 : Math.min(pieces.length, req.maxTokens ?? Infinity);
       const totalMs = Date.now() - started;
@@ -86,6 +91,7 @@ export class FakeEngine implements Engine {
         reason,
         text,
         json: req.jsonSchema && reason === 'stop' ? JSON.parse(text) : undefined,
+        ...(wantsLogprobs && { meanLogprob: completionTokens > 0 ? -(completionTokens + 1) / 20 : 0 }),
         promptTokens,
         completionTokens,
         timing: { queueMs: 0, prefillMs: 0, decodeMs: totalMs, totalMs },
@@ -106,7 +112,8 @@ export class FakeEngine implements Engine {
     return { ranking };
   }
 
-  async embed(text: string, opts: { layer?: number } = {}): Promise<Float32Array> {
+  async embed(text: string, opts: { layer?: number; pooling?: string } = {}): Promise<Float32Array> {
+    this.embedPoolings.push(opts.pooling);
     const v = new Float32Array(this.modelInfo.nEmbd);
     for (let i = 0; i < text.length; i++) v[i % v.length] += text.charCodeAt(i) / 100 + (opts.layer ?? 0);
     return v;

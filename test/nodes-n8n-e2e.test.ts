@@ -10,32 +10,14 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { GOLDEN, REPO_ROOT } from './paths';
+import { installN8nExtension, n8nCli } from './e2e-support';
+import { GOLDEN } from './paths';
 
 const N8N_BIN = process.env.N8N_E2E_BIN;
 const NODE_BIN = process.env.N8N_E2E_NODE ?? process.execPath;
 const TINY = path.join(GOLDEN, 'v7-tiny.st');
 /** Full World vocabulary, so chat prompts ("User: ...") tokenize within the model. */
 const VOCAB_MODEL = path.join(GOLDEN, 'v7-vocab.pth');
-
-/** The package as npm would unpack it, with its runtime dependencies beside it (not n8n-workflow: n8n provides that). */
-function installPackage(root: string): string {
-  const tarball = execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', root], { cwd: REPO_ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] })
-    .trim()
-    .split('\n')
-    .pop()!;
-  const pkgDir = path.join(root, 'ext', 'n8n-nodes-rwkv-flow');
-  fs.mkdirSync(pkgDir, { recursive: true });
-  execFileSync('tar', ['-xzf', path.join(root, tarball), '-C', pkgDir, '--strip-components=1']);
-  // Outside the extension folder so n8n's **/*.node.js scan does not walk it.
-  const modules = path.join(root, 'ext', 'node_modules');
-  fs.mkdirSync(modules);
-  for (const entry of fs.readdirSync(path.join(REPO_ROOT, 'node_modules'))) {
-    if (entry === 'n8n-workflow' || entry.startsWith('.')) continue;
-    fs.symlinkSync(path.join(REPO_ROOT, 'node_modules', entry), path.join(modules, entry));
-  }
-  return pkgDir;
-}
 
 function workflow() {
   const cred = { rwkvModelApi: { id: 'rwkvTiny', name: 'RWKV tiny' } };
@@ -106,6 +88,61 @@ function chatWorkflow() {
   };
 }
 
+/**
+ * On the bundled model: an AI Agent with one tool (Calculator) whose first reply must call it, and an
+ * in-memory vector store filled and searched through the RWKV Embeddings sub-node.
+ */
+function agentToolsWorkflow() {
+  const cred = { rwkvModelApi: { id: 'rwkvBundled', name: 'RWKV bundled' } };
+  let n = 0;
+  const node = (name: string, type: string, typeVersion: number, x: number, y: number, parameters: object, extra: object = {}) => ({
+    id: `00000000-0000-4000-a000-${String(++n).padStart(12, '0')}`,
+    name,
+    type,
+    typeVersion,
+    position: [x, y],
+    parameters,
+    ...extra,
+  });
+  const ai = (type: string, to: string) => ({ [type]: [[{ node: to, type, index: 0 }]] });
+  const main = (to: string) => ({ main: [[{ node: to, type: 'main', index: 0 }]] });
+  const docs = ['The cat sat on the mat.', 'It is raining heavily today.', 'The stock market fell sharply.'];
+  return {
+    id: 'rwkvE2eAgentTools',
+    name: 'rwkv e2e agent tools',
+    active: false,
+    settings: { executionOrder: 'v1' },
+    nodes: [
+      node('Start', 'n8n-nodes-base.manualTrigger', 1, 0, 0, {}),
+      node('Agent', '@n8n/n8n-nodes-langchain.agent', 3, 200, 0, { promptType: 'define', text: 'What is 12 times 7?', options: { maxIterations: 3 } }),
+      node('Agent Model', 'CUSTOM.lmChatRwkv', 1, 200, 200, { maxTokens: 48, toolUse: 'required', options: { seed: 1 } }, { credentials: cred }),
+      node('Calculator', '@n8n/n8n-nodes-langchain.toolCalculator', 1, 400, 200, {}),
+      node('Docs', 'n8n-nodes-base.set', 3.4, 400, 0, { mode: 'raw', jsonOutput: JSON.stringify({ docs }), options: {} }, { executeOnce: true }),
+      node('Split', 'n8n-nodes-base.splitOut', 1, 600, 0, { fieldToSplitOut: 'docs', options: {} }),
+      node('Insert', '@n8n/n8n-nodes-langchain.vectorStoreInMemory', 1, 800, 0, { mode: 'insert', memoryKey: 'rwkv-e2e', clearStore: false }),
+      node('Loader', '@n8n/n8n-nodes-langchain.documentDefaultDataLoader', 1.1, 800, 200, {
+        jsonMode: 'expressionData',
+        jsonData: '={{ $json.docs }}',
+        textSplittingMode: 'simple',
+        options: {},
+      }),
+      node('Embeddings', 'CUSTOM.embeddingsRwkv', 1, 1000, 200, { options: { pooling: 'mean', normalize: true } }, { credentials: cred }),
+      node('Retrieve', '@n8n/n8n-nodes-langchain.vectorStoreInMemory', 1, 1000, 0, { mode: 'load', memoryKey: 'rwkv-e2e', prompt: 'A cat was sitting on the mat.', topK: 3 }, { executeOnce: true }),
+    ],
+    connections: {
+      Start: main('Agent'),
+      Agent: main('Docs'),
+      Docs: main('Split'),
+      Split: main('Insert'),
+      Insert: main('Retrieve'),
+      'Agent Model': ai('ai_languageModel', 'Agent'),
+      Calculator: ai('ai_tool', 'Agent'),
+      Loader: ai('ai_document', 'Insert'),
+      Embeddings: { ai_embedding: [[{ node: 'Insert', type: 'ai_embedding', index: 0 }, { node: 'Retrieve', type: 'ai_embedding', index: 0 }]] },
+    },
+  };
+}
+
 /** On CI with a Node that runs n8n 2.x (>= 24), a missing n8n is a failure unless RWKV_SKIP_N8N_E2E=1 says so. */
 const N8N_REQUIRED = process.env.CI === 'true' && Number(process.versions.node.split('.')[0]) >= 24 && process.env.RWKV_SKIP_N8N_E2E !== '1';
 
@@ -121,18 +158,12 @@ if (!N8N_BIN && N8N_REQUIRED) {
   this.timeout(600000);
   let root: string;
   let env: NodeJS.ProcessEnv;
-  const n8n = (...args: string[]) => {
-    try {
-      return execFileSync(NODE_BIN, [N8N_BIN!, ...args], { env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    } catch (err) {
-      const e = err as { stdout?: string; stderr?: string };
-      throw new Error(`n8n ${args.join(' ')} failed:\n${(e.stdout ?? '').slice(-3000)}\n${(e.stderr ?? '').slice(-3000)}`);
-    }
-  };
+  // execute() here also keeps the whole run data (the vector-store test reads a sub-node's input).
+  const { n8n } = n8nCli(NODE_BIN, N8N_BIN!, () => env);
 
   before(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-e2e-'));
-    const ext = installPackage(root);
+    const ext = installN8nExtension(root);
     env = {
       ...process.env,
       N8N_USER_FOLDER: path.join(root, 'home'),
@@ -145,10 +176,11 @@ if (!N8N_BIN && N8N_REQUIRED) {
     const creds = [
       { id: 'rwkvTiny', name: 'RWKV tiny', type: 'rwkvModelApi', data: { ...data, modelPath: TINY } },
       { id: 'rwkvVocab', name: 'RWKV vocab', type: 'rwkvModelApi', data: { ...data, modelPath: VOCAB_MODEL } },
+      { id: 'rwkvBundled', name: 'RWKV bundled', type: 'rwkvModelApi', data: { ...data, modelPath: '' } },
     ];
     fs.writeFileSync(path.join(root, 'creds.json'), JSON.stringify(creds));
     n8n('import:credentials', `--input=${path.join(root, 'creds.json')}`);
-    for (const wf of [workflow(), chatWorkflow()]) {
+    for (const wf of [workflow(), chatWorkflow(), agentToolsWorkflow()]) {
       const file = path.join(root, `${wf.id}.json`);
       fs.writeFileSync(file, JSON.stringify(wf));
       n8n('import:workflow', `--input=${file}`);
@@ -156,11 +188,14 @@ if (!N8N_BIN && N8N_REQUIRED) {
   });
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
+  type RunData = Record<string, { data?: Record<string, { json: any }[][]>; inputOverride?: Record<string, { json: any }[][]> }[]>;
+  let lastRunData: RunData = {};
   function execute(id: string) {
     const out = n8n('execute', `--id=${id}`, '--rawOutput');
-    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: Record<string, { data: { main: { json: any }[][] } }[]> } } };
+    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: RunData } } };
     assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
-    return (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
+    lastRunData = run.data.resultData.runData;
+    return (name: string) => run.data.resultData.runData[name][0].data!.main[0].map((i) => i.json);
   }
 
   it('runs generate (two items, one batch), choose and embed on the real engine', () => {
@@ -187,5 +222,21 @@ if (!N8N_BIN && N8N_REQUIRED) {
     assert.ok(chain.text.length > 0);
     const [agent] = items('Agent');
     assert.strictEqual(typeof agent.output, 'string');
+  });
+
+  it('AI Agent calls a tool through the RWKV Chat Model; a vector store inserts and retrieves with RWKV Embeddings', () => {
+    const items = execute('rwkvE2eAgentTools');
+    // The Calculator ran with the arguments the model wrote: a well-formed call.
+    const calls = lastRunData.Calculator;
+    assert.ok(calls && calls.length >= 1, `the Calculator tool never ran: ${JSON.stringify(Object.keys(lastRunData))}`);
+    const input = calls[0].inputOverride?.ai_tool?.[0]?.[0]?.json;
+    assert.ok(input && typeof input.input === 'string', `tool input ${JSON.stringify(input)}`);
+    const [agent] = items('Agent');
+    assert.strictEqual(typeof agent.output, 'string');
+    const retrieved = items('Retrieve');
+    assert.strictEqual(retrieved.length, 3, JSON.stringify(retrieved).slice(0, 2000));
+    // Nearest first: the paraphrase of the query's sentence.
+    assert.match(JSON.stringify(retrieved[0].document), /The cat sat on the mat/);
+    for (const r of retrieved) assert.strictEqual(typeof r.score, 'number');
   });
 });

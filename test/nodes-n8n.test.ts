@@ -5,17 +5,20 @@ import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { NodeOperationError, type INodeType } from 'n8n-workflow';
+import { NodeHelpers, NodeOperationError, type INodeProperties, type INodeType } from 'n8n-workflow';
 import { RwkvModelApi } from '../credentials/RwkvModelApi.credentials';
 import { keptEngineCount, releaseIdleEngines } from '../nodes/n8n/engine-keeper';
+import { SAMPLER_OPTIONS } from '../nodes/n8n/option-properties';
 import { RwkvChoose } from '../nodes/RwkvChoose/RwkvChoose.node';
 import { RwkvEmbed } from '../nodes/RwkvEmbed/RwkvEmbed.node';
 import { RwkvGenerate } from '../nodes/RwkvGenerate/RwkvGenerate.node';
 import { RwkvLoadState } from '../nodes/RwkvLoadState/RwkvLoadState.node';
 import { LmChatRwkv } from '../nodes/LmChatRwkv/LmChatRwkv.node';
+import { EmbeddingsRwkv } from '../nodes/EmbeddingsRwkv/EmbeddingsRwkv.node';
 import type { Message } from '../nodes/n8n/ai-node-sdk';
 import { RwkvChatModel } from '../nodes/n8n/rwkv-chat-model';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { fakeBackendEngineProvider } from './fake-backend-engine';
 import { FakeEngineProvider } from './nodes-fake-engine';
 import { executeContext, type ContextOptions } from './nodes-n8n-context';
 
@@ -69,7 +72,7 @@ describe('n8n nodes (fake engine)', function () {
       }).catch(() => undefined); // the fake has no state "tuned"; the request is what matters
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be kind.\n\nUser: Hi\n\nAssistant: Hello!\n\nUser: Bye\n\nAssistant:');
-      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nQ:']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:', '\n\nQ:']);
       assert.deepStrictEqual(req.sampler, { temperature: 0.7, topP: 0.2, seed: 5 });
       assert.strictEqual(req.state, 'tuned');
     });
@@ -176,6 +179,53 @@ describe('n8n nodes (fake engine)', function () {
       });
       assert.deepStrictEqual(provider.configs[0], { modelPath: '/m.st', precision: 'f32', maxBatch: 8, cacheBytes: 1048576, stateDir: '/s' });
     });
+
+    it('passes the operator limits of the credential; a request deadline of 0 means none', async () => {
+      await run(new RwkvGenerate(), {
+        params: { ...GENERATE, prompt: 'x' },
+        credentials: { precision: 'f16', maxTokensLimit: 512, requestTimeoutSeconds: 0, maxStates: 0 },
+      });
+      assert.deepStrictEqual(provider.configs[0], { precision: 'f16', maxTokensLimit: 512, requestTimeoutMs: 0 });
+    });
+
+    it('an item cannot go beyond the max-tokens limit of the credential', async () => {
+      const real = fakeBackendEngineProvider();
+      setEngineProvider(real.provide);
+      const { out } = await run(new RwkvGenerate(), {
+        items: items(2),
+        continueOnFail: true,
+        params: { ...GENERATE, prompt: 'hi', maxTokens: (i: number) => (i === 0 ? 1_048_576 : 8) },
+        credentials: { precision: 'f16', maxTokensLimit: 8 },
+      });
+      assert.match(out[0].json.error, /maxTokens 1048576 is above this model's limit of 8/);
+      assert.strictEqual(out[1].json.usage.completionTokens, 8);
+    });
+
+    it('ends a generation past the deadline of the credential with a timeout error', async () => {
+      const real = fakeBackendEngineProvider({ slots: 1, delayMs: 2 });
+      setEngineProvider(real.provide);
+      await assert.rejects(
+        run(new RwkvGenerate(), {
+          params: { ...GENERATE, prompt: 'hi', maxTokens: 100_000 },
+          credentials: { precision: 'f16', maxTokensLimit: 100_000, requestTimeoutSeconds: 0.1 },
+        }),
+        /ran past the 100 ms deadline/,
+      );
+      assert.strictEqual(real.engines[0].scheduler.active, 0);
+    });
+  });
+
+  describe('credential Test button', () => {
+    it('is declared for the RWKV Model credential and reports what loaded where', async () => {
+      const node = new RwkvChoose();
+      const cred = node.description.credentials!.find((c) => c.name === 'rwkvModelApi')!;
+      const test = (node as unknown as { methods: { credentialTest: Record<string, Function> } }).methods.credentialTest[cred.testedBy as string];
+      const ok = await test({ id: 'c', name: 'RWKV', type: 'rwkvModelApi', data: { modelPath: '', precision: 'f16' } });
+      assert.deepStrictEqual(ok, { status: 'OK', message: 'Loaded the bundled default model: RWKV v7, 3 layers × 8, vocabulary 512, on fake' });
+      provider.failWith = new Error('model file not found: /models/missing.st');
+      const bad = await test({ id: 'c', name: 'RWKV', type: 'rwkvModelApi', data: { modelPath: '/models/missing.st', maxBatch: 2 } });
+      assert.deepStrictEqual(bad, { status: 'Error', message: 'model file not found: /models/missing.st' });
+    });
   });
 
   describe('engine lease across executions', () => {
@@ -189,6 +239,16 @@ describe('n8n nodes (fake engine)', function () {
       await new Promise((r) => setTimeout(r, 120));
       assert.strictEqual(provider.held, 0);
       assert.strictEqual(keptEngineCount(), 0);
+    });
+
+    it("takes a relative model path in the credential inside n8n's user folder", async () => {
+      process.env.N8N_USER_FOLDER = '/srv/n8n';
+      try {
+        await run(new RwkvEmbed(), { params: { text: 'y', options: {} }, credentials: { modelPath: 'models/m.st' } });
+      } finally {
+        delete process.env.N8N_USER_FOLDER;
+      }
+      assert.strictEqual(provider.configs[0].modelPath, '/srv/n8n/.n8n/models/m.st');
     });
 
     it('an edited credential for the same model releases the idle engine of the old settings at once', async () => {
@@ -302,7 +362,7 @@ describe('n8n nodes (fake engine)', function () {
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be brief.\n\nUser: Hi there\n\nAssistant: Hello.\n\nUser: Bye now\n\nAssistant:');
       assert.strictEqual(req.maxTokens, 20);
-      assert.deepStrictEqual(req.stop, ['\n\nUser:', 'END']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:', 'END']);
       assert.deepStrictEqual(req.sampler, { kind: 'typical', temperature: 0.5, topP: 0.3 });
       assert.deepStrictEqual(result.message, { role: 'assistant', content: [{ type: 'text', text: 'echo: Bye now Assistant:' }] });
       assert.strictEqual(result.finishReason, 'stop');
@@ -330,14 +390,20 @@ describe('n8n nodes (fake engine)', function () {
       assert.strictEqual(provider.engine.active, 0);
     });
 
-    it('accepts an agent without tools and refuses tools with a clear error', () => {
+    it('an agent without tools gets the same model; tools are bound (chat-tools.test.ts)', () => {
       const m = model();
       assert.strictEqual(m.withTools([]), m);
-      assert.throws(() => m.withTools([{ name: 'calculator' }]), /cannot call tools \(calculator\)/);
+      assert.notStrictEqual(m.withTools([{ name: 'calculator' }]), m);
     });
 
-    it('rejects tool results and non-text content naming the message', async () => {
-      await assert.rejects(model().generate([{ role: 'tool', content: [{ type: 'tool-result' }] }]), /messages\[0\]: tool results cannot be given/);
+    it('the reply ends at any next role line, not only the user\'s', async () => {
+      provider.engine.options.reply = () => ' Fine.\n\nAssistant: and more\n\nUser: x';
+      const result = await model().generate([text('user', 'How are you?')]);
+      assert.deepStrictEqual(result.message.content, [{ type: 'text', text: 'Fine.' }]);
+    });
+
+    it('rejects a tool message without a result and non-text content naming the message', async () => {
+      await assert.rejects(model().generate([{ role: 'tool', content: [{ type: 'text' }] }]), /messages\[0\]: a tool message needs a tool-result/);
       await assert.rejects(model().generate([{ role: 'user', content: [{ type: 'file' }] }]), /messages\[0\]: content of type "file" is not supported/);
     });
 
@@ -354,15 +420,55 @@ describe('n8n nodes (fake engine)', function () {
   });
 
   describe('descriptions', () => {
-    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv()];
+    const nodes: INodeType[] = [new RwkvGenerate(), new RwkvChoose(), new RwkvEmbed(), new RwkvLoadState(), new LmChatRwkv(), new EmbeddingsRwkv()];
 
     it('use the RWKV Model credential, which declares every model setting', () => {
       const credential = new RwkvModelApi();
-      for (const node of nodes) assert.deepStrictEqual(node.description.credentials, [{ name: credential.name, required: true }]);
+      for (const node of nodes) {
+        const [only, ...more] = node.description.credentials!;
+        assert.deepStrictEqual(more, []);
+        assert.deepStrictEqual({ name: only.name, required: only.required }, { name: credential.name, required: true });
+      }
+      // One node's testedBy gives the credential dialog its Test button (n8n looks across all node types).
+      assert.ok(nodes.some((n) => n.description.credentials![0].testedBy === 'rwkvModelApiTest'));
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
-        ['apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'engineMode', 'maxBatch', 'maxQueue', 'modelPath', 'precision', 'prefillChunkSize', 'serverUrl', 'stateDir'],
+        [
+          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'engineMode', 'maxBatch', 'maxQueue', 'maxStates', 'maxTokensLimit', 'modelPath',
+          'precision', 'prefillChunkSize', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
+        ],
       );
+    });
+
+    it("sampler options: each described with its range, and a sampler's own settings shown only for it", () => {
+      const node = new RwkvGenerate();
+      const options = node.description.properties.find((p) => p.name === 'options')!.options as INodeProperties[];
+      const sampler = options.filter((o) => SAMPLER_OPTIONS.includes(o));
+      assert.strictEqual(sampler.length, SAMPLER_OPTIONS.length);
+      for (const o of sampler) assert.ok(o.description && o.description.length > 20, `${o.displayName} has no description`);
+      // n8n's own visibility rule, evaluated on the options collection's values as its editor does.
+      const shown = (values: Record<string, unknown>) =>
+        sampler.filter((o) => NodeHelpers.displayParameter(values as never, o, { typeVersion: 1 }, node.description)).map((o) => o.name);
+      for (const [kind, mine, others] of [
+        [undefined, ['topP'], ['tau', 'mirostatTau', 'mirostatEta']],
+        ['typical', ['tau', 'topK', 'minP'], ['topP', 'mirostatTau']],
+        ['mirostat', ['mirostatTau', 'mirostatEta'], ['topP', 'topK', 'tau', 'minP']],
+      ] as const) {
+        const names = shown(kind ? { samplerKind: kind } : {});
+        for (const n of mine) assert.ok(names.includes(n), `${n} hidden for ${kind ?? 'the default sampler'}`);
+        for (const n of others) assert.ok(!names.includes(n), `${n} shown for ${kind ?? 'the default sampler'}`);
+        for (const n of ['temperature', 'presencePenalty', 'seed']) assert.ok(names.includes(n));
+      }
+    });
+
+    it('canvas subtitles read as words, not internal values', () => {
+      const node = new RwkvLoadState();
+      const operation = node.description.properties.find((p) => p.name === 'operation')!;
+      for (const option of operation.options as { name: string; value: string }[]) {
+        // n8n evaluates the subtitle as an expression with $parameter bound to the node's parameters.
+        const subtitle = new Function('$parameter', `return ${node.description.subtitle!.slice(3, -2)}`)({ operation: option.value });
+        assert.strictEqual(subtitle, option.name);
+      }
     });
 
     it('have unique names and file icons that exist relative to the compiled node', () => {

@@ -6,24 +6,13 @@
 import * as assert from 'assert';
 import { execFileSync, spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { freePort } from './e2e-support';
 import { GOLDEN, REPO_ROOT } from './paths';
 
 const TINY = path.join(GOLDEN, 'v7-tiny.st');
 const BUNDLED_MODEL = path.join(REPO_ROOT, 'models', 'default.st');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
-}
 
 /** userDir/node_modules/n8n-nodes-rwkv-flow from `npm pack`; its dependencies one folder up, outside Node-RED's scan. */
 function installInto(root: string): string {

@@ -3,10 +3,12 @@
 // nodes-real-engine.test.ts.
 
 import * as assert from 'assert';
+import { EventEmitter } from 'events';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { setEngineProvider } from '../nodes/shared/engine-provider';
+import { fakeBackendEngineProvider } from './fake-backend-engine';
 import { FakeEngineProvider } from './nodes-fake-engine';
 import { REPO_ROOT } from './paths';
 
@@ -22,6 +24,8 @@ interface TestHelper {
   setFlows(flow: object[], type: 'full' | 'flows' | 'nodes'): Promise<void>;
   unload(): Promise<void>;
   getNode(id: string): TestNode | null;
+  /** supertest against the runtime's admin HTTP API. */
+  request(): { get(path: string): { expect(status: number): Promise<{ body: any }> } };
 }
 
 interface TestNode {
@@ -92,7 +96,14 @@ describe('Node-RED nodes (fake engine)', function () {
         cacheBytes: 2 * 1024 * 1024,
       });
       await helper.unload();
-      assert.strictEqual(provider.released, 1);
+      await helper.load(ALL_NODES, [{ ...MODEL, id: 'm2', maxTokensLimit: '512', requestTimeoutSeconds: '0', maxStates: '3' }]);
+      await until(() => provider.acquired === 2, 'second lease');
+      assert.deepStrictEqual(
+        { ...provider.configs[1], modelPath: undefined, precision: undefined, maxBatch: undefined, cacheBytes: undefined },
+        { modelPath: undefined, precision: undefined, maxBatch: undefined, cacheBytes: undefined, maxTokensLimit: 512, requestTimeoutMs: 0, maxStates: 3 },
+      );
+      await helper.unload();
+      assert.strictEqual(provider.released, 2);
     });
 
     it('reports a bad configuration on every message instead of crashing', async () => {
@@ -132,7 +143,8 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.deepStrictEqual(msg.rwkv.usage, { promptTokens: 19, completionTokens: 4, totalTokens: 23 });
       assert.strictEqual(provider.engine.requests[0].maxTokens, 16);
       await until(() => status.some((s) => s.startsWith('done')), 'done status');
-      assert.deepStrictEqual(status, ['queued (#0)', 'prefill 0/19', 'prefill 19/19', '1 token', '2 tokens', '3 tokens', '4 tokens', 'done: 4 tokens (stop)']);
+      // The deploy-time 'ready' status may land before or after the listener is attached.
+      assert.deepStrictEqual(status.filter((s) => !s.startsWith('ready:')), ['queued (#0)', 'prefill 0/19', 'prefill 19/19', '1 token', '2 tokens', '3 tokens', '4 tokens', 'done: 4 tokens (stop)']);
     });
 
     it('formats chat messages as an RWKV dialogue and stops at the next user turn', async () => {
@@ -142,7 +154,7 @@ describe('Node-RED nodes (fake engine)', function () {
       const msg = await out;
       const req = provider.engine.requests[0];
       assert.strictEqual(req.prompt, 'System: Be brief.\n\nUser: Hi\nthere\n\nAssistant:');
-      assert.deepStrictEqual(req.stop, ['\n\nUser:']);
+      assert.deepStrictEqual(req.stop, ['\n\nUser:', '\n\nAssistant:', '\n\nSystem:', '\n\nTool:']);
       // The fake echoes the prompt's last words; chat replies come back trimmed.
       assert.strictEqual(msg.payload, 'echo: Hi there Assistant:');
     });
@@ -165,6 +177,42 @@ describe('Node-RED nodes (fake engine)', function () {
       helper.getNode('n1')!.receive({ payload: 'x' });
       await out;
       assert.deepStrictEqual(provider.engine.requests[0].stop, ['\n\nQ:']);
+    });
+
+    it("the config node's model picker lists the model files of the models folder, by name and size", async () => {
+      const folder = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-models-'));
+      for (const [name, bytes] of [['b.pth', 3], ['a.st', 2], ['notes.txt', 1]] as const) fs.writeFileSync(path.join(folder, name), Buffer.alloc(bytes));
+      fs.mkdirSync(path.join(folder, 'dir.st'));
+      process.env.RWKV_FLOW_MODELS = folder;
+      try {
+        await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+        const { body } = await helper.request().get('/rwkv-flow/models').expect(200);
+        assert.strictEqual(body.folder, folder);
+        assert.deepStrictEqual(body.files, [
+          { path: path.join(folder, 'a.st'), name: 'a.st', bytes: 2 },
+          { path: path.join(folder, 'b.pth'), name: 'b.pth', bytes: 3 },
+        ]);
+      } finally {
+        delete process.env.RWKV_FLOW_MODELS;
+        fs.rmSync(folder, { recursive: true, force: true });
+      }
+    });
+
+    it('shows at deploy which model runs on which adapter, before any message', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      // The test helper wraps node.status in a spy.
+      const status = (helper.getNode('n1') as unknown as { status: { called: boolean; lastCall: { args: [Record<string, string>] } } }).status;
+      await until(() => status.called, 'a status at deploy');
+      assert.deepStrictEqual(status.lastCall.args[0], { fill: 'green', shape: 'ring', text: 'ready: RWKV v7 3×8 on fake' });
+    });
+
+    it('shows a model that failed to load at deploy, in red', async () => {
+      provider.failWith = new Error('model file not found: /models/missing.st');
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const status = (helper.getNode('n1') as unknown as { status: { called: boolean; lastCall: { args: [Record<string, string>] } } }).status;
+      await until(() => status.called, 'a status at deploy');
+      assert.strictEqual(status.lastCall.args[0].fill, 'red');
+      assert.match(status.lastCall.args[0].text, /model file not found/);
     });
 
     it('streams one message per token on output 2 before the result on output 1', async () => {
@@ -240,13 +288,16 @@ describe('Node-RED nodes (fake engine)', function () {
       ['removing the node', async () => helper.setFlows([MODEL], 'full')],
       ['stopping the runtime', async () => helper.unload()],
     ] as const) {
-      it(`${what} during generation cancels it and frees the slot and the lease`, async () => {
+      it(`${what} during generation cancels it, frees the slot and the lease, and ends the message with done(err)`, async () => {
         provider.engine.options.tokenDelayMs = 30;
         await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
         const sent: Msg[] = [];
         helper.getNode('out1')!.on('input', (m) => sent.push(m));
+        // Wrapped on the instance: stopping the runtime (helper.unload) removes the helper's call:error spies first.
         const errors: unknown[] = [];
-        helper.getNode('n1')!.on('call:error', (c) => errors.push(c.args[0]));
+        const worker = helper.getNode('n1') as unknown as { error: (...args: unknown[]) => void };
+        const reportError = worker.error;
+        worker.error = (...args: unknown[]) => (errors.push(args[0]), reportError.apply(worker, args));
         helper.getNode('n1')!.receive({ payload: 'a long prompt with many words to echo back slowly' });
         await until(() => provider.engine.active === 1, 'generation started');
         await redeploy();
@@ -255,9 +306,67 @@ describe('Node-RED nodes (fake engine)', function () {
         assert.ok(provider.released >= 1, 'lease not released');
         await new Promise((r) => setTimeout(r, 50));
         assert.deepStrictEqual(sent, []);
-        assert.deepStrictEqual(errors, []);
+        // A Catch node gets the message and can answer its HTTP caller (before: a silent done()).
+        assert.strictEqual(errors.length, 1);
+        assert.match(String(errors[0]), /rwkv-generate closed \(redeploy, removal or shutdown\) before the answer/);
       });
     }
+
+    it('ends every in-flight message of a closing node with done(err)', async () => {
+      provider.engine.options.tokenDelayMs = 30;
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const errors: { err: unknown; msg: Msg }[] = [];
+      helper.getNode('n1')!.on('call:error', (c) => errors.push({ err: c.args[0], msg: c.args[1] }));
+      for (let i = 0; i < 10; i++) helper.getNode('n1')!.receive({ payload: `a long prompt with many words number ${i}`, topic: `m${i}` });
+      await until(() => provider.engine.active === 10, 'ten generations running');
+      await helper.setFlows(flowWith({ type: 'rwkv-generate' }, 2), 'full');
+      assert.strictEqual(provider.engine.active, 0);
+      assert.strictEqual(errors.length, 10);
+      assert.deepStrictEqual(errors.map((e) => e.msg.topic).sort(), Array.from({ length: 10 }, (_, i) => `m${i}`).sort());
+      for (const e of errors) assert.match(String(e.err), /closed \(redeploy/);
+    });
+
+    it('cancels the request when the HTTP caller disconnects (msg.res closed), without a "done" status', async () => {
+      provider.engine.options.tokenDelayMs = 30;
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const status = collectStatus('n1');
+      const sent: Msg[] = [];
+      helper.getNode('out1')!.on('input', (m) => sent.push(m));
+      const err = nextError('n1');
+      // http-in's msg.res wraps the express response as msg.res._res.
+      const response = Object.assign(new EventEmitter(), { writableFinished: false });
+      helper.getNode('n1')!.receive({ payload: 'a long prompt with many words to echo back slowly', res: { _res: response }, req: {} });
+      await until(() => provider.engine.active === 1, 'generation started');
+      response.emit('close');
+      assert.match(String(await err), /HTTP caller disconnected/);
+      await until(() => provider.engine.active === 0, 'slot freed');
+      assert.strictEqual(provider.engine.aborted, 1);
+      assert.deepStrictEqual(sent, []);
+      assert.ok(!status.some((s) => s.startsWith('done')), `status said done: ${status.join(' | ')}`);
+      assert.strictEqual(response.listenerCount('close'), 0, 'listener removed');
+    });
+
+    it('leaves a request alone whose response closed after being answered', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const response = Object.assign(new EventEmitter(), { writableFinished: true });
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: 'The quick brown fox', res: { _res: response } });
+      response.emit('close');
+      assert.strictEqual((await out).payload, ' echo: quick brown fox');
+    });
+
+    it('enforces the max-tokens limit of the model configuration; a message cannot lift it', async () => {
+      const real = fakeBackendEngineProvider();
+      setEngineProvider(real.provide);
+      await helper.load(ALL_NODES, [{ ...MODEL, maxTokensLimit: '8', requestTimeoutSeconds: '30', maxStates: '2' }, ...flowWith({ type: 'rwkv-generate' }, 2).slice(1)]);
+      await until(() => real.engines.length === 1, 'engine');
+      const err = nextError('n1');
+      helper.getNode('n1')!.receive({ payload: 'hi', maxTokens: 1_048_576, maxTokensLimit: 1_048_576, requestTimeoutMs: 0 });
+      assert.match(String(await err), /maxTokens 1048576 is above this model's limit of 8/);
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: { prompt: 'hi', maxTokensLimit: 100 } });
+      assert.strictEqual((await out).rwkv.usage.completionTokens, 8, 'an unset maxTokens gets min(256, limit)');
+    });
   });
 
   describe('rwkv-choose', () => {
@@ -302,6 +411,15 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.strictEqual(msg.payload.length, 2);
       assert.deepStrictEqual(msg.payload[0], single);
       assert.notDeepStrictEqual(msg.payload[1], single);
+    });
+
+    it('pools as configured (msg overrides) and normalises to unit length', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-embed', pooling: 'last', normalize: true }));
+      const out = nextMessage('out1');
+      helper.getNode('n1')!.receive({ payload: ['hello', 'world'], pooling: 'mean' });
+      const msg = await out;
+      assert.deepStrictEqual(provider.engine.embedPoolings, ['mean', 'mean']);
+      for (const v of msg.payload as number[][]) assert.ok(Math.abs(Math.hypot(...v) - 1) < 1e-6);
     });
 
     it('rejects a layer the model does not have', async () => {

@@ -83,7 +83,7 @@ describe('nodes on the real engine (tiny model)', function () {
     });
 
     it('a redeploy during a long generation cancels it, frees the slot and unloads the model', async () => {
-      await helper.load(NODES, flowWith({ type: 'rwkv-generate', maxTokens: '100000' }, 2));
+      await helper.load(NODES, flowWith({ type: 'rwkv-generate', maxTokens: '4000' }, 2));
       const sent: Msg[] = [];
       helper.getNode('out1').on('input', (m: Msg) => sent.push(m));
       let tokens = 0;
@@ -188,7 +188,7 @@ describe('nodes on the real engine (tiny model)', function () {
       // keeps end of text out of reach, so only the cancellation can stop this generation.
       const running = run(new RwkvGenerate(), {
         cancelSignal: cancel.signal,
-        params: { inputMode: 'prompt', prompt: '1+1=', maxTokens: 100000, constraint: 'grammar', grammar: `root ::= "${'ab'.repeat(20000)}"`, options: {} },
+        params: { inputMode: 'prompt', prompt: '1+1=', maxTokens: 4000, constraint: 'grammar', grammar: `root ::= "${'ab'.repeat(1500)}"`, options: {} },
       });
       setTimeout(() => cancel.abort(), 1500);
       await assert.rejects(running, /execution cancelled/);

@@ -33,6 +33,14 @@ describe('nodes/shared', () => {
   });
 
   describe('model configuration', () => {
+    it("takes a relative model path and state folder inside the host's folder, not the working directory", () => {
+      assert.deepStrictEqual(parseModelConfig({ modelPath: 'models/m.st', stateDir: 'states' }, '/home/u/.node-red'), {
+        modelPath: '/home/u/.node-red/models/m.st',
+        stateDir: '/home/u/.node-red/states',
+      });
+      assert.deepStrictEqual(parseModelConfig({ modelPath: '/abs/m.st' }, '/home/u/.node-red'), { modelPath: '/abs/m.st' });
+    });
+
     it('maps editor fields to EngineConfig, blanks to engine defaults', () => {
       assert.deepStrictEqual(parseModelConfig({ modelPath: ' m.st ', precision: 'f32', maxBatch: '8', chunkSize: '', cacheMiB: '0.5', stateDir: '', maxQueue: '0' }), {
         modelPath: 'm.st',
@@ -56,6 +64,21 @@ describe('nodes/shared', () => {
       assert.throws(() => parseModelConfig({ decodeKeep: 1 }), /decodeKeep: must be between 0 and 1/);
       assert.throws(() => parseModelConfig({ prefillChunkSize: 0 }), /prefillChunkSize: must be an integer ≥ 1/);
       assert.throws(() => parseModelConfig({ modelPath: 5 }), /modelPath: must be a string/);
+      assert.throws(() => parseModelConfig({ maxTokensLimit: '0' }), /maxTokensLimit: must be an integer ≥ 1/);
+      assert.throws(() => parseModelConfig({ maxTokensLimit: 2 ** 21 }), /maxTokensLimit: must be at most 1048576/);
+      assert.throws(() => parseModelConfig({ requestTimeoutSeconds: '-1' }), /requestTimeoutSeconds: must be between 0 \(no deadline\)/);
+      assert.throws(() => parseModelConfig({ requestTimeoutSeconds: 1e9 }), /requestTimeoutSeconds: must be between 0/);
+      assert.throws(() => parseModelConfig({ maxStates: '-2' }), /maxStates: must be an integer ≥ 0/);
+    });
+
+    it('maps the operator limits: seconds to ms, 0 = no deadline, blanks to engine defaults', () => {
+      assert.deepStrictEqual(parseModelConfig({ maxTokensLimit: '1024', requestTimeoutSeconds: '2.5', maxStates: '8' }), {
+        maxTokensLimit: 1024,
+        requestTimeoutMs: 2500,
+        maxStates: 8,
+      });
+      assert.deepStrictEqual(parseModelConfig({ requestTimeoutSeconds: '0' }), { requestTimeoutMs: 0 });
+      assert.deepStrictEqual(parseModelConfig({ maxTokensLimit: '', requestTimeoutSeconds: '', maxStates: '' }), {});
     });
 
     it('server mode: the server\'s URL and key, nothing of the local engine settings', () => {
@@ -85,7 +108,7 @@ describe('nodes/shared', () => {
     it('rejects what is not a message list, naming the element', () => {
       assert.throws(() => parseChatMessages('messages', []), /messages: must be a non-empty array/);
       assert.throws(() => parseChatMessages('messages', '{'), /messages: is not valid JSON/);
-      assert.throws(() => parseChatMessages('messages', [{ role: 'bot', content: 'x' }]), /messages\[0\]\.role: must be "system", "user" or "assistant", got "bot"/);
+      assert.throws(() => parseChatMessages('messages', [{ role: 'bot', content: 'x' }]), /messages\[0\]\.role: must be "system", "user", "assistant" or "tool", got "bot"/);
       assert.throws(() => parseChatMessages('messages', [{ role: 'user', content: 3 }]), /messages\[0\]\.content: must be a string/);
     });
   });
@@ -114,6 +137,10 @@ describe('nodes/shared', () => {
       const ok2020 = { $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'array', prefixItems: [{ type: 'string' }] };
       assert.deepStrictEqual(prepareGenerate({ prompt: 'a', jsonSchema: ok2020 }).request.jsonSchema, ok2020);
       assert.throws(() => prepareGenerate({ prompt: 'a', jsonSchema: { type: 'objekt' } }), /jsonSchema: is not a valid JSON Schema/);
+      // Each schema is checked against its own draft: draft-04's boolean exclusiveMinimum is valid there.
+      const draft04 = { $schema: 'http://json-schema.org/draft-04/schema#', type: 'number', minimum: 0, exclusiveMinimum: true };
+      assert.doesNotThrow(() => prepareGenerate({ prompt: 'a', jsonSchema: draft04 }));
+      assert.throws(() => prepareGenerate({ prompt: 'a', jsonSchema: { ...draft04, $schema: 'https://json-schema.org/draft/2020-12/schema' } }), /jsonSchema: is not a valid JSON Schema/);
       // References are resolved when the engine compiles the schema (in its worker), not on the host's event loop.
       assert.doesNotThrow(() => prepareGenerate({ prompt: 'a', jsonSchema: { $ref: '#/definitions/missing' } }));
       assert.throws(() => prepareGenerate({ prompt: 'a', jsonSchema: '[1]' }), /jsonSchema: must be a JSON object/);

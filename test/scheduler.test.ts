@@ -62,12 +62,16 @@ describe('scheduler: continuous batching', function () {
 
   it('keeps decoding other slots while a long prompt is prefilled', async () => {
     const { engine, fake } = makeEngine({ slots: 2 }, { chunkSize: 8 });
-    const first = engine.generate({ prompt: 'hi', maxTokens: 40, sampler: greedy })[Symbol.asyncIterator]();
+    // The first request decodes until the long prompt is done (then it is cancelled): however the pacer spaces the
+    // chunks on a loaded machine, the decoding slot stays busy for the whole prefill, so every chunk is chunkSize.
+    const first = engine.generate({ prompt: 'hi', maxTokens: 4000, sampler: greedy })[Symbol.asyncIterator]();
     await first.next(); // start
     await first.next(); // first delta: slot 0 is decoding
-    const long = collect(engine.generate({ prompt: 'y'.repeat(200), maxTokens: 2, sampler: greedy }));
+    let longDone = false;
+    const long = collect(engine.generate({ prompt: 'y'.repeat(200), maxTokens: 2, sampler: greedy })).finally(() => (longDone = true));
     const rest = (async () => {
-      for (;;) if ((await first.next()).done) break;
+      while (!longDone) if ((await first.next()).done) break;
+      await first.return?.(undefined);
     })();
     await Promise.all([long, rest]);
     const isChunk = (c: SlotJob[]) => c.some((j) => j.tokens.length > 1);

@@ -153,7 +153,7 @@ describe('nodes in process and through rwkv-flow serve: same results', function 
           const cancel = new AbortController();
           const running = runN8n(new RwkvGenerate(), mode, {
             cancelSignal: cancel.signal,
-            params: { ...GENERATE, prompt: 'a long one', maxTokens: 100000, options: { seed: 1 } },
+            params: { ...GENERATE, prompt: 'a long one', maxTokens: 4000, options: { seed: 1 } },
           });
           await until(() => mode.engine.metrics().decodeTokens > 3, 'generation to run');
           cancel.abort();
@@ -246,7 +246,7 @@ describe('nodes in process and through rwkv-flow serve: same results', function 
     it('rwkv-generate: closing the flow during a generation cancels it and frees the slot', async () => {
       await inFlows(
         async (mode) => {
-          await load(mode, { type: 'rwkv-generate', maxTokens: '100000' });
+          await load(mode, { type: 'rwkv-generate', maxTokens: '4000' });
           helper.getNode('n1').receive({ payload: 'go on and on' });
           await until(() => mode.engine.metrics().decodeTokens > 3, 'generation to run');
           await helper.unload();

@@ -118,7 +118,7 @@ describe('remote engine: the Engine API through rwkv-flow serve', function () {
     try {
       const controller = new AbortController();
       const seen: GenerateEvent[] = [];
-      for await (const e of r.generate({ prompt: 'long', maxTokens: 100000, sampler: { logitBias: { 0: -1000 } } }, { signal: controller.signal })) {
+      for await (const e of r.generate({ prompt: 'long', maxTokens: 4000, sampler: { logitBias: { 0: -1000 } } }, { signal: controller.signal })) {
         seen.push(e);
         if (seen.filter((x) => x.type === 'delta').length === 3) controller.abort();
       }
@@ -132,7 +132,7 @@ describe('remote engine: the Engine API through rwkv-flow serve', function () {
       await until(() => slow.metrics().active === 0, 'the server to free the slot', 5000);
 
       // Leaving the loop early cancels too, as with the in-process engine.
-      for await (const e of r.generate({ prompt: 'again', maxTokens: 100000, sampler: { logitBias: { 0: -1000 } } })) if (e.type === 'delta') break;
+      for await (const e of r.generate({ prompt: 'again', maxTokens: 4000, sampler: { logitBias: { 0: -1000 } } })) if (e.type === 'delta') break;
       await until(() => slow.metrics().active === 0, 'the server to free the slot after break', 5000);
 
       // Aborted before it starts: the abort stop event, and nothing reaches the server.

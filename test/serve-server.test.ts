@@ -231,7 +231,10 @@ describe('rwkv-flow serve: bounds, keys and hostile requests', function () {
       ['/v1/completions', '{"prompt": ', 400, /not valid JSON/],
       ['/v1/completions', '[1,2]', 400, /must be a JSON object/],
       ['/v1/completions', { prompt: 5 }, 400, /prompt must be a string/],
-      ['/v1/completions', { prompt: 'x', max_tokens: 1e9 }, 400, /maxTokens must be an integer in \[1,/],
+      // The operator's limits bind HTTP callers as they bind flows (maxTokensLimit, default 4096).
+      ['/v1/completions', { prompt: 'x', max_tokens: 1e9 }, 400, /maxTokens 1000000000 is above this model's limit of 4096/],
+      ['/v1/engine/generate', { prompt: 'x', maxTokens: 5000 }, 400, /maxTokens 5000 is above this model's limit of 4096/],
+      ['/v1/engine/generate', { prompt: 'x', maxTokensLimit: 100000 }, 400, /unknown request field "maxTokensLimit"/],
       ['/v1/completions', { prompt: 'x', temperature: 'hot' }, 400, /temperature must be a number/],
       ['/v1/completions', { prompt: 'x', logit_bias: { abc: 1 } }, 400, /logit_bias: key "abc"/],
       ['/v1/chat/completions', { messages: 'hi' }, 400, /messages must be a non-empty array/],
@@ -294,7 +297,7 @@ describe('rwkv-flow serve: cancellation and metrics', function () {
       const controller = new AbortController();
       const stream = await client.chat.completions.create(
         // End of text (token 0) barred: only the disconnect can end it.
-        { model: 'x', messages: [{ role: 'user', content: 'talk for ever' }], max_tokens: 100000, logit_bias: { '0': -1000 }, stream: true },
+        { model: 'x', messages: [{ role: 'user', content: 'talk for ever' }], max_tokens: 4000, logit_bias: { '0': -1000 }, stream: true },
         { signal: controller.signal },
       );
       let chunks = 0;

@@ -28,11 +28,12 @@ from world_vocab import RestrictedWorldTokenizer, load_world_vocab  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXPECTED_TEXT = 'The quick brown fox jumps over the lazy dog. PostgreSQL is a relational database'
 SAMPLE_PROMPTS = [
-    'The Linux kernel',
-    'To install a package on Debian,',
+    'The PostgreSQL server',
+    'In Rust, a reference is',
     'In Python, a list is',
     'The history of',
 ]
+WEIGHTS_LICENCE = 'Apache-2.0'  # the package's licence (package.json); test/model-licence.test.ts checks it
 
 
 def parse_args():
@@ -107,13 +108,21 @@ def publish(path, out_dir, part_mib):
         os.replace(os.path.join(out_dir, part + '.tmp'), os.path.join(out_dir, part))
 
 
-def save_model(model, vocab_map, path, info):
+def corpus_licences(corpus_meta):
+    """[{pkg, version, licence}] of the training text, as build-corpus.ts recorded it in meta.json."""
+    return [{'pkg': p['pkg'], 'version': p['version'], 'licence': p['licence']} for p in corpus_meta['packages']]
+
+
+def save_model(model, vocab_map, path, info, corpus_meta):
     sd = export_state_dict(model)
     sd['vocab_map'] = torch.from_numpy(vocab_map.astype(np.int32))
     meta = {
-        'name': 'rwkv7-debian-docs',
+        'name': 'rwkv7-permissive-docs',
         'architecture': 'RWKV-7 x070',
-        'licence': 'Apache-2.0 (weights); trained on Debian documentation, see train/CORPUS.md',
+        'licence': WEIGHTS_LICENCE,
+        'corpus': 'English documentation from Debian 12 packages, public domain or under permissive licences '
+                  '(PSF, PostgreSQL, MIT, BSD, Apache-2.0); per package in corpus_licences and train/CORPUS.md',
+        'corpus_licences': json.dumps(corpus_licences(corpus_meta), separators=(',', ':')),
         'vocab': f'reduced World vocabulary: {len(vocab_map)} rows, vocab_map[row] = World token id '
                  '(rwkv_vocab_v20230424); encode with WorldTokenizer.restrict(vocab_map)',
         'trainer': 'train/train.py',
@@ -251,14 +260,14 @@ def main():
                 f'elapsed {time.time() - t0:.0f}s')
         if time.time() - last_save > args.save_every:
             info = {'steps': step, 'tokens': tokens_seen}
-            save_model(model, vocab_map, os.path.join(args.work, 'default.st'), info)
+            save_model(model, vocab_map, os.path.join(args.work, 'default.st'), info, meta)
             publish(os.path.join(args.work, 'default.st'), args.out, args.part_mib)
             last_save = time.time()
             log(f'saved checkpoint at step {step}')
     train_seconds = time.time() - t0
     info = {'steps': step, 'tokens': tokens_seen, 'n_params': n_params}
     model_path = os.path.join(args.work, 'default.st')
-    save_model(model, vocab_map, model_path, info)
+    save_model(model, vocab_map, model_path, info, meta)
     publish(model_path, args.out, args.part_mib)
     log(f'trained {step} steps, {tokens_seen} tokens in {train_seconds:.0f}s; saved {model_path}')
 

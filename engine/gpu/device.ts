@@ -5,6 +5,23 @@
 // results of the commands that caused it are garbage): either makes the context `broken`, which every later
 // use reports, and its watchers (the runtimes on it) are told once so they can fail their requests at once.
 // Whoever acquired a device releases it with releaseGpu, which destroys it and all its memory.
+//
+// Capabilities are decided here, once: Dawn's instance is created with `vulkan_enable_f16_on_nvidia` (NVIDIA's
+// Vulkan driver otherwise hides shader-f16), and only when the adapter has everything else the subgroup-matrix
+// kernels need is a second instance with `allow_unsafe_apis` asked whether it offers subgroup matrices; that
+// instance is used only if it does. Features are requested only when present (capabilities.ts).
+
+import {
+  AdapterCapabilities,
+  chooseKernelPath,
+  featuresFor,
+  KERNEL_PATH_ENV,
+  isCpuDriverName,
+  KernelPath,
+  mayOfferSubgroupMatrix,
+  supportsSubgroupMatrix,
+  parseKernelPath,
+} from './capabilities';
 
 export interface GpuContext {
   device: GPUDevice;
@@ -14,6 +31,10 @@ export interface GpuContext {
   lostReason: string | null;
   /** Subgroups exist and are exactly 32 lanes (NVIDIA): matrix kernels then reduce rows with subgroupAdd. */
   subgroup32: boolean;
+  /** The matrix kernels this device runs (capabilities.ts); f32 weights always run the f32 arithmetic. */
+  kernelPath: KernelPath;
+  /** Dawn toggles the instance was created with (for `rwkv-flow info` and benchmark records). */
+  dawnToggles: string[];
   /** First uncaptured WebGPU error (a validation error is an engine bug): reported by the next call. */
   error: string | null;
   /** Told once, with a non-empty message, when the device is lost or hits an uncaptured error. */
@@ -86,20 +107,78 @@ async function loadDawn() {
   return dawnModule;
 }
 
-let gpuInstance: GPU | null = null;
+/** One Dawn instance per set of toggles, kept referenced: a collected instance leaves GPU promises unsettled. */
+const instances = new Map<string, GPU>();
+
+function dawnInstance(dawn: { create: (o: string[]) => GPU }, toggles: string[]): GPU {
+  const key = toggles.join(',');
+  let gpu = instances.get(key);
+  if (!gpu) instances.set(key, (gpu = dawn.create(instanceFlags(toggles))));
+  return gpu;
+}
+
+/** Dawn's command-line style instance flags for a list of toggles (a leading '-' disables one). */
+function instanceFlags(toggles: string[]): string[] {
+  const on = toggles.filter((t) => !t.startsWith('-'));
+  const off = toggles.filter((t) => t.startsWith('-')).map((t) => t.slice(1));
+  return [...(on.length ? [`enable-dawn-features=${on.join(',')}`] : []), ...(off.length ? [`disable-dawn-features=${off.join(',')}`] : [])];
+}
+
+/** Without it NVIDIA's Vulkan driver offers no shader-f16 through Dawn (seen on the H200). */
+const F16_TOGGLE = 'vulkan_enable_f16_on_nvidia';
+/** Exposes chromium-experimental-subgroup-matrix (and other unsafe APIs): used only when it yields that. */
+const UNSAFE_TOGGLE = 'allow_unsafe_apis';
+
+export function adapterCapabilities(adapter: GPUAdapter): AdapterCapabilities {
+  const info = adapter.info as GPUAdapterInfo & {
+    subgroupMinSize?: number;
+    subgroupMaxSize?: number;
+    subgroupMatrixConfigs?: AdapterCapabilities['subgroupMatrixConfigs'];
+  };
+  return {
+    features: new Set([...adapter.features].map(String)),
+    cpuDriver: isCpuDriverName([info.vendor, info.architecture, info.device, info.description].join(' ')),
+    subgroupMinSize: info.subgroupMinSize,
+    subgroupMaxSize: info.subgroupMaxSize,
+    subgroupMatrixConfigs: info.subgroupMatrixConfigs ? [...info.subgroupMatrixConfigs] : undefined,
+  };
+}
 
 export interface DeviceRequest {
   /** Bytes the largest single storage buffer binding must hold. */
   maxBindingBytes?: number;
   /** Total bytes of the largest buffer. */
   maxBufferBytes?: number;
+  /** The kernel path to run (default: RWKV_FLOW_KERNEL_PATH, else the best the adapter has); one the adapter cannot run is an error. */
+  kernelPath?: KernelPath;
+  /** Benchmarks: Dawn timestamps at full resolution (by default they are rounded to 65.536 µs). */
+  exactTimestamps?: boolean;
+}
+
+/** The operator's choice from the environment, if any. */
+function envKernelPath(): KernelPath | undefined {
+  const v = process.env[KERNEL_PATH_ENV];
+  return v && v.trim() ? parseKernelPath(v.trim(), KERNEL_PATH_ENV) : undefined;
 }
 
 export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const dawn = await loadDawn();
-  if (!gpuInstance) gpuInstance = dawn.create([]);
-  const adapter = await gpuInstance.requestAdapter({ powerPreference: 'high-performance' });
+  const wanted = req.kernelPath ?? envKernelPath();
+  const base = [F16_TOGGLE, ...(req.exactTimestamps ? ['-timestamp_quantization'] : [])];
+  let toggles = base;
+  let adapter = await dawnInstance(dawn, toggles).requestAdapter({ powerPreference: 'high-performance' });
   if (!adapter) throw new GpuUnavailableError(NO_ADAPTER_HELP);
+  if ((wanted ?? 'subgroup-matrix') === 'subgroup-matrix' && mayOfferSubgroupMatrix(adapterCapabilities(adapter))) {
+    const unsafe = [...base, UNSAFE_TOGGLE];
+    const candidate = await dawnInstance(dawn, unsafe).requestAdapter({ powerPreference: 'high-performance' });
+    if (candidate && supportsSubgroupMatrix(adapterCapabilities(candidate))) {
+      adapter = candidate;
+      toggles = unsafe;
+    } else {
+      instances.delete(unsafe.join(',')); // not needed: nothing of it is in use
+    }
+  }
+  const kernelPath = chooseKernelPath(adapterCapabilities(adapter), wanted);
   const lim = adapter.limits;
   const needBinding = req.maxBindingBytes ?? 0;
   if (needBinding > lim.maxStorageBufferBindingSize) {
@@ -107,8 +186,7 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
       `The model needs storage bindings of ${needBinding} bytes but adapter allows ${lim.maxStorageBufferBindingSize}.`,
     );
   }
-  const wanted: GPUFeatureName[] = ['subgroups', 'timestamp-query', 'shader-f16'] as GPUFeatureName[];
-  const features = wanted.filter((f) => adapter.features.has(f));
+  const features = ['subgroups', 'timestamp-query', ...featuresFor(kernelPath)].filter((f) => adapter.features.has(f)) as GPUFeatureName[];
   const device = await adapter.requestDevice({
     requiredFeatures: features,
     requiredLimits: {
@@ -124,13 +202,15 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const adapterName =
     [info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length).join(' ') ||
     'unknown adapter';
-    const sg = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
+  const sg = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
   const subgroup32 = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize === 32 && sg.subgroupMaxSize === 32;
   const ctx: GpuContext = {
     device,
     adapterName,
     features: new Set(features),
     subgroup32,
+    kernelPath,
+    dawnToggles: toggles,
     lostReason: null,
     error: null,
     watchers: new Set(),

@@ -18,7 +18,16 @@ function readShader(name: string): string {
  * constants) because WGSL sizes private and workgroup arrays only with const expressions.
  */
 export function shaderSource(parts: string[], constants: Record<string, number | boolean>): string {
-  const src = parts.map(readShader).join('\n');
+  // Directives (`enable`, `requires`, `diagnostic`) must precede every declaration, but each part names
+  // the ones it needs: they are hoisted to the top of the module, once each.
+  const directives = new Set<string>();
+  const bodies = parts.map((name) =>
+    readShader(name).replace(/^[ \t]*(?:enable|requires|diagnostic)\b[^;\n]*;[ \t]*$/gm, (line) => {
+      directives.add(line.trim());
+      return '';
+    }),
+  );
+  const src = [...directives, ...bodies].join('\n');
   return src.replace(/\{\{(\w+)\}\}/g, (_, key: string) => {
     if (!(key in constants)) throw new Error(`shader ${parts.join('+')}: no value for {{${key}}}`);
     return String(constants[key]);

@@ -12,13 +12,15 @@ import { GrammarIR } from './grammar-ir';
 import { parseGrammar } from './grammar-parser';
 import { lowerGrammar } from './lower-grammar';
 import { schemaValidatorCode } from './schema-validator';
-import { schemaToGrammar } from './schema-to-grammar';
+import { JsonWhitespace, schemaToGrammar } from './schema-to-grammar';
 import { ruleMinLengths } from './shortest-completion';
 
 /** A constraint as it travels to a worker: grammar text, or a schema as JSON text. */
 export interface ConstraintSource {
   kind: 'grammar' | 'schema';
   text: string;
+  /** Schemas: whitespace between JSON tokens (compact when absent). */
+  whitespace?: JsonWhitespace;
 }
 
 export interface CompiledTables {
@@ -37,7 +39,7 @@ export function compileTables(source: ConstraintSource): CompiledTables {
     // The grammar first: its limits refuse oversized schemas before ajv spends seconds on them.
     // Other refusals may stem from a malformed schema, which ajv names better.
     try {
-      ir = schemaToGrammar(schema as Record<string, unknown>).ir;
+      ir = schemaToGrammar(schema as Record<string, unknown>, source.whitespace).ir;
     } catch (e) {
       if (e instanceof ConstraintError && !(e instanceof LimitError)) schemaValidatorCode(schema);
       throw e;

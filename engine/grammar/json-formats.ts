@@ -5,6 +5,7 @@
 // UTC) only those written in UTC are included: the others need a grammar branch per local
 // time and offset (tens of thousands of positions) for a value no one generates on purpose.
 
+import { fullFormats } from 'ajv-formats/dist/formats';
 import { ConstraintError } from './constraint-error';
 import { Expr } from './grammar-ir';
 import { alt, chars, seq } from './grammar-ir';
@@ -41,6 +42,8 @@ const FORMAT_REGEX: Record<string, string> = {
   email: EMAIL,
   uuid: `(?:urn:uuid:)?${HEX}{8}-(?:${HEX}{4}-){3}${HEX}{12}`,
   uri: URI,
+  // ajv-formats' "byte": base64 with padding.
+  byte: '(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?',
   ipv4: String.raw`(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])`,
 };
 
@@ -54,6 +57,17 @@ const LEAP_SECOND_UTC = String.raw`23:59:60(?:\.[0-9]+)?(?:[zZ]|[+-]00(?::?00)?)
 
 function timeExpr(): Expr {
   return alt(regexExpr(TIME, 'time'), regexExpr(LEAP_SECOND_UTC, 'time'));
+}
+
+/** ajv-formats' formats that check numbers, or accept any string. */
+const NOT_STRING_CHECKS = new Set(['int32', 'int64', 'float', 'double', 'password', 'binary']);
+
+/**
+ * Whether ajv (with ajv-formats) checks strings against this format. Formats it does not know
+ * are annotations it ignores, and so does the grammar.
+ */
+export function checksStrings(format: unknown): boolean {
+  return typeof format === 'string' && Object.hasOwn(fullFormats, format) && !NOT_STRING_CHECKS.has(format);
 }
 
 /** The decoded characters a format allows, as a grammar expression; throws for unknown formats. */

@@ -73,27 +73,50 @@ export function jsonEncodeChars(e: Expr): Expr {
 const DIGIT = chars([0x30, 0x39]);
 const NONZERO = chars([0x31, 0x39]);
 
-export const UINT: Expr = alt(lit('0'), seq(NONZERO, rep(DIGIT, 0, Infinity)));
-export const INTEGER: Expr = seq(opt(lit('-')), UINT);
+// Numbers are finite: a numeral such as 1e400 parses to Infinity, which no schema accepts and
+// JSON.stringify cannot write back. Integer parts have at most 21 digits (JSON.stringify writes
+// magnitudes from 1e21 up with an exponent), and exponents keep the value below 1e308.
+
+/** Integer digits JSON.stringify writes without an exponent (magnitudes below 1e21). */
+export const MAX_PLAIN_DIGITS = 21;
+const E = chars([0x45, 0x45, 0x65, 0x65]);
+
+export const UINT: Expr = alt(lit('0'), seq(NONZERO, rep(DIGIT, 0, MAX_PLAIN_DIGITS - 1)));
+
+/**
+ * Magnitudes from 1e21 to below 1e308 in exponent form, as JSON.stringify writes them (at most
+ * 17 significant digits, so every one is an integer).
+ */
+export const LARGE_MAGNITUDE: Expr = seq(NONZERO, opt(seq(lit('.'), rep(DIGIT, 0, 15), NONZERO)), E, opt(lit('+')), uintRange(21, 307));
+
+export const INTEGER: Expr = seq(opt(lit('-')), alt(UINT, LARGE_MAGNITUDE));
+
+/** Any finite JSON number (a value below 1e308 in magnitude; exponents without leading zeros). */
 export const NUMBER: Expr = seq(
-  INTEGER,
-  opt(seq(lit('.'), rep(DIGIT, 1, Infinity))),
-  opt(seq(chars([0x45, 0x45, 0x65, 0x65]), opt(chars([0x2b, 0x2b, 0x2d, 0x2d])), rep(DIGIT, 1, Infinity))),
+  opt(lit('-')),
+  alt(
+    seq(UINT, opt(seq(lit('.'), rep(DIGIT, 1, Infinity))), opt(seq(E, alt(seq(lit('-'), rep(DIGIT, 1, Infinity)), seq(opt(lit('+')), uintRange(0, 307 - MAX_PLAIN_DIGITS)))))),
+    seq(NONZERO, opt(seq(lit('.'), rep(DIGIT, 1, Infinity))), E, opt(lit('+')), uintRange(307 - MAX_PLAIN_DIGITS + 1, 307)),
+  ),
 );
 
-/** Decimal strings (no leading zeros) of the integers in [lo, hi]; hi may be Infinity. lo >= 0. */
+/**
+ * Decimal strings (no leading zeros) of the integers in [lo, hi]; lo >= 0. hi may be Infinity,
+ * which stops at MAX_PLAIN_DIGITS digits (larger values are written with an exponent).
+ */
 export function uintRange(lo: number, hi: number): Expr {
   if (hi < lo) return { t: 'alt', items: [] };
   const alts: Expr[] = [];
   const loLen = String(lo).length;
   const hiLen = hi === Infinity ? loLen : String(hi).length;
+  if (hi === Infinity && loLen >= MAX_PLAIN_DIGITS) return { t: 'alt', items: [] };
   for (let len = loLen; len <= hiLen; len++) {
     const a = len === loLen ? lo : 10 ** (len - 1);
     const b = len === hiLen && hi !== Infinity ? hi : 10 ** len - 1;
     alts.push(len === 1 ? chars([a + 0x30, b + 0x30]) : fixedWidth(String(a), String(b)));
   }
   // Unbounded above: every longer number.
-  if (hi === Infinity) alts.push(seq(NONZERO, rep(DIGIT, loLen, Infinity)));
+  if (hi === Infinity && loLen < MAX_PLAIN_DIGITS) alts.push(seq(NONZERO, rep(DIGIT, loLen, MAX_PLAIN_DIGITS - 1)));
   return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
 }
 
@@ -114,16 +137,21 @@ function fixedWidth(a: string, b: string): Expr {
   return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
 }
 
-/** Integers in [lo, hi] (either end may be infinite), canonical spelling. */
-export function integerRange(lo: number, hi: number): Expr {
+/**
+ * Integers in [lo, hi] (either end may be infinite; finite ends within 2^53), canonical
+ * spelling. An infinite end includes the magnitudes written with an exponent unless `plain`.
+ */
+export function integerRange(lo: number, hi: number, plain = false): Expr {
   const alts: Expr[] = [];
   if (lo < 0) {
     // -n for n in [max(1, -hi), -lo]
     const nLo = Math.max(1, hi === Infinity ? 1 : -hi);
     const nHi = lo === -Infinity ? Infinity : -lo;
     if (nLo <= nHi) alts.push(seq(lit('-'), uintRange(nLo, nHi)));
+    if (lo === -Infinity && !plain) alts.push(seq(lit('-'), LARGE_MAGNITUDE));
   }
   if (hi >= 0) alts.push(uintRange(Math.max(0, lo), hi));
+  if (hi === Infinity && !plain) alts.push(LARGE_MAGNITUDE);
   return alts.length === 1 ? alts[0] : { t: 'alt', items: alts };
 }
 

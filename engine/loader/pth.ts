@@ -2,11 +2,18 @@
 // dict) and one `<prefix>/data/<key>` entry of raw little-endian bytes per storage. The pickle is
 // read with a small allow-list of globals; tensors reference storages through persistent ids, and
 // storages are read on demand, each into a buffer of its own (once, even when views share it).
+//
+// Every view is checked at open against its storage, before any tensor byte is read or allocated: rank,
+// element count (no overflow), stride 0 on a repeated dimension, a view larger than its storage, the
+// furthest element inside the storage, storage entries stored (not compressed) and sized numel × dtype,
+// and all views together at most twice the bytes of the storages they come from — so reading every
+// tensor costs at most about twice the file's size.
 
 import type { Checkpoint, DType, RawTensor } from '../types';
 import { bytesPerElement, numElements } from './dtype';
 import { readAll, type CheckpointReader, type TensorInfo } from './checkpoint-reader';
 import { FileReader } from './file-reader';
+import { clip, LOADER_LIMITS, preview } from './limits';
 import { PyCallable, PyDict, PyTuple, unpickle } from './pickle';
 import { ZipReader, type ZipEntry } from './zip';
 
@@ -51,8 +58,9 @@ function callable(qualifiedName: string, fn: (args: PyTuple) => unknown): PyCall
 }
 
 function intList(v: unknown, what: string): number[] {
-  if (!Array.isArray(v) || !v.every((x) => Number.isSafeInteger(x) && x >= 0)) {
-    throw new Error(`pickle: ${what} is not a tuple of non-negative integers: ${JSON.stringify(v)}`);
+  if (!Array.isArray(v) || v.length > LOADER_LIMITS.maxRank || !v.every((x) => Number.isSafeInteger(x) && x >= 0)) {
+    const why = Array.isArray(v) && v.length > LOADER_LIMITS.maxRank ? ` (${v.length} dimensions; at most ${LOADER_LIMITS.maxRank})` : '';
+    throw new Error(`pickle: ${what} is not a tuple of non-negative integers${why}: ${preview(v)}`);
   }
   return v as number[];
 }
@@ -60,7 +68,7 @@ function intList(v: unknown, what: string): number[] {
 function rebuildTensor(args: PyTuple): TensorRef {
   const [storage, offset, size, stride] = args;
   if (!(storage instanceof StorageRef)) throw new Error('pickle: _rebuild_tensor_v2 called without a storage');
-  if (!Number.isSafeInteger(offset) || (offset as number) < 0) throw new Error(`pickle: bad storage offset ${String(offset)}`);
+  if (!Number.isSafeInteger(offset) || (offset as number) < 0) throw new Error(`pickle: bad storage offset ${preview(offset)}`);
   return new TensorRef(storage, offset as number, intList(size, 'tensor size'), intList(stride, 'tensor stride'));
 }
 
@@ -89,11 +97,13 @@ function findTorchClass(module: string, name: string): PyCallable | undefined {
 function persistentLoad(pid: unknown): StorageRef {
   // ('storage', storage_type, key, location, numel)
   if (!Array.isArray(pid) || pid[0] !== 'storage' || pid.length < 5) {
-    throw new Error(`pickle: unsupported persistent id ${JSON.stringify(pid)}`);
+    throw new Error(`pickle: unsupported persistent id ${preview(pid)}`);
   }
   const [, type, key, , numel] = pid;
   if (!(type instanceof StorageType)) throw new Error('pickle: persistent id without a storage type');
-  if (typeof key !== 'string' || !Number.isSafeInteger(numel)) throw new Error(`pickle: bad storage reference ${String(key)}`);
+  if (typeof key !== 'string' || !Number.isSafeInteger(numel) || (numel as number) < 0) {
+    throw new Error(`pickle: bad storage reference ${preview(key)} of ${preview(numel)} elements`);
+  }
   return new StorageRef(type, key, numel as number);
 }
 
@@ -133,6 +143,31 @@ function gather(storage: Uint8Array, offset: number, shape: number[], stride: nu
   return out;
 }
 
+/**
+ * A view must stay inside its storage and be no larger than it: stride 0 (a broadcast) and other
+ * self-overlapping views would turn a few stored bytes into any number of gathered ones. Shapes and
+ * strides are at most LOADER_LIMITS.maxRank long and safe integers (intList), so the sums below are exact
+ * until they pass the storage's size, where the check stops.
+ */
+function checkView(ref: TensorRef, what: string): void {
+  const { storage, offset, shape, stride } = ref;
+  if (stride.length !== shape.length) throw new Error(`${what} has ${shape.length} dims but ${stride.length} strides`);
+  if (shape.includes(0)) return; // an empty view touches nothing
+  let n = 1;
+  for (const d of shape) {
+    n *= d;
+    if (n > storage.numel) break; // also stops before the product can lose precision
+  }
+  const zero = shape.findIndex((d, i) => d > 1 && stride[i] === 0);
+  if (zero >= 0) throw new Error(`${what} has stride 0 in dimension ${zero} (size ${shape[zero]}); broadcast views are not supported`);
+  if (n > storage.numel) {
+    throw new Error(`${what} views ${numElements(shape)} elements of a storage of only ${storage.numel} (overlapping views are not supported)`);
+  }
+  // Highest element index the view touches must lie inside the storage.
+  const last = offset + shape.reduce((acc, d, i) => acc + (d - 1) * stride[i], 0);
+  if (last >= storage.numel) throw new Error(`${what} reaches element ${last} of a storage of ${storage.numel} elements`);
+}
+
 /** Find `<prefix>/data.pkl`; torch names the prefix after the file (official RWKV files use e.g. "RWKV-x070-.../"). */
 function findPickle(zip: ZipReader, filePath: string): { prefix: string } {
   const candidates = [...zip.entries.keys()].filter((n) => n === 'data.pkl' || n.endsWith('/data.pkl'));
@@ -170,10 +205,14 @@ function openPthFile(file: FileReader): CheckpointReader {
   const { prefix } = findPickle(zip, filePath);
   const byteorder = zip.entries.get(`${prefix}byteorder`);
   if (byteorder) {
+    if (byteorder.size > 16) throw new Error(`${filePath}: byteorder entry of ${byteorder.size} bytes (expected "little")`);
     const order = Buffer.from(zip.read(byteorder)).toString('latin1').trim();
     if (order !== 'little') throw new Error(`${filePath}: checkpoint byte order is "${order}"; only little-endian is supported`);
   }
-  const pkl = zip.read(zip.entries.get(`${prefix}data.pkl`)!, { verifyCrc: true });
+  const pklEntry = zip.entries.get(`${prefix}data.pkl`)!;
+  const maxPickle = LOADER_LIMITS.pickle.maxBytes;
+  if (pklEntry.size > maxPickle) throw new Error(`${filePath}: data.pkl of ${pklEntry.size} bytes is larger than the ${maxPickle} allowed`);
+  const pkl = zip.read(pklEntry, { verifyCrc: true, maxInflatedBytes: maxPickle });
   let root: unknown;
   try {
     root = unpickle(pkl, { findClass: findTorchClass, persistentLoad });
@@ -185,32 +224,46 @@ function openPthFile(file: FileReader): CheckpointReader {
   const index = new Map<string, PthTensor>();
   /** Tensors still to be read per storage: a storage shared by views is read once and kept only while needed. */
   const pending = new Map<string, number>();
+  // Views may share a storage (tied weights, slices, a transpose), but all of them together may read
+  // at most twice what their storages hold: many views of one storage would multiply its bytes.
+  let viewBytes = 0;
+  let storageBytes = 0;
   for (const [name, value] of root) {
     if (typeof name !== 'string' || !(value instanceof TensorRef)) continue; // non-tensor entries carry no weights
     const { storage, offset, shape, stride } = value;
+    const tensor = `tensor ${clip(name)}`;
+    if (index.size === LOADER_LIMITS.maxTensors) throw new Error(`${filePath}: checkpoint holds more than ${LOADER_LIMITS.maxTensors} tensors`);
+    if (Buffer.byteLength(name) > LOADER_LIMITS.maxNameBytes) {
+      throw new Error(`${filePath}: ${tensor}: name is longer than ${LOADER_LIMITS.maxNameBytes} bytes`);
+    }
     const dtype = STORAGE_DTYPES[storage.type.className];
     if (!dtype) {
       throw new Error(
-        `${filePath}: tensor ${name} uses torch.${storage.type.className}, which is not supported ` +
+        `${filePath}: ${tensor} uses torch.${clip(storage.type.className, 60)}, which is not supported ` +
           `(supported: ${Object.keys(STORAGE_DTYPES).map((s) => `torch.${s}`).join(', ')})`,
       );
     }
-    if (stride.length !== shape.length) throw new Error(`${filePath}: tensor ${name} has ${shape.length} dims but ${stride.length} strides`);
-    const elem = bytesPerElement(dtype);
-    const n = numElements(shape);
-    // Highest element index the view touches must lie inside the storage.
-    const last = offset + shape.reduce((acc, d, i) => acc + (d - 1) * stride[i], 0);
-    if (n > 0 && last >= storage.numel) {
-      throw new Error(`${filePath}: tensor ${name} reaches element ${last} of a storage of ${storage.numel} elements`);
-    }
+    const key = clip(storage.key, 60);
     const entry = zip.entries.get(`${prefix}data/${storage.key}`);
-    if (!entry) throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} is missing from the archive`);
-    if (entry.size !== storage.numel * elem) {
-      throw new Error(`${filePath}: storage ${storage.key} of tensor ${name} has ${entry.size} bytes, expected ${storage.numel * elem}`);
+    if (!entry) throw new Error(`${filePath}: storage ${key} of ${tensor} is missing from the archive`);
+    if (entry.method !== 0) {
+      throw new Error(`${filePath}: storage ${key} of ${tensor} is compressed (ZIP method ${entry.method}); PyTorch stores tensor data uncompressed`);
     }
-    zip.dataOffset(entry); // fails now, naming the entry, if the file is cut inside it
+    const elem = bytesPerElement(dtype);
+    if (entry.size !== storage.numel * elem) {
+      throw new Error(`${filePath}: storage ${key} of ${tensor} has ${entry.size} bytes, expected ${storage.numel * elem}`);
+    }
+    checkView(value, `${filePath}: ${tensor}`);
+    if (!pending.has(storage.key)) storageBytes += entry.size;
+    viewBytes += numElements(shape) * elem;
     index.set(name, { info: { name, dtype, shape: [...shape] }, ref: value, entry });
     pending.set(storage.key, (pending.get(storage.key) ?? 0) + 1);
+  }
+  if (viewBytes > 2 * storageBytes) {
+    throw new Error(
+      `${filePath}: the tensors view ${viewBytes} bytes in total, more than twice the ${storageBytes} bytes of their storages ` +
+        '(a storage viewed over and over is not supported)',
+    );
   }
 
   const cache = new Map<string, Uint8Array>();

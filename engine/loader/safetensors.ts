@@ -1,7 +1,9 @@
 // safetensors: [u64 LE header length][JSON header][tensor data]. The header maps each tensor name
 // to {dtype, shape, data_offsets: [begin, end]} relative to the start of the data section, plus an
 // optional "__metadata__" string map. Everything in the header is validated before any tensor is
-// read, so a damaged file fails with a message naming what is wrong instead of garbage weights.
+// read, so a damaged file fails with a message naming what is wrong instead of garbage weights. The
+// header's size and its number of JSON arrays/objects are bounded before it is read and parsed, so a
+// crafted header cannot make JSON.parse build an unbounded structure.
 
 import * as fs from 'fs';
 import * as path from 'path';
@@ -9,11 +11,10 @@ import type { Checkpoint, DType, RawTensor } from '../types';
 import { bytesPerElement, numElements } from './dtype';
 import { readAll, type CheckpointReader, type TensorInfo } from './checkpoint-reader';
 import { FileReader } from './file-reader';
+import { clip, LOADER_LIMITS, preview } from './limits';
 
 const FROM_ST_DTYPE: Record<string, DType> = { F32: 'f32', F16: 'f16', BF16: 'bf16', I32: 'i32' };
 const TO_ST_DTYPE: Record<DType, string> = { f32: 'F32', f16: 'F16', bf16: 'BF16', i32: 'I32' };
-/** Same bound as the reference implementation: a larger header is a corrupt length field. */
-const MAX_HEADER_BYTES = 100 * 1024 * 1024;
 
 export interface SafetensorsEntry {
   name: string;
@@ -45,28 +46,41 @@ export function validateSafetensorsHeader(json: unknown, dataLength: number, whe
   }
   const metadata: Record<string, string> = {};
   const entries: SafetensorsEntry[] = [];
+  const declared = Object.keys(json).filter((k) => k !== '__metadata__').length;
+  if (declared > LOADER_LIMITS.maxTensors) {
+    throw new Error(`${where}: safetensors header declares ${declared} tensors; at most ${LOADER_LIMITS.maxTensors} are supported`);
+  }
   for (const [name, value] of Object.entries(json as Record<string, unknown>)) {
     if (name === '__metadata__') {
       if (typeof value !== 'object' || value === null || Array.isArray(value)) {
         throw new Error(`${where}: safetensors __metadata__ is not an object`);
       }
+      const count = Object.keys(value).length;
+      if (count > LOADER_LIMITS.safetensors.maxMetadataEntries) {
+        throw new Error(`${where}: safetensors __metadata__ has ${count} entries; at most ${LOADER_LIMITS.safetensors.maxMetadataEntries} are supported`);
+      }
       for (const [k, v] of Object.entries(value)) {
-        if (typeof v !== 'string') throw new Error(`${where}: safetensors __metadata__.${k} is not a string`);
+        if (typeof v !== 'string') throw new Error(`${where}: safetensors __metadata__.${clip(k)} is not a string`);
         metadata[k] = v;
       }
       continue;
     }
-    const bad = (why: string) => new Error(`${where}: safetensors tensor "${name}": ${why}`);
+    const bad = (why: string) => new Error(`${where}: safetensors tensor "${clip(name)}": ${why}`);
+    if (Buffer.byteLength(name) > LOADER_LIMITS.maxNameBytes) throw bad(`name is longer than ${LOADER_LIMITS.maxNameBytes} bytes`);
     if (typeof value !== 'object' || value === null) throw bad('entry is not an object');
     const { dtype, shape, data_offsets: offsets } = value as Record<string, unknown>;
     if (typeof dtype !== 'string') throw bad('missing dtype');
-    const dt = FROM_ST_DTYPE[dtype];
-    if (!dt) throw bad(`unsupported dtype ${dtype} (supported: ${Object.keys(FROM_ST_DTYPE).join(', ')})`);
-    if (!Array.isArray(shape) || !shape.every(isNonNegInt)) throw bad(`shape ${JSON.stringify(shape)} is not a list of non-negative integers`);
+    const dt = Object.prototype.hasOwnProperty.call(FROM_ST_DTYPE, dtype) ? FROM_ST_DTYPE[dtype] : undefined;
+    if (!dt) throw bad(`unsupported dtype ${clip(dtype, 40)} (supported: ${Object.keys(FROM_ST_DTYPE).join(', ')})`);
+    if (!Array.isArray(shape) || !shape.every(isNonNegInt)) throw bad(`shape ${preview(shape)} is not a list of non-negative integers`);
+    if (shape.length > LOADER_LIMITS.maxRank) throw bad(`shape has ${shape.length} dimensions; at most ${LOADER_LIMITS.maxRank} are supported`);
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every(isNonNegInt) || offsets[0] > offsets[1]) {
-      throw bad(`data_offsets ${JSON.stringify(offsets)} is not [begin, end] with 0 <= begin <= end`);
+      throw bad(`data_offsets ${preview(offsets)} is not [begin, end] with 0 <= begin <= end`);
     }
     const [begin, end] = offsets as number[];
+    if (!shape.includes(0) && shape.reduce((n: number, d: number) => n * d, 1) > Number.MAX_SAFE_INTEGER) {
+      throw bad(`shape [${shape.join(', ')}] has more than 2^53 elements`);
+    }
     const expected = numElements(shape) * bytesPerElement(dt);
     if (end - begin !== expected) {
       throw bad(`data_offsets cover ${end - begin} bytes but shape [${shape.join(', ')}] of ${dtype} needs ${expected}`);
@@ -81,7 +95,7 @@ export function validateSafetensorsHeader(json: unknown, dataLength: number, whe
     const prev = byStart[i - 1];
     const cur = byStart[i];
     if (cur.begin < prev.end) {
-      throw new Error(`${where}: safetensors tensors "${prev.name}" and "${cur.name}" overlap (bytes ${cur.begin}..${prev.end})`);
+      throw new Error(`${where}: safetensors tensors "${clip(prev.name)}" and "${clip(cur.name)}" overlap (bytes ${cur.begin}..${prev.end})`);
     }
   }
   return { entries, metadata };
@@ -91,13 +105,25 @@ export function readSafetensorsHeader(file: FileReader): SafetensorsHeader {
   if (file.size < 8) throw new Error(`${file.path}: file is too short (${file.size} bytes) to be safetensors`);
   const lenBytes = file.read(0, 8, 'header length');
   const headerLen = Number(new DataView(lenBytes.buffer, lenBytes.byteOffset, 8).getBigUint64(0, true));
-  if (headerLen > MAX_HEADER_BYTES) {
-    throw new Error(`${file.path}: safetensors header length ${headerLen} is implausible (corrupt header)`);
+  const limits = LOADER_LIMITS.safetensors;
+  if (headerLen > limits.maxHeaderBytes) {
+    throw new Error(`${file.path}: safetensors header length ${headerLen} is implausible: larger than the ${limits.maxHeaderBytes} bytes allowed (corrupt header?)`);
   }
   if (8 + headerLen > file.size) {
     throw new Error(`${file.path}: safetensors header length ${headerLen} exceeds the file size ${file.size} (file truncated?)`);
   }
-  const headerText = Buffer.from(file.read(8, headerLen, 'header')).toString('utf8');
+  const headerBytes = file.read(8, headerLen, 'header');
+  // '[', '{' and ',' bound the values JSON.parse will make. Counted over the raw bytes (inside strings
+  // too): an over-estimate is harmless at this bound.
+  let items = 0;
+  for (let i = 0; i < headerBytes.length; i++) {
+    const b = headerBytes[i];
+    if (b === 0x5b || b === 0x7b || b === 0x2c) items++;
+  }
+  if (items > limits.maxHeaderItems) {
+    throw new Error(`${file.path}: safetensors header has more than ${limits.maxHeaderItems} JSON arrays, objects and items`);
+  }
+  const headerText = Buffer.from(headerBytes).toString('utf8');
   let json: unknown;
   try {
     json = JSON.parse(headerText);

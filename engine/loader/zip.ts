@@ -2,9 +2,16 @@
 // writes an uncompressed ZIP with one entry per storage; official RWKV checkpoints are 3-15 GB, so
 // entries are located through the central directory and read one by one with positional reads.
 // (npm zip libraries are stream/async oriented or cap at 4 GB; this needs neither.)
+//
+// The archive's own numbers are distrusted: the entry count and central-directory size are bounded,
+// every local header is read at open and must agree with its central-directory entry, and entries must
+// lie inside the file, before the central directory and without overlapping one another — so the bytes
+// all entries declare add up to at most the file size. Compressed entries are inflated only up to a
+// small bound (torch stores everything; see ZipReader.read).
 
 import * as zlib from 'zlib';
 import { FileReader } from './file-reader';
+import { clip, LOADER_LIMITS } from './limits';
 
 export interface ZipEntry {
   name: string;
@@ -14,6 +21,8 @@ export interface ZipEntry {
   size: number;
   crc32: number;
   localHeaderOffset: number;
+  /** Absolute file offset of the entry's data (after its local header). */
+  dataOffset: number;
 }
 
 const SIG_EOCD = 0x06054b50;
@@ -22,6 +31,10 @@ const SIG_ZIP64_EOCD = 0x06064b50;
 const SIG_CENTRAL = 0x02014b50;
 const SIG_LOCAL = 0x04034b50;
 const EOCD_SIZE = 22;
+const CENTRAL_SIZE = 46;
+const LOCAL_SIZE = 30;
+/** General-purpose flag bit 3: sizes and CRC follow the data (torch sets it; local fields are then 0). */
+const FLAG_DATA_DESCRIPTOR = 0x8;
 const MAX_COMMENT = 0xffff;
 
 function u64(view: DataView, at: number): number {
@@ -39,6 +52,12 @@ export class ZipReader {
 
   constructor(private readonly file: FileReader) {
     const { count, cdOffset, cdSize } = this.findCentralDirectory();
+    const limits = LOADER_LIMITS.zip;
+    if (count > limits.maxEntries) throw this.corrupt(`ZIP archive has ${count} entries; at most ${limits.maxEntries} are allowed`);
+    if (cdSize > limits.maxCentralDirectoryBytes) {
+      throw this.corrupt(`central directory of ${cdSize} bytes is larger than the ${limits.maxCentralDirectoryBytes} allowed`);
+    }
+    if (count * CENTRAL_SIZE > cdSize) throw this.corrupt(`${count} entries cannot fit in a central directory of ${cdSize} bytes`);
     if (cdOffset + cdSize > file.size) throw this.corrupt('central directory lies beyond the end of the file');
     const cd = file.read(cdOffset, cdSize, 'ZIP central directory');
     const view = viewOf(cd);
@@ -74,9 +93,68 @@ export class ZipReader {
         }
         q += 4 + len;
       }
-      this.entries.set(name, { name, method, compressedSize, size, crc32, localHeaderOffset });
+      if (this.entries.has(name)) throw this.corrupt(`entry ${clip(name)} appears twice`);
+      this.entries.set(name, { name, method, compressedSize, size, crc32, localHeaderOffset, dataOffset: -1 });
       p += 46 + nameLen + extraLen + commentLen;
     }
+    this.checkLayout(cdOffset);
+  }
+
+  /**
+   * Read every local header (a few bytes each) and check that it matches its central-directory entry
+   * and that the entries' [header, data end) ranges lie before the central directory without overlapping.
+   */
+  private checkLayout(cdOffset: number): void {
+    const byOffset = [...this.entries.values()].sort((a, b) => a.localHeaderOffset - b.localHeaderOffset);
+    for (let i = 1; i < byOffset.length; i++) {
+      // Same start: the common "many names, one copy of the data" bomb, named before reading anything.
+      if (byOffset[i].localHeaderOffset === byOffset[i - 1].localHeaderOffset) this.overlap(byOffset[i - 1], byOffset[i]);
+    }
+    let prev: ZipEntry | undefined;
+    for (const e of byOffset) {
+      if (prev && e.localHeaderOffset < prev.dataOffset + prev.compressedSize) this.overlap(prev, e);
+      e.dataOffset = this.readLocalHeader(e);
+      if (e.dataOffset + e.compressedSize > cdOffset) {
+        if (e.dataOffset + e.compressedSize > this.file.size) {
+          throw new Error(`${this.file.path}: file is truncated: entry ${clip(e.name)} ends beyond the end of the file`);
+        }
+        throw this.corrupt(`entry ${clip(e.name)} runs into the central directory`);
+      }
+      prev = e;
+    }
+  }
+
+  private overlap(a: ZipEntry, b: ZipEntry): never {
+    throw this.corrupt(`ZIP entries ${clip(a.name)} and ${clip(b.name)} overlap (at bytes ${a.localHeaderOffset} and ${b.localHeaderOffset})`);
+  }
+
+  /** Check an entry's local header against its central-directory entry; returns where its data starts. */
+  private readLocalHeader(e: ZipEntry): number {
+    if (e.localHeaderOffset + LOCAL_SIZE > this.file.size) {
+      throw new Error(`${this.file.path}: file is truncated: local header of ${clip(e.name)} lies beyond the end of the file`);
+    }
+    const head = this.file.read(e.localHeaderOffset, LOCAL_SIZE, `local header of ${clip(e.name)}`);
+    const local = viewOf(head);
+    if (local.getUint32(0, true) !== SIG_LOCAL) throw this.corrupt(`local header of ${clip(e.name)} is damaged`);
+    const flags = local.getUint16(6, true);
+    const method = local.getUint16(8, true);
+    const nameLen = local.getUint16(26, true);
+    const extraLen = local.getUint16(28, true);
+    const mismatch = (what: string) => this.corrupt(`local header of ${clip(e.name)} disagrees with the central directory (${what})`);
+    if (method !== e.method) throw mismatch(`compression method ${method} vs ${e.method}`);
+    if (e.localHeaderOffset + LOCAL_SIZE + nameLen > this.file.size) {
+      throw new Error(`${this.file.path}: file is truncated: local header of ${clip(e.name)} lies beyond the end of the file`);
+    }
+    const localName = Buffer.from(this.file.read(e.localHeaderOffset + LOCAL_SIZE, nameLen, `local header of ${clip(e.name)}`)).toString('utf8');
+    if (localName !== e.name) throw mismatch(`name ${clip(localName)}`);
+    if (!(flags & FLAG_DATA_DESCRIPTOR)) {
+      // 0xFFFFFFFF defers to the local ZIP64 extra field; the central directory's values were checked.
+      const compressed = local.getUint32(18, true);
+      const size = local.getUint32(22, true);
+      if (compressed !== 0xffffffff && compressed !== e.compressedSize) throw mismatch(`compressed size ${compressed} vs ${e.compressedSize}`);
+      if (size !== 0xffffffff && size !== e.size) throw mismatch(`size ${size} vs ${e.size}`);
+    }
+    return e.localHeaderOffset + LOCAL_SIZE + nameLen + extraLen;
   }
 
   private corrupt(why: string): Error {
@@ -117,39 +195,38 @@ export class ZipReader {
     return { count, cdOffset, cdSize };
   }
 
-  /** Absolute file offset of an entry's data (after its local header). */
-  dataOffset(entry: ZipEntry): number {
-    const local = viewOf(this.file.read(entry.localHeaderOffset, 30, `local header of ${entry.name}`));
-    if (local.getUint32(0, true) !== SIG_LOCAL) throw this.corrupt(`local header of ${entry.name} is damaged`);
-    const start = entry.localHeaderOffset + 30 + local.getUint16(26, true) + local.getUint16(28, true);
-    if (start + entry.compressedSize > this.file.size) {
-      throw new Error(`${this.file.path}: file is truncated: entry ${entry.name} ends beyond the end of the file`);
-    }
-    return start;
-  }
-
-  /** The entry's uncompressed bytes in a buffer of their own. */
-  read(entry: ZipEntry, opts: { verifyCrc?: boolean } = {}): Uint8Array {
-    const start = this.dataOffset(entry);
+  /**
+   * The entry's uncompressed bytes in a buffer of their own. A deflated entry is inflated only when it
+   * declares at most `maxInflatedBytes` and never past what it declares: torch never compresses, but an
+   * archive re-zipped by a tool may deflate small metadata entries.
+   */
+  read(entry: ZipEntry, opts: { verifyCrc?: boolean; maxInflatedBytes?: number } = {}): Uint8Array {
+    const start = entry.dataOffset;
+    const name = clip(entry.name);
     let data: Uint8Array;
     if (entry.method === 0) {
-      if (entry.compressedSize !== entry.size) throw this.corrupt(`stored entry ${entry.name} has mismatched sizes`);
-      data = this.file.read(start, entry.size, `ZIP entry ${entry.name}`);
+      if (entry.compressedSize !== entry.size) throw this.corrupt(`stored entry ${name} has mismatched sizes`);
+      data = this.file.read(start, entry.size, `ZIP entry ${name}`);
     } else if (entry.method === 8) {
-      // torch never compresses, but an archive re-zipped by a tool may deflate small entries.
-      const raw = this.file.read(start, entry.compressedSize, `ZIP entry ${entry.name}`);
-      try {
-        data = new Uint8Array(zlib.inflateRawSync(raw));
-      } catch (e) {
-        throw this.corrupt(`entry ${entry.name} does not inflate (${(e as Error).message})`);
+      const max = opts.maxInflatedBytes ?? LOADER_LIMITS.zip.maxInflatedBytes;
+      if (entry.size > max) {
+        throw this.corrupt(`compressed entry ${name} declares ${entry.size} bytes; at most ${max} are inflated (tensor data must be stored uncompressed)`);
       }
-      if (data.length !== entry.size) throw this.corrupt(`entry ${entry.name} inflates to ${data.length} bytes, expected ${entry.size}`);
+      const raw = this.file.read(start, entry.compressedSize, `ZIP entry ${name}`);
+      try {
+        // One byte more than declared is enough to tell "inflates to more than declared" apart.
+        data = new Uint8Array(zlib.inflateRawSync(raw, { maxOutputLength: entry.size + 1 }));
+      } catch (e) {
+        const why = (e as NodeJS.ErrnoException).code === 'ERR_BUFFER_TOO_LARGE' ? `more than the declared ${entry.size} bytes` : (e as Error).message;
+        throw this.corrupt(`entry ${name} does not inflate (${why})`);
+      }
+      if (data.length !== entry.size) throw this.corrupt(`entry ${name} inflates to ${data.length} bytes, expected ${entry.size}`);
     } else {
-      throw new Error(`${this.file.path}: ZIP entry ${entry.name} uses unsupported compression method ${entry.method}`);
+      throw new Error(`${this.file.path}: ZIP entry ${name} uses unsupported compression method ${entry.method}`);
     }
     if (opts.verifyCrc && typeof (zlib as { crc32?: unknown }).crc32 === 'function') {
       const crc = (zlib as unknown as { crc32(d: Uint8Array): number }).crc32(data) >>> 0;
-      if (crc !== entry.crc32) throw this.corrupt(`CRC mismatch in entry ${entry.name}`);
+      if (crc !== entry.crc32) throw this.corrupt(`CRC mismatch in entry ${name}`);
     }
     return data;
   }

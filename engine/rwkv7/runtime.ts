@@ -9,6 +9,7 @@ import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device'
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
+import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, type SegmentIO } from './matmul';
 
 export interface RuntimeOptions {
   slots: number;
@@ -62,16 +63,6 @@ class Recorder {
   submit() {
     this.ops.push('submit');
   }
-}
-
-/** Where one matrix of a group reads and writes (float offsets into the bound buffers). */
-interface SegmentIO {
-  xOff: number;
-  yOff: number;
-  /** 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
-  act?: number;
-  /** Add into y (the residual stream) instead of overwriting. */
-  accum?: boolean;
 }
 
 interface SubPass {
@@ -178,46 +169,35 @@ export class Rwkv7Runtime implements InferenceBackend {
     return g;
   }
 
+  /** Weight access of the non-matrix kernels (the embedding): native f16 where the device has it. */
   private get wprelude() {
-    return this.weights.precision === 'f16' ? 'weights_f16' : 'weights_f32';
+    if (this.weights.precision === 'f32') return 'weights_f32';
+    return this.gpu.kernelPath === 'f32' ? 'weights_f16' : 'weights_f16_native';
   }
 
   // ---- kernels ------------------------------------------------------------------------------------------
 
-  /** The matrix kernel; `tb` (tokens per pass) only shapes the streaming kernel. */
-  private matmulKernel(variant: 'mm_vec' | 'mm_gemm' | 'mm_gemm16', tb: number) {
-    const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
-    const parts = variant === 'mm_vec' ? [variant] : ['gemm_tiles', variant];
-    const key = variant === 'mm_vec' ? `${variant}${tb}` : variant;
-    return this.kernel(key, () =>
-      makeKernel(this.device, [sub, this.wprelude, 'mm_common', ...parts], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
-    );
-  }
-
-  /**
-   * The uniform describing a matrix group at one use site: per segment its virtual row start, shape, weight
-   * offset, input and output offsets, activation and flags. Made once per use site.
-   */
+  /** The uniform describing a matrix group at one use site (matmul.ts), made once per use site. */
   private groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR: boolean): { buffer: GPUBuffer; virtualRows: number } {
     let u = this.matUniforms.get(key);
     if (!u) {
-      if (io.length !== g.segs.length) throw new Error(`${key}: ${g.segs.length} matrices but ${io.length} inputs`);
-      const words = new Uint32Array(36);
-      let row0 = 0;
-      g.segs.forEach((seg, i) => {
-        const x = io[i].xOff;
-        if (x % 4 !== 0) throw new Error(`${key}: input offset ${x} is not a multiple of 4`);
-        words.set([row0, seg.n, seg.k, seg.wOff, x / 4, io[i].yOff, io[i].act ?? 0, io[i].accum ? 1 : 0], i * 8);
-        row0 += Math.ceil(seg.n / 64) * 64;
-      });
-      words.set([g.segs.length, useR ? 1 : 0], 32);
-      const last = g.segs[g.segs.length - 1];
+      const { words, virtualRows } = groupUniform(key, g, io, useR);
       const buffer = createBuffer(this.device, `group:${key}`, words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       this.device.queue.writeBuffer(buffer, 0, words);
-      u = { buffer, virtualRows: row0 - Math.ceil(last.n / 64) * 64 + last.n };
+      u = { buffer, virtualRows };
       this.matUniforms.set(key, u);
     }
     return u;
+  }
+
+  /** The kernels this runtime's products run, as one line (`rwkv-flow info`, benchmark records). */
+  get kernelPath(): string {
+    return describeKernels(this.matmulConfig);
+  }
+
+  private get matmulConfig() {
+    const { kernelPath, subgroup32 } = this.gpu;
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile };
   }
 
   /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
@@ -231,14 +211,14 @@ export class Rwkv7Runtime implements InferenceBackend {
     io: SegmentIO[],
     useR = false,
   ) {
-    const variant = rows <= this.vecMaxRows ? 'mm_vec' : this.gemmTile === 16 ? 'mm_gemm16' : 'mm_gemm';
-    const tb = rows <= 4 ? 4 : 8;
-    const k = this.matmulKernel(variant, tb);
+    const config = this.matmulConfig;
+    const variant = chooseMatmul(rows, config);
+    const shader = matmulShader(variant, config);
+    const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
     const u = this.groupUniform(key, g, io, useR);
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
-    if (variant === 'mm_vec') pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 8), Math.ceil(rows / tb));
-    else pass.dispatchWorkgroups(Math.ceil(u.virtualRows / 64), Math.ceil(rows / this.gemmTile));
+    pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
   }
 
   private get consts() {

@@ -6,6 +6,7 @@
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from '../gpu/kernel';
+import { SEGMENT_ALIGN } from './matmul';
 
 export type WeightPrecision = 'f16' | 'f32';
 
@@ -112,9 +113,13 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     return { name, data: inPrecision(out), n, k };
   };
   const group = (label: string, mats: HostMatrix[]): MatrixGroup => {
-    const total = mats.reduce((s, m) => s + m.data.length, 0);
+    // Kernels that load whole 16×16 tiles (mm_sgmat) read up to the segment alignment (64 rows) past a
+    // matrix's last row; f16 buffers (the only ones it reads) get zero rows at the end so those reads stay inside.
+    const last = mats[mats.length - 1];
+    const padRows = precision === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
+    const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
     let data: Uint16Array | Float32Array;
-    if (mats.length === 1) data = mats[0].data;
+    if (mats.length === 1 && padRows === 0) data = mats[0].data;
     else {
       data = precision === 'f16' ? new Uint16Array(total) : new Float32Array(total);
       let off = 0;
@@ -130,7 +135,7 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       segs.push({ name: m.name, n: m.n, k: m.k, wOff: off / 8 });
       off += m.n * m.k;
     }
-    bytes += data.byteLength;
+    bytes += data.byteLength - padRows * last.k * data.BYTES_PER_ELEMENT; // the model's bytes, not the padding
     return { buffer: uploadBuffer(device, label, data, STORAGE), segs };
   };
 

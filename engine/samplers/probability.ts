@@ -104,6 +104,27 @@ export class Candidates {
     return n > 0;
   }
 
+  /**
+   * Keeps only the candidates whose logit is at least `floor` below the best one's (min_p: floor = ln minP),
+   * in row order, with their probabilities renormalised over what is kept.
+   */
+  keepAbove(floor: number): void {
+    const { rows, offsets, probs } = this;
+    let n = 0;
+    for (let j = 0; j < this.count; j++) {
+      if (offsets[j] < floor) continue;
+      rows[n] = rows[j];
+      offsets[n] = offsets[j];
+      n++;
+    }
+    let sum = 0;
+    for (let j = 0; j < n; j++) sum += probs[j] = Math.exp(offsets[j]);
+    for (let j = 0; j < n; j++) probs[j] /= sum;
+    this.logZ = Math.log(sum);
+    this.count = n;
+    this.presorted = null;
+  }
+
   /** Candidate positions of the k most probable, best first; k <= 0 means all. */
   mostProbable(k: number): Int32Array {
     if (this.presorted) return this.presorted.subarray(0, k <= 0 ? this.count : Math.min(k, this.count));

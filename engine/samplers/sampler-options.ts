@@ -31,11 +31,20 @@ export interface ResolvedSamplerOptions {
   /** World token id → additive bias. */
   logitBias: Map<number, number>;
   seed: number | undefined;
+  /** 0 = off. */
+  minP: number;
+  /** 1 = off. */
+  repetitionPenalty: number;
+  repetitionWindow: number;
 }
+
+export const MAX_REPETITION_WINDOW = 4096;
+const MAX_BIAS_TEXTS = 1024;
+const MAX_BIAS_TEXT_CHARS = 256;
 
 const KNOWN_KEYS = new Set([
   'kind', 'temperature', 'topP', 'topK', 'presencePenalty', 'frequencyPenalty', 'penaltyDecay',
-  'tau', 'mirostatTau', 'mirostatEta', 'logitBias', 'seed',
+  'tau', 'mirostatTau', 'mirostatEta', 'logitBias', 'seed', 'logitBiasText', 'minP', 'repetitionPenalty', 'repetitionWindow',
 ]);
 
 function num(
@@ -53,8 +62,15 @@ function num(
   return v;
 }
 
-/** Fill in defaults and check every parameter; throws RequestError naming the bad one. */
-export function resolveSamplerOptions(opts: SamplerOptions | undefined, vocabWorldIds?: (id: number) => boolean): ResolvedSamplerOptions {
+/**
+ * Fill in defaults and check every parameter; throws RequestError naming the bad one. `encode` turns
+ * logitBiasText entries into World ids (without it they are refused).
+ */
+export function resolveSamplerOptions(
+  opts: SamplerOptions | undefined,
+  vocabWorldIds?: (id: number) => boolean,
+  encode?: (text: string) => number[],
+): ResolvedSamplerOptions {
   const o: SamplerOptions = opts ?? {};
   if (typeof o !== 'object' || Array.isArray(o)) throw new RequestError('sampler must be an object');
   for (const key of Object.keys(o)) {
@@ -78,6 +94,9 @@ export function resolveSamplerOptions(opts: SamplerOptions | undefined, vocabWor
     mirostatEta: num(o, 'mirostatEta', d.mirostatEta, (v) => v > 0 && v <= 1, 'a number in (0, 1] (learning rate)'),
     logitBias: new Map(),
     seed: undefined,
+    minP: num(o, 'minP', 0, (v) => v >= 0 && v < 1, 'a number in [0, 1) (0 = off)'),
+    repetitionPenalty: num(o, 'repetitionPenalty', 1, (v) => v > 0 && v <= 10, 'a number in (0, 10] (1 = off)'),
+    repetitionWindow: num(o, 'repetitionWindow', 64, (v) => Number.isInteger(v) && v >= 1 && v <= MAX_REPETITION_WINDOW, `an integer in [1, ${MAX_REPETITION_WINDOW}]`),
   };
   if (o.seed !== undefined && o.seed !== null) {
     if (typeof o.seed !== 'number' || !Number.isSafeInteger(o.seed) || o.seed < 0) {
@@ -101,6 +120,31 @@ export function resolveSamplerOptions(opts: SamplerOptions | undefined, vocabWor
         throw new RequestError(`sampler.logitBias[${id}] must be a finite number or -Infinity, got ${JSON.stringify(value)}`);
       }
       resolved.logitBias.set(id, value);
+    }
+  }
+  if (o.logitBiasText !== undefined && o.logitBiasText !== null) {
+    if (typeof o.logitBiasText !== 'object' || Array.isArray(o.logitBiasText)) {
+      throw new RequestError('sampler.logitBiasText must be an object mapping texts to numbers');
+    }
+    const entries = Object.entries(o.logitBiasText);
+    if (entries.length > MAX_BIAS_TEXTS) throw new RequestError(`sampler.logitBiasText has ${entries.length} texts; at most ${MAX_BIAS_TEXTS}`);
+    for (const [text, value] of entries) {
+      const what = `sampler.logitBiasText[${JSON.stringify(text.slice(0, 40))}]`;
+      if (text.length === 0 || text.length > MAX_BIAS_TEXT_CHARS) throw new RequestError(`${what}: the text must have 1 to ${MAX_BIAS_TEXT_CHARS} characters`);
+      if (typeof value !== 'number' || Number.isNaN(value) || value === Infinity) {
+        throw new RequestError(`${what} must be a finite number or -Infinity, got ${JSON.stringify(value)}`);
+      }
+      if (!encode) throw new RequestError('sampler.logitBiasText needs the engine\'s tokenizer');
+      let ids: number[];
+      try {
+        ids = encode(text);
+      } catch (e) {
+        throw new RequestError(`${what}: cannot be tokenized: ${(e as Error).message}`);
+      }
+      for (const id of ids) {
+        if (vocabWorldIds && !vocabWorldIds(id)) throw new RequestError(`${what}: token ${id} is not in the model's vocabulary`);
+        resolved.logitBias.set(id, (resolved.logitBias.get(id) ?? 0) + value);
+      }
     }
   }
   return resolved;

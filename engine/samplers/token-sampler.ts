@@ -6,6 +6,7 @@ import { RequestError } from '../errors';
 import { MirostatState } from './mirostat';
 import { pickNucleus } from './nucleus';
 import { RepetitionPenalty } from './penalties';
+import { RecentTokens } from './recent-tokens';
 import { argmax, Candidates } from './probability';
 import type { LogitAdjust, TopLogits } from '../types';
 import type { ResolvedSamplerOptions } from './sampler-options';
@@ -24,12 +25,24 @@ function scratchFor(rows: number) {
   return s;
 }
 
+/** A draw's row and its log-probability, and the most probable rows (see recordLogProbs). */
+export interface DrawLogProbs {
+  row: number;
+  logprob: number;
+  top: { row: number; logprob: number }[];
+}
+
 export class TokenSampler {
   private readonly rows: number;
   private readonly biasRows: [number, number][] = [];
   private readonly penalty: RepetitionPenalty;
+  /** Tokens of the last repetitionWindow draws, for the multiplicative repetition penalty; null when it is off. */
+  private readonly recent: RecentTokens | null;
   private readonly mirostat: MirostatState | null;
   private readonly random: SeededRandom;
+  /** Alternatives to record with each draw; null: no log-probabilities are recorded. */
+  private logProbTop: number | null = null;
+  private lastDraw: DrawLogProbs | null = null;
 
   /**
    * @param rows number of logits (model rows)
@@ -49,8 +62,54 @@ export class TokenSampler {
     }
     this.biasRows.push(...biasByRow);
     this.penalty = new RepetitionPenalty(options.presencePenalty, options.frequencyPenalty, options.penaltyDecay);
+    this.recent = options.repetitionPenalty !== 1 ? new RecentTokens(options.repetitionWindow) : null;
     this.mirostat = options.kind === 'mirostat' ? new MirostatState(options.mirostatTau, options.mirostatEta) : null;
     this.random = options.seed === undefined ? SeededRandom.unseeded() : new SeededRandom(options.seed);
+  }
+
+  /**
+   * Record with every draw the drawn row's log-probability and the `top` most probable rows', under the
+   * distribution drawn from after bias, penalties and mask (before temperature and truncation).
+   */
+  recordLogProbs(top: number): void {
+    this.logProbTop = top;
+  }
+
+  /** What the last draw recorded, once (null when nothing was drawn since, or recording is off). */
+  takeLogProbs(): DrawLogProbs | null {
+    const last = this.lastDraw;
+    this.lastDraw = null;
+    return last;
+  }
+
+  /** The distribution's normalizer and most probable rows, noted before min_p truncates the candidates. */
+  private noteBefore(c: Candidates): { logZ: number; top: DrawLogProbs['top'] } | null {
+    if (this.logProbTop === null) return null;
+    const top = this.logProbTop > 0 ? Array.from(c.mostProbable(this.logProbTop), (j) => ({ row: c.rows[j], logprob: c.offsets[j] - c.logZ })) : [];
+    return { logZ: c.logZ, top };
+  }
+
+  /** Notes the drawn row (one of the candidates) under the distribution noted before. */
+  private noteAfter(c: Candidates, row: number, before: { logZ: number; top: DrawLogProbs['top'] } | null): void {
+    if (!before) return;
+    let logprob = -Infinity;
+    for (let j = 0; j < c.count; j++) if (c.rows[j] === row) logprob = c.offsets[j] - before.logZ;
+    this.lastDraw = { row, logprob, top: before.top };
+  }
+
+  /** Notes the drawn row from the candidates the draw used (built here for a greedy draw, which needs none). */
+  private note(c: Candidates, row: number): void {
+    this.noteAfter(c, row, this.noteBefore(c));
+  }
+
+  /** Nucleus or typical, after min_p. */
+  private drawTruncated(c: Candidates, u: number): number {
+    const o = this.options;
+    const before = this.noteBefore(c);
+    if (o.minP > 0) c.keepAbove(Math.log(o.minP));
+    const row = o.kind === 'typical' ? pickTypical(c, o.topK, o.tau, o.temperature, u) : pickNucleus(c, o.topK, o.topP, o.temperature, u);
+    this.noteAfter(c, row, before);
+    return row;
   }
 
   /**
@@ -61,6 +120,8 @@ export class TokenSampler {
   canSampleTop(capacity: number): boolean {
     const o = this.options;
     if (capacity <= 0) return false;
+    // The repetition penalty scales each penalised logit by its sign: the GPU's additive adjust cannot express it.
+    if (this.recent) return false;
     if (this.mirostat) return this.mirostat.maxCandidates <= capacity;
     return o.kind === 'nucleus' && (o.temperature === 0 || (o.topK >= 1 && o.topK <= capacity));
   }
@@ -91,11 +152,17 @@ export class TokenSampler {
     const u = this.random.next();
     let row: number;
     if (top.finite === 0) throw new Error('no token is allowed at this point (all logits masked)');
-    if (this.options.temperature === 0 && !this.mirostat) row = top.rows[0];
-    else {
+    if (this.options.temperature === 0 && !this.mirostat) {
+      row = top.rows[0];
+      if (this.logProbTop !== null && candidates.fromTop(top)) this.note(candidates, row);
+    } else {
       if (!candidates.fromTop(top)) throw new Error('no token is allowed at this point (all logits masked)');
-      if (this.mirostat) return this.mirostat.pick(candidates, u); // mirostat records no penalties (see sample)
-      row = pickNucleus(candidates, this.options.topK, this.options.topP, this.options.temperature, u);
+      if (this.mirostat) {
+        row = this.mirostat.pick(candidates, u);
+        this.note(candidates, row);
+        return row; // mirostat records no penalties (see sample)
+      }
+      row = this.drawTruncated(candidates, u);
     }
     this.penalty.record(row);
     return row;
@@ -112,6 +179,7 @@ export class TokenSampler {
     x.set(logits);
     for (const [row, bias] of this.biasRows) x[row] += bias;
     if (this.options.kind !== 'mirostat') this.penalty.apply(x);
+    this.recent?.penalize(x, this.options.repetitionPenalty);
     if (allowed) for (let i = 0; i < x.length; i++) if (!((allowed[i >>> 5] >>> (i & 31)) & 1)) x[i] = -Infinity;
     // A draw is consumed every step, even for greedy picks, so the stream stays aligned.
     const u = this.random.next();
@@ -119,15 +187,17 @@ export class TokenSampler {
     if (this.options.temperature === 0 && this.options.kind !== 'mirostat') {
       row = argmax(x);
       if (row < 0) throw new Error('no token is allowed at this point (all logits masked)');
+      if (this.logProbTop !== null && candidates.fromLogits(x)) this.note(candidates, row);
     } else {
       const c = candidates;
       if (!c.fromLogits(x)) throw new Error('no token is allowed at this point (all logits masked)');
-      const o = this.options;
-      if (this.mirostat) row = this.mirostat.pick(c, u);
-      else if (o.kind === 'typical') row = pickTypical(c, o.topK, o.tau, o.temperature, u);
-      else row = pickNucleus(c, o.topK, o.topP, o.temperature, u);
+      if (this.mirostat) {
+        row = this.mirostat.pick(c, u);
+        this.note(c, row);
+      } else row = this.drawTruncated(c, u);
     }
     if (this.options.kind !== 'mirostat') this.penalty.record(row);
+    this.recent?.push(row);
     return row;
   }
 }

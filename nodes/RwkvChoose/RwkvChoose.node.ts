@@ -4,6 +4,7 @@
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { prepareChoose, runChoose, type ChooseInput } from '../shared/choose-request';
 import { INITIAL_STATE_OPTION } from '../n8n/option-properties';
+import { CREDENTIAL_TEST, testModelCredential } from '../n8n/credential-test';
 import { CREDENTIAL_NAME } from '../n8n/credential-config';
 import { executeItems } from '../n8n/execute-items';
 
@@ -18,7 +19,7 @@ export class RwkvChoose implements INodeType {
     defaults: { name: 'RWKV Choose' },
     inputs: ['main'],
     outputs: ['main'],
-    credentials: [{ name: CREDENTIAL_NAME, required: true }],
+    credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: CREDENTIAL_TEST }],
     properties: [
       {
         displayName: 'Prompt',
@@ -76,6 +77,9 @@ export class RwkvChoose implements INodeType {
       },
     ],
   };
+
+
+  methods = { credentialTest: { [CREDENTIAL_TEST]: testModelCredential } };
 
   async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
     return executeItems(this, async (i, engine, signal) => {

@@ -2,7 +2,7 @@
 
 import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INodeTypeDescription } from 'n8n-workflow';
 import { prepareEmbed, runEmbed, type EmbedInput } from '../shared/embed-request';
-import { INITIAL_STATE_OPTION } from '../n8n/option-properties';
+import { EMBEDDING_OPTIONS, INITIAL_STATE_OPTION, sortedOptions } from '../n8n/option-properties';
 import { CREDENTIAL_NAME } from '../n8n/credential-config';
 import { executeItems } from '../n8n/execute-items';
 
@@ -26,17 +26,7 @@ export class RwkvEmbed implements INodeType {
         type: 'collection',
         placeholder: 'Add Option',
         default: {},
-        options: [
-          INITIAL_STATE_OPTION,
-          {
-            displayName: 'Layer',
-            name: 'layer',
-            type: 'number',
-            typeOptions: { minValue: 0 },
-            default: 0,
-            description: 'Layer whose output is the vector (0 = first). Unset uses the engine default.',
-          },
-        ],
+        options: sortedOptions([INITIAL_STATE_OPTION, ...EMBEDDING_OPTIONS]),
       },
     ],
   };

@@ -24,6 +24,8 @@ interface GenerateOptions {
   seed?: number;
   state?: string;
   enableStreaming?: boolean;
+  logprobs?: boolean;
+  topLogprobs?: number;
 }
 
 export class RwkvGenerate implements INodeType {
@@ -146,6 +148,21 @@ export class RwkvGenerate implements INodeType {
             description: 'Whether to stream the text to a webhook or chat trigger whose response mode is "Streaming"',
           },
           INITIAL_STATE_OPTION,
+          {
+            displayName: 'Log Probabilities',
+            name: 'logprobs',
+            type: 'boolean',
+            default: false,
+            description: 'Whether to output each token\'s log-probability ("logprobs") and their mean ("meanLogprob", a confidence score)',
+          },
+          {
+            displayName: 'Top Alternatives',
+            name: 'topLogprobs',
+            type: 'number',
+            typeOptions: { minValue: 0, maxValue: 20 },
+            default: 0,
+            description: 'How many of the most probable tokens to list at each step, with their log-probabilities (implies Log Probabilities)',
+          },
           ...SAMPLER_OPTIONS,
           {
             displayName: 'Stop Sequences',

@@ -6,10 +6,19 @@ import type { IDataObject, IExecuteFunctions, INodeExecutionData, INodeType, INo
 import { StateFolder } from '../../engine/state-folder';
 import { prepareStateOperation, runStateOperation, stateFileOf, type StateOperationInput } from '../shared/state-operation';
 import { CREDENTIAL_NAME, modelConfigFor } from '../n8n/credential-config';
+import { CREDENTIAL_TEST, testModelCredential } from '../n8n/credential-test';
 import { executeItems } from '../n8n/execute-items';
 import { checkFileAccess } from './n8n-file-access';
 
 const show = (...operation: string[]) => ({ show: { operation } });
+
+const OPERATION_LABELS = new Map([
+  ['load', 'Load Initial State'],
+  ['unload', 'Unload State'],
+  ['list', 'List States'],
+  ['saveConversation', 'Save Conversation'],
+  ['loadConversation', 'Load Conversation'],
+]);
 
 export class RwkvLoadState implements INodeType {
   description: INodeTypeDescription = {
@@ -18,12 +27,13 @@ export class RwkvLoadState implements INodeType {
     icon: 'file:../../../icons/rwkv-state.svg',
     group: ['transform'],
     version: 1,
-    subtitle: '={{ $parameter["operation"] }}',
+    // The operation's label, not its internal value ("Save Conversation", not "saveConversation").
+    subtitle: `={{ (${JSON.stringify(Object.fromEntries(OPERATION_LABELS))})[$parameter["operation"]] }}`,
     description: 'Load, save and list RWKV initial states and conversation states',
     defaults: { name: 'RWKV Load State' },
     inputs: ['main'],
     outputs: ['main'],
-    credentials: [{ name: CREDENTIAL_NAME, required: true }],
+    credentials: [{ name: CREDENTIAL_NAME, required: true, testedBy: CREDENTIAL_TEST }],
     properties: [
       {
         displayName: 'Operation',
@@ -31,11 +41,11 @@ export class RwkvLoadState implements INodeType {
         type: 'options',
         noDataExpression: true,
         options: [
-          { name: 'Load Initial State', value: 'load', action: 'Load an initial state' },
-          { name: 'Unload State', value: 'unload', action: 'Unload a state' },
-          { name: 'List States', value: 'list', action: 'List loaded states' },
-          { name: 'Save Conversation', value: 'saveConversation', action: 'Save a prompt as a conversation state' },
-          { name: 'Load Conversation', value: 'loadConversation', action: 'Load a conversation state' },
+          { name: OPERATION_LABELS.get('load')!, value: 'load', action: 'Load an initial state' },
+          { name: OPERATION_LABELS.get('unload')!, value: 'unload', action: 'Unload a state' },
+          { name: OPERATION_LABELS.get('list')!, value: 'list', action: 'List loaded states' },
+          { name: OPERATION_LABELS.get('saveConversation')!, value: 'saveConversation', action: 'Save a prompt as a conversation state' },
+          { name: OPERATION_LABELS.get('loadConversation')!, value: 'loadConversation', action: 'Load a conversation state' },
         ],
         default: 'load',
       },
@@ -107,6 +117,9 @@ export class RwkvLoadState implements INodeType {
       },
     ],
   };
+
+
+  methods = { credentialTest: { [CREDENTIAL_TEST]: testModelCredential } };
 
   async execute(this: IExecuteFunctions): Promise<INodeExecutionData[][]> {
     // The folder the engine confines files to; n8n's policy is checked on the real paths inside it.

@@ -10,11 +10,19 @@ export type MessageRole = 'system' | 'user' | 'assistant' | 'tool';
 export interface MessageContent {
   type: string;
   text?: string;
+  /** 'tool-call': the call's id, the tool's name and its arguments as JSON text. */
+  toolCallId?: string;
+  toolName?: string;
+  input?: string;
+  /** 'tool-result': what the tool returned (text or any JSON value). */
+  result?: unknown;
+  isError?: boolean;
 }
 
 export interface Message {
   role: MessageRole;
   content: MessageContent[];
+  name?: string;
 }
 
 /** ChatModelConfig, plus the LangChain call options n8n's adapter passes through unchanged. */
@@ -49,10 +57,15 @@ export interface GenerateResult {
 
 export type StreamChunk =
   | { type: 'text-delta'; delta: string }
+  | { type: 'tool-call-delta'; id?: string; name?: string; argumentsDelta?: string }
   | { type: 'finish'; finishReason: FinishReason; usage?: TokenUsage };
 
+/** A function tool; inputSchema is JSON Schema or a Zod schema (the SDK's getParametersJsonSchema converts it). */
 export interface Tool {
+  type?: 'function' | 'provider';
   name: string;
+  description?: string;
+  inputSchema?: unknown;
 }
 
 export interface ChatModel {
@@ -65,6 +78,8 @@ export interface ChatModel {
 
 export interface AiNodeSdk {
   supplyModel(ctx: ISupplyDataFunctions, model: ChatModel): SupplyData;
+  /** A tool's parameters as JSON Schema (converts Zod schemas). */
+  getParametersJsonSchema?(tool: Tool): unknown;
 }
 
 /** The SDK of the n8n instance running this node; undefined when n8n is too old to have one. */

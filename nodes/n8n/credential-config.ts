@@ -1,6 +1,8 @@
 // The RWKV Model credential → EngineConfig. n8n number fields always hold a number, so 0 stands
-// for "engine default" there.
+// for "engine default" there, except the request deadline, whose 0 means "none" (its default is 600 s).
 
+import * as os from 'os';
+import * as path from 'path';
 import type { IExecuteFunctions, ISupplyDataFunctions } from 'n8n-workflow';
 import { parseModelConfig, type ModelConfig } from '../shared/model-config';
 
@@ -19,10 +21,18 @@ export function modelConfigFromCredential(data: Record<string, unknown>): ModelC
     cacheMiB: zeroIsDefault(data.cacheMiB),
     stateDir: data.stateDir,
     maxQueue: zeroIsDefault(data.maxQueue),
+    maxTokensLimit: zeroIsDefault(data.maxTokensLimit),
+    requestTimeoutSeconds: data.requestTimeoutSeconds,
+    maxStates: zeroIsDefault(data.maxStates),
     engineMode: data.engineMode,
     serverUrl: data.serverUrl,
     apiKey: data.apiKey,
-  });
+  }, n8nUserFolder());
+}
+
+/** n8n keeps its data in $N8N_USER_FOLDER/.n8n (default ~/.n8n): relative paths in the credential mean there. */
+export function n8nUserFolder(): string {
+  return path.join(process.env.N8N_USER_FOLDER || os.homedir(), '.n8n');
 }
 
 export async function modelConfigFor(ctx: IExecuteFunctions | ISupplyDataFunctions): Promise<ModelConfig> {

@@ -5,7 +5,8 @@
 
 import { ParameterError } from './parameter-error';
 
-export type ChatRole = 'system' | 'user' | 'assistant';
+/** 'tool' is a tool's result handed back to the model (the AI Agent's tool calls). */
+export type ChatRole = 'system' | 'user' | 'assistant' | 'tool';
 
 export interface ChatMessage {
   role: ChatRole;
@@ -16,9 +17,10 @@ export interface ChatNames {
   system: string;
   user: string;
   assistant: string;
+  tool: string;
 }
 
-export const DEFAULT_CHAT_NAMES: ChatNames = { system: 'System', user: 'User', assistant: 'Assistant' };
+export const DEFAULT_CHAT_NAMES: ChatNames = { system: 'System', user: 'User', assistant: 'Assistant', tool: 'Tool' };
 
 /** Accepts [{role, content}] (OpenAI style; 'human'/'ai' aliases too) or JSON text of it. */
 export function parseChatMessages(name: string, value: unknown): ChatMessage[] {
@@ -38,7 +40,7 @@ export function parseChatMessages(name: string, value: unknown): ChatMessage[] {
     const { role, content } = m as { role?: unknown; content?: unknown };
     const normalized = normalizeRole(role);
     if (!normalized) {
-      throw new ParameterError(`${name}[${i}].role`, `must be "system", "user" or "assistant", got ${JSON.stringify(role)}`);
+      throw new ParameterError(`${name}[${i}].role`, `must be "system", "user", "assistant" or "tool", got ${JSON.stringify(role)}`);
     }
     if (typeof content !== 'string') throw new ParameterError(`${name}[${i}].content`, 'must be a string');
     return { role: normalized, content };
@@ -51,6 +53,7 @@ function normalizeRole(role: unknown): ChatRole | undefined {
   if (r === 'system' || r === 'developer') return 'system';
   if (r === 'user' || r === 'human') return 'user';
   if (r === 'assistant' || r === 'ai' || r === 'model') return 'assistant';
+  if (r === 'tool' || r === 'function') return 'tool';
   return undefined;
 }
 
@@ -65,7 +68,7 @@ export function formatChatPrompt(messages: ChatMessage[], names: ChatNames = DEF
   return `${turns.join('\n\n')}\n\n${names.assistant}:`;
 }
 
-/** Where a chat reply ends: the model starting the user's next turn. */
+/** Where a chat reply ends: the model starting any next turn (the user's, its own again, a system or tool line). */
 export function chatStopSequences(names: ChatNames = DEFAULT_CHAT_NAMES): string[] {
-  return [`\n\n${names.user}:`];
+  return [names.user, names.assistant, names.system, names.tool].map((name) => `\n\n${name}:`);
 }

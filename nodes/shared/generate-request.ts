@@ -3,9 +3,11 @@
 // a message naming it.
 
 import type { GenerateRequest, SamplerOptions } from '../../engine/api';
+import { MAX_TOP_LOGPROBS } from '../../engine/request-validation';
 import { chatStopSequences, formatChatPrompt, parseChatMessages, type ChatMessage } from './chat-prompt';
 import {
   isBlank,
+  optionalBoolean,
   optionalInteger,
   optionalJsonObject,
   optionalName,
@@ -14,6 +16,7 @@ import {
   optionalText,
 } from './coerce';
 import { checkJsonSchema } from './json-schema-check';
+import { parseLogitBias } from './logit-bias';
 import { ParameterError } from './parameter-error';
 
 export interface GenerateInput {
@@ -37,12 +40,21 @@ export interface GenerateInput {
   tau?: unknown;
   mirostatTau?: unknown;
   mirostatEta?: unknown;
+  minP?: unknown;
+  repetitionPenalty?: unknown;
+  repetitionWindow?: unknown;
+  /** Token (text or id) → bias entries; see logit-bias.ts. */
+  logitBias?: unknown;
   seed?: unknown;
   /** Initial state name. */
   state?: unknown;
   /** KBNF/GBNF grammar text; exclusive with jsonSchema. */
   grammar?: unknown;
   jsonSchema?: unknown;
+  /** Report each token's log-probability and the mean (true/false). */
+  logprobs?: unknown;
+  /** Most probable alternatives per token (0-20; implies logprobs). */
+  topLogprobs?: unknown;
 }
 
 export interface PreparedGenerate {
@@ -53,6 +65,7 @@ export interface PreparedGenerate {
 
 const NUMERIC_SAMPLER_FIELDS = [
   'temperature', 'topP', 'presencePenalty', 'frequencyPenalty', 'penaltyDecay', 'tau', 'mirostatTau', 'mirostatEta',
+  'minP', 'repetitionPenalty',
 ] as const;
 
 const SAMPLER_KINDS = ['nucleus', 'typical', 'mirostat'] as const;
@@ -86,6 +99,14 @@ export function prepareGenerate(input: GenerateInput): PreparedGenerate {
   const state = optionalName('state', input.state);
   if (state !== undefined) request.state = state;
 
+  const logprobs = optionalBoolean('logprobs', input.logprobs);
+  if (logprobs !== undefined) request.logprobs = logprobs;
+  const topLogprobs = optionalInteger('topLogprobs', input.topLogprobs, 0);
+  if (topLogprobs !== undefined) {
+    if (topLogprobs > MAX_TOP_LOGPROBS) throw new ParameterError('topLogprobs', `must be at most ${MAX_TOP_LOGPROBS}, got ${topLogprobs}`);
+    request.topLogprobs = topLogprobs;
+  }
+
   const grammar = optionalText('grammar', input.grammar);
   const jsonSchema = optionalJsonObject('jsonSchema', input.jsonSchema);
   if (grammar !== undefined && jsonSchema !== undefined) {
@@ -117,5 +138,10 @@ function parseSampler(input: GenerateInput): SamplerOptions | undefined {
   if (topK !== undefined) sampler.topK = topK;
   const seed = optionalInteger('seed', input.seed, 0);
   if (seed !== undefined) sampler.seed = seed;
+  const window = optionalInteger('repetitionWindow', input.repetitionWindow, 1);
+  if (window !== undefined) sampler.repetitionWindow = window;
+  const bias = parseLogitBias('logitBias', input.logitBias);
+  if (bias.logitBias) sampler.logitBias = { ...(sampler.logitBias ?? {}), ...bias.logitBias };
+  if (bias.logitBiasText) sampler.logitBiasText = { ...(sampler.logitBiasText ?? {}), ...bias.logitBiasText };
   return Object.keys(sampler).length ? sampler : undefined;
 }

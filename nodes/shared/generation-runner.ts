@@ -1,7 +1,7 @@
 // Drives one engine.generate() stream to its end and turns it into the output both hosts emit.
 // Progress events are passed to the caller (status text, token streaming) as they arrive.
 
-import type { Engine, GenerateEvent } from '../../engine/api';
+import type { Engine, GenerateEvent, TokenLogprob } from '../../engine/api';
 import type { PreparedGenerate } from './generate-request';
 
 type StopEvent = Extract<GenerateEvent, { type: 'stop' }>;
@@ -13,6 +13,9 @@ export interface GenerationResult {
   finishReason: StopEvent['reason'];
   usage: { promptTokens: number; completionTokens: number; totalTokens: number };
   timing: StopEvent['timing'];
+  /** With logprobs requested: each reported token's log-probability (and alternatives), and their mean. */
+  logprobs?: TokenLogprob[];
+  meanLogprob?: number;
 }
 
 /** The generation was cancelled (execution cancelled, node closed, flow redeployed). */
@@ -40,9 +43,11 @@ export async function runGeneration(engine: Engine, prepared: PreparedGenerate, 
   const { request, chat } = prepared;
   if (opts.signal?.aborted) throw new GenerationAbortedError();
   let stop: StopEvent | undefined;
+  const logprobs: TokenLogprob[] = [];
   for await (const event of engine.generate(request, { signal: opts.signal })) {
     opts.onEvent?.(event);
     if (event.type === 'stop') stop = event;
+    if (event.type === 'delta' && event.logprobs) logprobs.push(...event.logprobs);
   }
   if (!stop) throw new Error('engine ended the generation without a stop event');
   if (stop.reason === 'abort') throw new GenerationAbortedError();
@@ -57,6 +62,10 @@ export async function runGeneration(engine: Engine, prepared: PreparedGenerate, 
     },
     timing: stop.timing,
   };
+  if (stop.meanLogprob !== undefined) {
+    result.logprobs = logprobs;
+    result.meanLogprob = stop.meanLogprob;
+  }
   if (request.jsonSchema !== undefined) result.json = stop.json !== undefined ? stop.json : parseJsonOutput(stop);
   return result;
 }

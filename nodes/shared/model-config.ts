@@ -1,6 +1,7 @@
 // The model configuration both hosts collect (n8n credential, Node-RED config node) and its
 // translation into the engine's EngineConfig. Field names are the ones shown in the editors.
 
+import * as path from 'path';
 import type { EngineConfig } from '../../engine/api';
 import type { RemoteEngineOptions } from '../../engine/remote-engine';
 import { optionalInteger, optionalName, optionalNumber } from './coerce';
@@ -19,6 +20,13 @@ export interface ModelConfigFields {
   cacheMiB?: unknown;
   stateDir?: unknown;
   maxQueue?: unknown;
+  // Operator limits: set here only, never from a message or item.
+  /** Most tokens one generation may ask for. */
+  maxTokensLimit?: unknown;
+  /** Deadline of one request in seconds, queueing included; 0 = none (the engine takes ms). */
+  requestTimeoutSeconds?: unknown;
+  /** Most named initial states loaded at once. */
+  maxStates?: unknown;
   /** Where the engine runs: 'process' (this process, default) or 'server' (`rwkv-flow serve` at serverUrl). */
   engineMode?: unknown;
   serverUrl?: unknown;
@@ -37,14 +45,21 @@ export interface ModelConfig extends EngineConfig {
 export const ENGINE_MODES = ['process', 'server'] as const;
 
 const MIB = 1024 * 1024;
+/** setTimeout's largest delay, in whole seconds (about 24.8 days). */
+const MAX_TIMEOUT_SECONDS = Math.floor((2 ** 31 - 1) / 1000);
+const MAX_TOKENS_LIMIT = 1 << 20;
 
-export function parseModelConfig(fields: ModelConfigFields): ModelConfig {
+/**
+ * `baseDir`: the host's own folder (Node-RED's userDir, n8n's user folder). A relative model path or state folder
+ * is taken inside it, not in whatever working directory the host process happened to start in.
+ */
+export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): ModelConfig {
   const mode = optionalName('engineMode', fields.engineMode) ?? 'process';
   if (mode === 'server') return { server: parseServer(fields) };
   if (mode !== 'process') throw new ParameterError('engineMode', `must be "process" or "server", got ${JSON.stringify(mode)}`);
   const config: EngineConfig = {};
   const modelPath = optionalName('modelPath', fields.modelPath);
-  if (modelPath !== undefined) config.modelPath = modelPath;
+  if (modelPath !== undefined) config.modelPath = inside(baseDir, modelPath);
   const precision = optionalName('precision', fields.precision);
   if (precision !== undefined) {
     if (precision !== 'f16' && precision !== 'f32') {
@@ -69,9 +84,23 @@ export function parseModelConfig(fields: ModelConfigFields): ModelConfig {
     config.cacheBytes = Math.round(cacheMiB * MIB);
   }
   const stateDir = optionalName('stateDir', fields.stateDir);
-  if (stateDir !== undefined) config.stateDir = stateDir;
+  if (stateDir !== undefined) config.stateDir = inside(baseDir, stateDir);
   const maxQueue = optionalInteger('maxQueue', fields.maxQueue, 0);
   if (maxQueue !== undefined) config.maxQueue = maxQueue;
+  const maxTokensLimit = optionalInteger('maxTokensLimit', fields.maxTokensLimit, 1);
+  if (maxTokensLimit !== undefined) {
+    if (maxTokensLimit > MAX_TOKENS_LIMIT) throw new ParameterError('maxTokensLimit', `must be at most ${MAX_TOKENS_LIMIT}, got ${maxTokensLimit}`);
+    config.maxTokensLimit = maxTokensLimit;
+  }
+  const timeout = optionalNumber('requestTimeoutSeconds', fields.requestTimeoutSeconds);
+  if (timeout !== undefined) {
+    if (!(timeout >= 0 && timeout <= MAX_TIMEOUT_SECONDS)) {
+      throw new ParameterError('requestTimeoutSeconds', `must be between 0 (no deadline) and ${MAX_TIMEOUT_SECONDS}, got ${timeout}`);
+    }
+    config.requestTimeoutMs = Math.round(timeout * 1000);
+  }
+  const maxStates = optionalInteger('maxStates', fields.maxStates, 0);
+  if (maxStates !== undefined) config.maxStates = maxStates;
   return config;
 }
 
@@ -87,4 +116,8 @@ function parseServer(fields: ModelConfigFields): RemoteEngineOptions {
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ParameterError('serverUrl', `must start with http:// or https://, got ${JSON.stringify(url)}`);
   const apiKey = optionalName('apiKey', fields.apiKey);
   return apiKey !== undefined ? { url, apiKey } : { url };
+}
+
+function inside(baseDir: string | undefined, file: string): string {
+  return baseDir && !path.isAbsolute(file) ? path.resolve(baseDir, file) : file;
 }

@@ -2,7 +2,7 @@
 
 import type { GenerateEvent } from '../../engine/api';
 
-export type ProgressPhase = 'queued' | 'prefill' | 'decode' | 'done' | 'error';
+export type ProgressPhase = 'ready' | 'queued' | 'prefill' | 'decode' | 'done' | 'error';
 
 export interface ProgressStatus {
   phase: ProgressPhase;
@@ -33,6 +33,12 @@ export class ProgressTracker {
 /** "1 token", "2 tokens". */
 export function count(n: number, noun: string): string {
   return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+/** What a node shows once its model has loaded: which model, on which adapter. */
+export function readyStatus(info: { version: string; nLayer: number; nEmbd: number; adapter: string }): ProgressStatus {
+  const text = `ready: RWKV ${info.version} ${info.nLayer}×${info.nEmbd} on ${info.adapter}`;
+  return { phase: 'ready', text: text.length > 60 ? `${text.slice(0, 57)}...` : text };
 }
 
 export function errorStatus(err: unknown): ProgressStatus {

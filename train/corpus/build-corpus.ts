@@ -1,19 +1,26 @@
 // Build the tokenized training corpus of the default model from Debian packages.
 //
 //   node dist/train/corpus/build-corpus.js [--work .carry/debian] [--out .carry/corpus] [--rows 10240]
+//   node dist/train/corpus/build-corpus.js --dry-run                 # sizes per package, nothing written
+//   node dist/train/corpus/build-corpus.js --doc-only [--out DIR]    # rewrite train/CORPUS.md from DIR/meta.json
+//   node dist/train/corpus/build-corpus.js --sources OLD.js --heldout-only --out DIR
+//       # only the held-out pieces of another source list (e.g. an earlier corpus, to score a model on)
 //
 // Steps: apt-get download + dpkg -x each package of sources.ts, extract and clean the English text,
 // cut it into pieces, put ~2% of the pieces (by a hash of their origin) in the held-out split,
 // count World tokens over the train split, keep the most frequent ones as the reduced vocabulary,
 // re-encode everything with the restricted World tokenizer and write u16 row indices.
 // Outputs: train.u16, valid.u16 (each piece followed by row 0 = end of text), vocab_map.i32
-// (row → World id, little-endian), meta.json; and train/CORPUS.md describing the corpus.
+// (row → World id, little-endian), valid.pieces.json (the held-out texts, to encode for other
+// vocabularies with encode-heldout.ts), meta.json; and train/CORPUS.md describing the corpus.
+// Every source's licence must be an allowed one (licences.ts); the builder refuses others.
 import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import { WorldTokenizer } from '../../engine/tokenizer';
 import { cleanText, fnv1a, groupShortTexts, nonAsciiShare, splitIntoPieces } from './clean';
 import { extractText } from './extractors';
+import { isPermissive } from './licences';
 import { rowOfWorldId, selectReducedVocab } from './reduced-vocab';
 import { CORPUS_SOURCES, type CorpusSource } from './sources';
 
@@ -25,6 +32,14 @@ interface Options {
   pieceChars: number;
   download: boolean;
   corpusDoc: string;
+  /** Compiled module exporting CORPUS_SOURCES, instead of ./sources. */
+  sources?: string;
+  /** Extract and report sizes only. */
+  dryRun: boolean;
+  /** Write only the held-out texts (valid.pieces.json): for scoring, never for training. */
+  heldoutOnly: boolean;
+  /** Only rewrite the corpus document from an earlier run's meta.json. */
+  docOnly: boolean;
 }
 
 interface Piece {
@@ -37,6 +52,7 @@ interface PackageStats {
   pkg: string;
   version: string;
   licence: string;
+  licenceNote: string;
   what: string;
   files: number;
   bytes: number;
@@ -54,6 +70,9 @@ function parseArgs(argv: string[]): Options {
     pieceChars: 16000,
     download: true,
     corpusDoc: path.join(root, 'train', 'CORPUS.md'),
+    dryRun: false,
+    heldoutOnly: false,
+    docOnly: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -68,6 +87,10 @@ function parseArgs(argv: string[]): Options {
     else if (arg === '--valid-per-mille') opts.validPerMille = positiveInt(arg, value());
     else if (arg === '--no-download') opts.download = false;
     else if (arg === '--corpus-doc') opts.corpusDoc = path.resolve(value());
+    else if (arg === '--sources') opts.sources = path.resolve(value());
+    else if (arg === '--dry-run') opts.dryRun = true;
+    else if (arg === '--heldout-only') opts.heldoutOnly = true;
+    else if (arg === '--doc-only') opts.docOnly = true;
     else throw new Error(`unknown argument ${arg}`);
   }
   if (opts.rows > 65536) throw new RangeError(`--rows ${opts.rows}: row indices are stored as u16, at most 65536`);
@@ -153,15 +176,39 @@ function writeU16(file: string, rows: number[][]): number {
   return total;
 }
 
+function loadSources(opts: Options): CorpusSource[] {
+  // eslint-disable-next-line @typescript-eslint/no-var-requires
+  const sources = opts.sources ? (require(opts.sources) as { CORPUS_SOURCES: CorpusSource[] }).CORPUS_SOURCES : CORPUS_SOURCES;
+  if (!opts.heldoutOnly) {
+    const refused = sources.filter((s) => !isPermissive(s.licence));
+    if (refused.length > 0) {
+      throw new Error(
+        `not allowed as training text (licences.ts): ${refused.map((s) => `${s.pkg} (${s.licence})`).join(', ')}`,
+      );
+    }
+  }
+  return sources;
+}
+
 function main(): void {
   const opts = parseArgs(process.argv.slice(2));
+  if (opts.docOnly) {
+    const meta = JSON.parse(fs.readFileSync(path.join(opts.out, 'meta.json'), 'utf8')) as CorpusMeta;
+    fs.writeFileSync(opts.corpusDoc, corpusMarkdown(meta, opts));
+    console.log(`${opts.corpusDoc} rewritten from ${path.join(opts.out, 'meta.json')}`);
+    return;
+  }
+  const sources = loadSources(opts);
   const world = WorldTokenizer.bundled();
   const seen = new Set<string>();
   const pieces: Piece[] = [];
   const stats: PackageStats[] = [];
-  for (const src of CORPUS_SOURCES) {
+  for (const src of sources) {
     const { root, version } = fetchPackage(src, opts);
-    const s: PackageStats = { pkg: src.pkg, version, licence: src.licence, what: src.what, files: 0, bytes: 0, pieces: 0, tokens: 0 };
+    const s: PackageStats = {
+      pkg: src.pkg, version, licence: src.licence, licenceNote: src.licenceNote ?? '', what: src.what,
+      files: 0, bytes: 0, pieces: 0, tokens: 0,
+    };
     for (const piece of piecesOfPackage(src, root, opts, s)) {
       if (seen.has(piece.text)) continue; // exact duplicates (shared boilerplate pages)
       seen.add(piece.text);
@@ -169,6 +216,16 @@ function main(): void {
     }
     stats.push(s);
     console.log(`${src.pkg} ${version}: ${s.files} files, ${(s.bytes / 1e6).toFixed(1)} MB, ${s.pieces} pieces`);
+  }
+  const total = (valid: boolean) => pieces.filter((p) => p.valid === valid).reduce((n, p) => n + Buffer.byteLength(p.text), 0);
+  console.log(`train ${(total(false) / 1e6).toFixed(2)} MB, held out ${(total(true) / 1e6).toFixed(2)} MB of text`);
+  if (opts.dryRun) return;
+  fs.mkdirSync(opts.out, { recursive: true });
+  const heldout = pieces.filter((p) => p.valid).map((p) => p.text);
+  fs.writeFileSync(path.join(opts.out, 'valid.pieces.json'), JSON.stringify(heldout));
+  if (opts.heldoutOnly) {
+    console.log(`${heldout.length} held-out pieces → ${path.join(opts.out, 'valid.pieces.json')}`);
+    return;
   }
 
   // Frequencies of full-vocabulary World tokens over the training split choose the reduced rows.
@@ -194,7 +251,6 @@ function main(): void {
       trainBytes += Buffer.byteLength(p.text);
     }
   }
-  fs.mkdirSync(opts.out, { recursive: true });
   const trainTokens = writeU16(path.join(opts.out, 'train.u16'), train);
   const validTokens = writeU16(path.join(opts.out, 'valid.u16'), valid);
   fs.writeFileSync(path.join(opts.out, 'vocab_map.i32'), new Uint8Array(vocabMap.buffer));
@@ -212,15 +268,25 @@ function main(): void {
   );
 }
 
-function corpusMarkdown(meta: { rows: number; train: { pieces: number; bytes: number; tokens: number }; valid: { pieces: number; bytes: number; tokens: number }; packages: PackageStats[] }, opts: Options): string {
+interface CorpusMeta {
+  rows: number;
+  train: { pieces: number; bytes: number; tokens: number };
+  valid: { pieces: number; bytes: number; tokens: number };
+  packages: PackageStats[];
+}
+
+function corpusMarkdown(meta: CorpusMeta, opts: Options): string {
   const mb = (b: number) => (b / 1e6).toFixed(2);
   const lines = [
     '# Training corpus of the default model',
     '',
     'Generated by `train/corpus/build-corpus.ts` (do not edit by hand; rerun the builder).',
     'English documentation, manuals and reference books from Debian 12 (bookworm) main, fetched with',
-    '`apt-get download` and unpacked with `dpkg -x`; licences as stated in each package\'s',
-    '`/usr/share/doc/<package>/copyright`.',
+    '`apt-get download` and unpacked with `dpkg -x`. Only texts in the public domain or under a permissive',
+    'licence are taken (the allowed list: `corpus/licences.ts`; the builder refuses any other source). Each',
+    "licence was read from the package's `/usr/share/doc/<package>/copyright`: the stanza covering the files",
+    'taken is quoted under the table. `A OR B`: the copyright file offers a choice (both allowed here);',
+    '`A AND B`: parts of the texts differ, each allowed.',
     '',
     `- Pieces of at most ${opts.pieceChars} characters; ${opts.validPerMille / 10}% of them (by an FNV-1a hash of package,`,
     '  file and piece number) form the held-out split.',
@@ -236,6 +302,10 @@ function corpusMarkdown(meta: { rows: number; train: { pieces: number; bytes: nu
     ...meta.packages.map(
       (s) => `| ${s.pkg} | ${s.version} | ${s.licence} | ${s.what} | ${s.files} | ${mb(s.bytes)} | ${s.tokens} |`,
     ),
+    '',
+    '## What each copyright file says',
+    '',
+    ...meta.packages.map((s) => `- **${s.pkg}** (${s.licence}): ${s.licenceNote}`),
     '',
   ];
   return lines.join('\n');

@@ -108,11 +108,12 @@ export function htmlToText(html: string): string {
     {
       onopentag(name, attrs) {
         const cls = `${attrs.class ?? ''} ${attrs.id ?? ''}`;
-        const chrome = /\b(navheader|navfooter|footer|sphinxsidebar|related|toc|breadcrumbs|skip-link)\b/.test(cls);
+        const chrome = /\b(navheader|navfooter|footer|sphinxsidebar|related|toc|breadcrumbs|skip-link|menu-bar|theme-popup|column2|gtoc|synthetic-implementations-list|blanket-implementations-list)\b/.test(cls);
         chromeStack.push(chrome);
         if (chrome) chromeDepth++;
         if (HTML_SKIP.has(name)) skipDepth++;
         if (name === 'pre') preDepth++;
+        if (skipDepth > 0 || chromeDepth > 0) return; // no list markers for skipped navigation
         if (HTML_BLOCKS.has(name)) parts.push('\n\n');
         if (name === 'li') parts.push('- ');
       },

@@ -6,7 +6,7 @@ import { ParameterError } from '../../shared/parameter-error';
 import type { NodeRedApi } from './node-red-types';
 import { mergeParameters, registerWorkerNode } from './worker-node';
 
-const EMBED_KEYS = ['text', 'layer', 'state'] as const satisfies readonly (keyof EmbedInput)[];
+const EMBED_KEYS = ['text', 'layer', 'state', 'pooling', 'normalize'] as const satisfies readonly (keyof EmbedInput)[];
 
 export function register(RED: NodeRedApi): void {
   registerWorkerNode(RED, 'rwkv-embed', (config) => async (msg, ctx) => {

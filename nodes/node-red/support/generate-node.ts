@@ -12,7 +12,7 @@ import { mergeParameters, registerWorkerNode } from './worker-node';
 const GENERATE_KEYS = [
   'prompt', 'messages', 'system', 'maxTokens', 'stop', 'sampler', 'samplerKind', 'temperature', 'topP', 'topK',
   'presencePenalty', 'frequencyPenalty', 'penaltyDecay', 'tau', 'mirostatTau', 'mirostatEta', 'seed', 'state',
-  'grammar', 'jsonSchema',
+  'grammar', 'jsonSchema', 'logprobs', 'topLogprobs', 'minP', 'repetitionPenalty', 'repetitionWindow', 'logitBias',
 ] as const satisfies readonly (keyof GenerateInput)[];
 
 export function register(RED: NodeRedApi): void {
@@ -37,7 +37,8 @@ export function register(RED: NodeRedApi): void {
         onEvent: (event) => {
           ctx.progress(tracker.update(event));
           if (stream && event.type === 'delta' && event.text !== '') {
-            const chunk: NodeMessage = { ...msg, payload: event.text, rwkv: { stream: true, index: piece++, tokens: event.tokens } };
+            const rwkv = { stream: true, index: piece++, tokens: event.tokens, ...(event.logprobs && { logprobs: event.logprobs }) };
+            const chunk: NodeMessage = { ...msg, payload: event.text, rwkv };
             ctx.send([null, chunk]);
           }
         },

@@ -5,6 +5,7 @@
 import type { Engine, EngineLease } from '../../../engine/api';
 import { acquireLease } from '../../shared/engine-provider';
 import { parseModelConfig, type ModelConfig } from '../../shared/model-config';
+import { listModelFiles } from './model-files';
 import type { NodeRedApi, RuntimeNode } from './node-red-types';
 
 export interface ModelConfigNode extends RuntimeNode {
@@ -13,6 +14,12 @@ export interface ModelConfigNode extends RuntimeNode {
 }
 
 export function registerModelConfigNode(RED: NodeRedApi): void {
+  // The editor's model picker (rwkv-model.html) asks for the model files in the models folder.
+  const canRead = RED.auth?.needsPermission('rwkv-model.read') ?? ((_req: unknown, _res: unknown, next: () => void) => next());
+  RED.httpAdmin?.get('/rwkv-flow/models', canRead, (_req, res) => {
+    void listModelFiles(RED.settings?.userDir).then((list) => res.json(list));
+  });
+
   RED.nodes.registerType('rwkv-model', function (this: RuntimeNode, config: Record<string, unknown>) {
     RED.nodes.createNode(this, config);
     const node = this as ModelConfigNode;
@@ -20,13 +27,19 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
     let parsed: ModelConfig | undefined;
     try {
       // The server's API key is a credential: Node-RED keeps it out of the flow file.
-      parsed = parseModelConfig({ ...config, apiKey: node.credentials?.apiKey });
+      parsed = parseModelConfig({ ...config, apiKey: node.credentials?.apiKey }, RED.settings?.userDir);
       lease = acquireLease(parsed);
     } catch (err) {
       lease = Promise.reject(err);
     }
     // Logged once here; each worker node reports it again against the message that needed it.
-    lease.catch((err: unknown) => node.error(`rwkv-model: ${(err as Error).message}`));
+    lease.then(
+      ({ engine: { modelInfo: m } }) =>
+        node.log(
+          `${parsed?.server ? `using the rwkv-flow server at ${parsed.server.url}` : `loaded ${String(config.modelPath || 'the bundled default model')}`}: RWKV ${m.version}, ${m.nLayer} layers × ${m.nEmbd}, on ${m.adapter}`,
+        ),
+      (err: unknown) => node.error(`rwkv-model: ${(err as Error).message}`),
+    );
 
     node.getEngine = async () => {
       const tried = lease!;

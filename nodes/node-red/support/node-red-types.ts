@@ -21,12 +21,18 @@ export interface RuntimeNode {
   credentials?: Record<string, unknown>;
   status(status: NodeStatus): void;
   error(err: unknown, msg?: NodeMessage): void;
+  log(text: string): void;
   warn(message: unknown): void;
   on(event: 'input', listener: (msg: NodeMessage, send: SendFunction, done: DoneFunction) => void): void;
   on(event: 'close', listener: (removed: boolean, done: () => void) => void): void;
 }
 
 export interface NodeRedApi {
+  /** The runtime's settings; userDir is where flows and installed nodes live. */
+  settings?: { userDir?: string };
+  /** The editor's admin HTTP API (express), and its permission check. */
+  httpAdmin?: { get(route: string, ...handlers: ((req: unknown, res: { json(body: unknown): void }, next: () => void) => void)[]): void };
+  auth?: { needsPermission(permission: string): (req: unknown, res: unknown, next: () => void) => void };
   nodes: {
     createNode(node: object, config: object): void;
     getNode(id: string): unknown;

@@ -1,9 +1,10 @@
 // What every rwkv-* worker node shares: finding its model config node, one AbortController per
 // message in flight, status text, done() on every path, and on close (redeploy, removal) aborting
-// all in-flight requests and waiting until the engine has let go of their slots.
+// all in-flight requests and waiting until the engine has let go of their slots. A cancelled message
+// ends with done(err) naming why (node closed, HTTP caller gone), so a Catch node can answer its caller.
 
 import type { Engine } from '../../../engine/api';
-import { errorStatus, type ProgressStatus } from '../../shared/progress-status';
+import { errorStatus, readyStatus, type ProgressStatus } from '../../shared/progress-status';
 import type { ModelConfigNode } from './model-config-node';
 import type { NodeMessage, NodeRedApi, NodeStatus, RuntimeNode, SendFunction } from './node-red-types';
 
@@ -22,6 +23,7 @@ export type WorkHandler = (msg: NodeMessage, ctx: WorkContext) => Promise<NodeMe
 export type HandlerFactory = (config: Record<string, unknown>) => WorkHandler;
 
 const FILL: Record<ProgressStatus['phase'], NodeStatus> = {
+  ready: { fill: 'green', shape: 'ring' },
   queued: { fill: 'grey', shape: 'ring' },
   prefill: { fill: 'yellow', shape: 'ring' },
   decode: { fill: 'blue', shape: 'dot' },
@@ -38,12 +40,19 @@ export function registerWorkerNode(RED: NodeRedApi, type: string, makeHandler: H
     const inFlight = new Map<AbortController, Promise<void>>();
     let closing = false;
 
+    let shownProgress = false; // once a message shows its progress, the deploy-time status stays away
     const show = (status: ProgressStatus) => {
+      shownProgress = true;
       const busy = inFlight.size > 1 ? `${inFlight.size} active · ` : '';
       node.status({ ...FILL[status.phase], text: busy + status.text });
     };
 
     if (!model) node.status({ fill: 'red', shape: 'ring', text: 'no rwkv-model configuration' });
+    // At deploy, not at the first message: which model runs where, or why it failed to load.
+    model?.getEngine().then(
+      (engine) => shownProgress || closing || node.status({ ...FILL.ready, text: readyStatus(engine.modelInfo).text }),
+      (err: unknown) => shownProgress || closing || node.status({ ...FILL.error, text: errorStatus(err).text }),
+    );
 
     node.on('input', (msg, send, done) => {
       if (!model) {
@@ -51,17 +60,26 @@ export function registerWorkerNode(RED: NodeRedApi, type: string, makeHandler: H
         return;
       }
       const controller = new AbortController();
+      if (closing) controller.abort(new Error(`${type} is closing (redeploy or shutdown); request not started`));
+      const unwatch = watchHttpCaller(msg, () =>
+        controller.abort(new Error(`${type}: the HTTP caller disconnected before the answer; request cancelled`)),
+      );
+      // Once cancelled, the engine's last events (e.g. its 'abort' stop) must not paint the status as done.
+      const progress = (status: ProgressStatus) => controller.signal.aborted || show(status);
       const work = (async () => {
         try {
           const engine = await model.getEngine();
-          const out = await handler(msg, { engine, signal: controller.signal, progress: show, send });
-          if (controller.signal.aborted) return done(); // closed meanwhile: nothing goes out
+          const out = await handler(msg, { engine, signal: controller.signal, progress, send });
+          if (controller.signal.aborted) throw controller.signal.reason; // cancelled meanwhile: nothing goes out
           if (out) send(out);
           done();
         } catch (err) {
-          if (closing && controller.signal.aborted) return done(); // cancelled by close, not a failure
-          show(errorStatus(err));
-          done(err instanceof Error ? err : new Error(String(err)));
+          const why = controller.signal.aborted ? controller.signal.reason : err;
+          const error = why instanceof Error ? why : new Error(String(why));
+          if (!closing) show(controller.signal.aborted ? { phase: 'error', text: 'cancelled: caller disconnected' } : errorStatus(error));
+          done(error);
+        } finally {
+          unwatch();
         }
       })().finally(() => inFlight.delete(controller));
       inFlight.set(controller, work);
@@ -69,13 +87,45 @@ export function registerWorkerNode(RED: NodeRedApi, type: string, makeHandler: H
 
     node.on('close', (_removed, done) => {
       closing = true;
-      for (const controller of inFlight.keys()) controller.abort();
+      const closed = new Error(`${type} closed (redeploy, removal or shutdown) before the answer; request cancelled`);
+      for (const controller of inFlight.keys()) controller.abort(closed);
       Promise.allSettled([...inFlight.values()]).then(() => {
         node.status({});
         done();
       });
     });
   });
+}
+
+/**
+ * Calls `onGone` when the HTTP caller of a message from an http-in node goes away before the answer:
+ * http-in puts its response wrapper in msg.res, the express response being msg.res._res, which emits
+ * 'close' both after a normal end and when the connection drops (then it is not finished). Returns
+ * the function that stops watching.
+ */
+export function watchHttpCaller(msg: NodeMessage, onGone: () => void): () => void {
+  const wrapper = msg.res as { _res?: unknown } | undefined;
+  const res = (isPlainObject(wrapper) && wrapper._res !== undefined ? wrapper._res : wrapper) as HttpResponseLike | undefined;
+  if (!res || typeof res.on !== 'function' || typeof res.removeListener !== 'function') return () => {};
+  const finished = () => res.writableFinished === true || res.writableEnded === true;
+  if ((res.destroyed === true || res.closed === true) && !finished()) {
+    onGone();
+    return () => {};
+  }
+  const onClose = () => {
+    if (!finished()) onGone();
+  };
+  res.on('close', onClose);
+  return () => res.removeListener!('close', onClose);
+}
+
+interface HttpResponseLike {
+  on?: (event: 'close', listener: () => void) => unknown;
+  removeListener?: (event: 'close', listener: () => void) => unknown;
+  writableFinished?: boolean;
+  writableEnded?: boolean;
+  destroyed?: boolean;
+  closed?: boolean;
 }
 
 /**

@@ -1,0 +1,257 @@
+// Kernel microbenchmark of the matrix products (`npm run bench -- --sections matmul`, or
+// `node dist/bench/matmul.js`): every kernel variant the device can run, built exactly as the engine builds it
+// (engine/rwkv7/matmul.ts), on one random f16 matrix at a time, for several token counts. Each variant is
+// first checked against a float64 reference on sampled rows (its output poisoned with NaN beforehand, so an
+// unwritten element shows), then timed with timestamp queries: µs per product, TFLOP/s, weight GB/s.
+// Small shapes run first, so a kernel that does not finish shows up on a small problem (the watchdog ends
+// the process naming the stage; a single product that takes longer than HANG_SECONDS ends it too).
+
+import * as fs from 'fs';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
+import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
+import { groupUniform, matmulDispatch, matmulShader, type MatmulVariant } from '../engine/rwkv7/matmul';
+import type { MatrixGroup } from '../engine/rwkv7/weights';
+import { GpuSpanTimer, calibrateRepetitions, median } from './device/gpu-span-timer';
+import { progress } from './device/progress';
+
+export interface MatmulCase {
+  /** Output rows (matrix height). */
+  n: number;
+  /** Inputs (matrix width), a multiple of 64. */
+  k: number;
+  /** Tokens. */
+  rows: number;
+}
+
+/** Small first, then the 1.5B shape's products (C = 2048; the FFN's 4C key and value). */
+export const MATMUL_CASES: MatmulCase[] = [
+  { n: 64, k: 64, rows: 16 },
+  { n: 160, k: 96, rows: 37 },
+  { n: 256, k: 256, rows: 64 },
+  ...[8, 16, 32, 64, 128, 512].map((rows) => ({ n: 2048, k: 2048, rows })),
+  { n: 8192, k: 2048, rows: 64 },
+  { n: 8192, k: 2048, rows: 512 },
+  { n: 2048, k: 8192, rows: 512 },
+];
+
+export const SMOKE_MATMUL_CASES: MatmulCase[] = [
+  { n: 64, k: 64, rows: 16 },
+  { n: 160, k: 96, rows: 37 },
+];
+
+/** Subgroup-matrix configurations tried (mt × nt tiles per subgroup, sgs subgroups, kc inputs per stage). */
+export const SGMAT_VARIANTS: MatmulVariant[] = (
+  [
+    [1, 1, 4, 64],
+    [2, 1, 4, 64],
+    [4, 1, 4, 64],
+    [4, 1, 4, 32],
+    [4, 2, 2, 64],
+    [4, 4, 1, 64],
+    [2, 2, 1, 64],
+    [1, 1, 1, 64],
+  ] as const
+).map(([mt, nt, sgs, kc]) => ({ kind: 'sgmat', mt, nt, sgs, kc }));
+
+const HANG_SECONDS = Number(process.env.MATMUL_HANG_SECONDS ?? 20);
+const REFERENCE_ROWS = 12;
+
+export function variantName(v: MatmulVariant): string {
+  if (v.kind === 'vec') return `vec${v.tb}`;
+  if (v.kind === 'gemm') return `gemm${v.tile}`;
+  return `sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}`;
+}
+
+/** Standard normal values (Box–Muller) from a small deterministic generator. */
+function gaussians(count: number, seed: number, scale: number): Float32Array {
+  let s = seed >>> 0 || 1;
+  const u = () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) + 0.5) / 4294967296;
+  const out = new Float32Array(count);
+  for (let i = 0; i < count; i += 2) {
+    const r = Math.sqrt(-2 * Math.log(u()));
+    const a = 2 * Math.PI * u();
+    out[i] = r * Math.cos(a) * scale;
+    if (i + 1 < count) out[i + 1] = r * Math.sin(a) * scale;
+  }
+  return out;
+}
+
+function withTimeout<T>(p: Promise<T>, seconds: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const t = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${seconds} s`)), seconds * 1000);
+  });
+  return Promise.race([p, t]).finally(() => clearTimeout(timer));
+}
+
+export interface MatmulRow {
+  case: string;
+  variant: string;
+  /** Worst relative L2 error of a sampled row against float64 (f16 weights, f32 inputs). */
+  relErr?: number;
+  us?: number;
+  tflops?: number;
+  weightGBps?: number;
+  error?: string;
+  warnings?: string;
+}
+
+/** Runs every variant on every case; returns one row per (case, variant). */
+export async function benchMatmul(
+  gpu: GpuContext,
+  opts: { cases?: MatmulCase[]; variants?: MatmulVariant[]; spanSeconds?: number; log?: (s: string) => void } = {},
+): Promise<MatmulRow[]> {
+  const { device } = gpu;
+  const log = opts.log ?? console.log;
+  const base = { kernelPath: gpu.kernelPath, precision: 'f16' as const, subgroup32: gpu.subgroup32 };
+  const variants: MatmulVariant[] = opts.variants ?? [
+    { kind: 'vec', tb: 8 },
+    { kind: 'gemm', tile: 64 },
+    { kind: 'gemm', tile: 16 },
+    ...(gpu.kernelPath === 'subgroup-matrix' ? SGMAT_VARIANTS : []),
+  ];
+  const timer = new GpuSpanTimer(device);
+  const out: MatmulRow[] = [];
+  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  try {
+    for (const c of opts.cases ?? MATMUL_CASES) {
+      const name = `${c.n}x${c.k}xT${c.rows}`;
+      progress(`matmul ${name}: data`);
+      const padRows = Math.ceil(c.n / 64) * 64 - c.n;
+      const wBits = f32ToF16(gaussians((c.n + padRows) * c.k, 11 + c.n + c.rows, 1 / Math.sqrt(c.k)));
+      wBits.fill(0, c.n * c.k);
+      const xs = gaussians(c.rows * c.k, 5 + c.k, 1);
+      const wBuf = createBuffer(device, 'W', wBits.byteLength, S);
+      device.queue.writeBuffer(wBuf, 0, wBits);
+      const xBuf = createBuffer(device, 'x', xs.byteLength, S);
+      device.queue.writeBuffer(xBuf, 0, xs);
+      const yBytes = c.rows * c.n * 4;
+      const yBuf = createBuffer(device, 'y', yBytes, S);
+      const readBuf = device.createBuffer({ size: Math.ceil(yBytes / 16) * 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+      device.queue.writeBuffer(batch, 0, new Uint32Array([c.rows, 1, c.rows, 0]));
+      const group: MatrixGroup = { buffer: wBuf, segs: [{ name: 'W', n: c.n, k: c.k, wOff: 0 }] };
+      const u = groupUniform(name, group, [{ xOff: 0, yOff: 0 }], false);
+      const uBuf = createBuffer(device, 'group', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+      device.queue.writeBuffer(uBuf, 0, u.words);
+      // Reference rows: spread over the batch, first and last included.
+      const refRows = [...new Set(Array.from({ length: Math.min(REFERENCE_ROWS, c.rows) }, (_, i) =>
+        Math.round((i * (c.rows - 1)) / Math.max(1, Math.min(REFERENCE_ROWS, c.rows) - 1))))];
+      const wF = new Float64Array(c.n * c.k);
+      for (let i = 0; i < c.n * c.k; i++) wF[i] = f16BitsToF32(wBits[i]);
+      const ref = new Map<number, Float64Array>();
+      for (const t of refRows) {
+        const r = new Float64Array(c.n);
+        for (let o = 0; o < c.n; o++) {
+          let acc = 0;
+          for (let k = 0; k < c.k; k++) acc += wF[o * c.k + k] * xs[t * c.k + k];
+          r[o] = acc;
+        }
+        ref.set(t, r);
+      }
+      for (const v of variants) {
+        const row: MatmulRow = { case: name, variant: variantName(v) };
+        out.push(row);
+        try {
+          progress(`matmul ${name}: ${row.variant} build`);
+          const shader = matmulShader(v, base);
+          device.pushErrorScope('validation');
+          device.pushErrorScope('internal');
+          const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
+          const internal = await device.popErrorScope();
+          const validation = await device.popErrorScope();
+          if (validation || internal) throw new Error(`kernel build failed: ${(validation ?? internal)!.message}`);
+          const bg = bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]);
+          const [gx, gy] = matmulDispatch(v, u.virtualRows, c.rows);
+          const encode = (reps: number) => (enc: GPUCommandEncoder) => {
+            const pass = enc.beginComputePass();
+            pass.setPipeline(kernel.pipeline);
+            pass.setBindGroup(0, bg);
+            for (let i = 0; i < reps; i++) pass.dispatchWorkgroups(gx, gy);
+            pass.end();
+          };
+          // Poison, run once, check every element and the sampled rows.
+          progress(`matmul ${name}: ${row.variant} check`);
+          device.queue.writeBuffer(yBuf, 0, new Float32Array(c.rows * c.n).fill(NaN));
+          device.pushErrorScope('validation');
+          const enc = device.createCommandEncoder();
+          encode(1)(enc);
+          enc.copyBufferToBuffer(yBuf, 0, readBuf, 0, yBytes);
+          device.queue.submit([enc.finish()]);
+          const runError = await device.popErrorScope();
+          if (runError) throw new Error(`dispatch failed: ${runError.message}`);
+          await withTimeout(readBuf.mapAsync(GPUMapMode.READ), HANG_SECONDS, `${row.variant} on ${name}`);
+          const y = new Float32Array(readBuf.getMappedRange(0, yBytes).slice(0));
+          readBuf.unmap();
+          const unwritten = y.findIndex((value) => !Number.isFinite(value));
+          if (unwritten >= 0) throw new Error(`element ${unwritten} not written (or not finite)`);
+          let worst = 0;
+          for (const [t, r] of ref) {
+            let num = 0;
+            let den = 0;
+            for (let o = 0; o < c.n; o++) {
+              num += (y[t * c.n + o] - r[o]) ** 2;
+              den += r[o] ** 2;
+            }
+            worst = Math.max(worst, Math.sqrt(num / den));
+          }
+          row.relErr = +worst.toExponential(2);
+          progress(`matmul ${name}: ${row.variant} time`);
+          const reps = await calibrateRepetitions(timer, encode, opts.spanSeconds ?? 0.02, 2000);
+          const spans: number[] = [];
+          for (let i = 0; i < 3; i++) spans.push((await timer.time(encode(reps))) / reps);
+          const sec = median(spans);
+          row.us = +(sec * 1e6).toFixed(2);
+          row.tflops = +((2 * c.n * c.k * c.rows) / sec / 1e12).toFixed(2);
+          row.weightGBps = +((c.n * c.k * 2) / sec / 1e9).toFixed(0);
+        } catch (e) {
+          row.error = (e as Error).message.split('\n').slice(0, 6).join(' | ');
+          if (/did not finish/.test(row.error)) {
+            log(JSON.stringify(row));
+            throw e; // the queue is stuck behind it: nothing else can be measured
+          }
+        }
+        log(JSON.stringify(row));
+      }
+      for (const b of [wBuf, xBuf, yBuf, readBuf, batch, uBuf]) b.destroy();
+    }
+  } finally {
+    timer.dispose();
+  }
+  return out;
+}
+
+/** The fastest correct variant per case, as a short table. */
+export function summarizeMatmul(rows: MatmulRow[]): string {
+  const byCase = new Map<string, MatmulRow[]>();
+  for (const r of rows) byCase.set(r.case, [...(byCase.get(r.case) ?? []), r]);
+  const lines = ['case | best | µs | TFLOP/s | weight GB/s | rel err | others (µs)'];
+  for (const [name, rs] of byCase) {
+    const ok = rs.filter((r) => r.us !== undefined).sort((a, b) => a.us! - b.us!);
+    const best = ok[0];
+    if (!best) {
+      lines.push(`${name} | none ran | ${rs.map((r) => `${r.variant}: ${r.error}`).join('; ')}`);
+      continue;
+    }
+    const others = ok.slice(1).map((r) => `${r.variant} ${r.us}`).join(', ');
+    lines.push(`${name} | ${best.variant} | ${best.us} | ${best.tflops} | ${best.weightGBps} | ${best.relErr} | ${others}`);
+  }
+  return lines.join('\n');
+}
+
+if (require.main === module) {
+  (async () => {
+    const gpu = await acquireGpu({ exactTimestamps: true });
+    console.log(`adapter: ${gpu.adapterName}; kernel path ${gpu.kernelPath}; toggles ${gpu.dawnToggles.join(',')}`);
+    const smoke = process.argv.includes('--smoke');
+    const rows = await benchMatmul(gpu, { cases: smoke ? SMOKE_MATMUL_CASES : MATMUL_CASES });
+    const i = process.argv.indexOf('--out');
+    if (i >= 0) fs.writeFileSync(process.argv[i + 1], JSON.stringify(rows, null, 1));
+    console.log(summarizeMatmul(rows));
+    process.exit(0);
+  })().catch((e) => {
+    console.error(e);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,223 @@
+// `npm run bench -- --sections schema-coverage`: JSON Schema coverage on public data nobody here
+// wrote (issue #17). Per suite: how many schemas compile (in the compile worker, as requests do),
+// and for each instance whether the grammar's verdict (World-tokenized, through the masks) is
+// ajv's: false accepts must be 0. Compile time and per-token mask time percentiles.
+//
+// The data is not in this repository. Point the bench at checkouts:
+//   --suite DIR   JSON-Schema-Test-Suite's tests/ folder (draft2020-12 and draft7 are run)
+//   --jsb DIR     guidance-ai/jsonschemabench's root (data/* for JSONSchemaBench, maskbench/data for MaskBench)
+//   --limit N     at most N schemas per suite (evenly spread), --sample FILE a fixture of the same
+//                 shape as test/fixtures/schema-coverage-sample.json
+// Without any, the committed sample (test/fixtures/) is run.
+
+import * as fs from 'fs';
+import * as path from 'path';
+import { compileConstraintAsync, canonicalJson, ConstraintError } from '../engine/grammar';
+import type { CompiledConstraint } from '../engine/grammar';
+import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
+import { WorldTokenizer } from '../engine/tokenizer';
+
+interface Case {
+  name: string;
+  schema: unknown;
+  tests: { data: unknown; valid: boolean }[];
+}
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? process.argv[i + 1] : undefined;
+}
+
+function readJson(file: string): unknown {
+  return JSON.parse(fs.readFileSync(file, 'utf8'));
+}
+
+function jsonFiles(dir: string): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort().map((f) => path.join(dir, f));
+}
+
+function officialSuite(dir: string, draftUrl: string): Case[] {
+  const out: Case[] = [];
+  for (const file of [...jsonFiles(dir), ...jsonFiles(path.join(dir, 'optional', 'format'))]) {
+    // format.json tests formats as annotations; ajv-formats asserts them (optional/format/ applies).
+    if (path.basename(file) === 'format.json' && !file.includes('optional')) continue;
+    for (const g of readJson(file) as { description: string; schema: unknown; tests: Case['tests'] }[]) {
+      const schema = g.schema && typeof g.schema === 'object' && !('$schema' in g.schema) ? { $schema: draftUrl, ...g.schema } : g.schema;
+      out.push({ name: `${path.basename(file)} / ${g.description}`, schema, tests: g.tests });
+    }
+  }
+  return out;
+}
+
+function maskBench(dir: string): Case[] {
+  return jsonFiles(dir).map((f) => {
+    const d = readJson(f) as { schema: unknown; tests?: Case['tests'] };
+    return { name: path.basename(f), schema: d.schema, tests: d.tests ?? [] };
+  });
+}
+
+function jsonSchemaBench(dir: string): Case[] {
+  const out: Case[] = [];
+  if (!fs.existsSync(dir)) return out;
+  for (const sub of fs.readdirSync(dir).sort())
+    for (const f of jsonFiles(path.join(dir, sub))) {
+      try {
+        out.push({ name: `${sub}/${path.basename(f)}`, schema: readJson(f), tests: [] });
+      } catch {
+        // Not JSON: not a schema a user could send.
+      }
+    }
+  return out;
+}
+
+function spread<T>(list: T[], limit: number | undefined): T[] {
+  if (!limit || list.length <= limit) return list;
+  return Array.from({ length: limit }, (_, i) => list[Math.floor((i * list.length) / limit)]);
+}
+
+function pct(sorted: number[], p: number): number {
+  return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN;
+}
+
+function ajvAccepts(c: CompiledConstraint, value: unknown): boolean {
+  try {
+    c.validateOutput(JSON.stringify(value));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The grammar's verdict on a text, timing each mask. */
+function grammarAccepts(c: CompiledConstraint, tok: WorldTokenizer, text: string, maskMicros: number[]): boolean {
+  const m = c.newMatcher();
+  const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+  const step = () => {
+    const t0 = process.hrtime.bigint();
+    m.fillMask(mask);
+    maskMicros.push(Number(process.hrtime.bigint() - t0) / 1000);
+  };
+  for (const id of tok.encode(text)) {
+    step();
+    if (!((mask[id >>> 5] >>> (id & 31)) & 1)) return false;
+    m.accept(id);
+  }
+  step();
+  return (mask[0] & 1) === 1;
+}
+
+async function runSuite(name: string, cases: Case[], tok: WorldTokenizer): Promise<Record<string, unknown>> {
+  const compileMs: number[] = [];
+  const maskMicros: number[] = [];
+  let compiled = 0, refused = 0, timeouts = 0, crashes = 0, instances = 0, agree = 0, falseAccepts = 0, falseRejects = 0, pass = 0;
+  let suiteDisagrees = 0;
+  const refusals = new Map<string, number>();
+  const falseAcceptList: string[] = [];
+  for (const c of cases) {
+    const t0 = performance.now();
+    let constraint: CompiledConstraint;
+    try {
+      if (typeof c.schema !== 'object' && typeof c.schema !== 'boolean') throw new ConstraintError('not a schema');
+      constraint = await compileConstraintAsync({ jsonSchema: c.schema as object }, tok);
+    } catch (e) {
+      if (!(e instanceof ConstraintError)) crashes++;
+      else if (/took longer than/.test(e.message)) timeouts++;
+      else refused++;
+      const why = ((e as Error).message ?? String(e)).replace(/"[^"]*"|'[^']*'|\d+/g, '…').slice(0, 90);
+      refusals.set(why, (refusals.get(why) ?? 0) + 1);
+      continue;
+    } finally {
+      compileMs.push(performance.now() - t0);
+    }
+    compiled++;
+    const keyRank = schemaKeyRank(c.schema as Parameters<typeof schemaKeyRank>[0]);
+    let allRight = true;
+    for (const t of c.tests) {
+      instances++;
+      const want = ajvAccepts(constraint, t.data);
+      if (want !== t.valid) suiteDisagrees++;
+      let got: boolean;
+      try {
+        got = grammarAccepts(constraint, tok, canonicalJson(t.data, keyRank), maskMicros);
+      } catch {
+        got = false;
+      }
+      if (got === want) agree++;
+      else if (got) {
+        falseAccepts++;
+        falseAcceptList.push(`${c.name}: ${JSON.stringify(t.data).slice(0, 80)}`);
+      } else falseRejects++;
+      if (got !== t.valid) allRight = false;
+    }
+    if (allRight) pass++;
+  }
+  compileMs.sort((a, b) => a - b);
+  maskMicros.sort((a, b) => a - b);
+  const r = {
+    schemas: cases.length,
+    compiled,
+    compileRate: +(compiled / Math.max(1, cases.length)).toFixed(3),
+    refused,
+    timeouts,
+    crashes,
+    instances,
+    agreeWithAjv: agree,
+    falseAccepts,
+    falseRejects,
+    ajvDisagreesWithSuite: suiteDisagrees,
+    schemasPassing: pass,
+    compileMs: { p50: +pct(compileMs, 0.5).toFixed(1), p95: +pct(compileMs, 0.95).toFixed(1), max: +pct(compileMs, 1).toFixed(1) },
+    maskMicros: {
+      masks: maskMicros.length,
+      p50: +pct(maskMicros, 0.5).toFixed(1),
+      p99: +pct(maskMicros, 0.99).toFixed(1),
+      max: +pct(maskMicros, 1).toFixed(1),
+      over1ms: +(maskMicros.filter((x) => x > 1000).length / Math.max(1, maskMicros.length)).toFixed(4),
+    },
+    topRefusals: [...refusals].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([w, n]) => `${n} × ${w}`),
+    falseAcceptExamples: falseAcceptList.slice(0, 10),
+  };
+  console.log(`schema-coverage ${name}: ${compiled}/${cases.length} compiled, ${agree}/${instances} instances agree with ajv, ${falseAccepts} false accepts, ${pass} schemas pass`);
+  return r;
+}
+
+export async function benchSchemaCoverage(): Promise<Record<string, unknown>> {
+  const tok = WorldTokenizer.bundled();
+  const limit = arg('limit') ? Number(arg('limit')) : undefined;
+  const suites: [string, Case[]][] = [];
+  const suite = arg('suite'), jsb = arg('jsb');
+  if (suite) {
+    suites.push(['json-schema-test-suite draft2020-12', officialSuite(path.join(suite, 'draft2020-12'), 'https://json-schema.org/draft/2020-12/schema')]);
+    suites.push(['json-schema-test-suite draft7', officialSuite(path.join(suite, 'draft7'), 'http://json-schema.org/draft-07/schema#')]);
+  }
+  if (jsb) {
+    suites.push(['maskbench', maskBench(path.join(jsb, 'maskbench', 'data'))]);
+    suites.push(['jsonschemabench', jsonSchemaBench(path.join(jsb, 'data'))]);
+  }
+  if (!suite && !jsb) {
+    const sample = arg('sample') ?? path.join(__dirname, '..', '..', 'test', 'fixtures', 'schema-coverage-sample.json');
+    const data = readJson(sample) as { suites: Record<string, Case[]> };
+    for (const [name, cases] of Object.entries(data.suites)) suites.push([name, cases]);
+  }
+  const out: Record<string, unknown> = {};
+  for (const [name, cases] of suites) out[name] = await runSuite(name, spread(cases, limit), tok);
+  return out;
+}
+
+/** Hook for bench/run.ts (`npm run bench`). */
+export function registerSection(register: (name: string, section: () => Promise<Record<string, unknown>>) => void): void {
+  register('schema-coverage', () => benchSchemaCoverage());
+}
+
+if (require.main === module) {
+  benchSchemaCoverage()
+    .then((r) => {
+      console.log(JSON.stringify(r, null, 1));
+      process.exit(0);
+    })
+    .catch((e) => {
+      console.error(e);
+      process.exit(1);
+    });
+}

@@ -1,0 +1,143 @@
+// Uploading a checkpoint's tensors in the layout the shared kernels read: matrices as [out, in] row-major in a
+// group buffer (f16 packed two per u32, or f32), with the input width padded to a multiple of 32; small
+// vectors as f32 stacked [M, C]. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
+
+import type { Checkpoint, RawTensor } from '../types';
+import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
+import { uploadBuffer } from './kernel';
+import type { MatrixGroup, MatrixSegment, WeightPrecision } from '../rwkv7/weights';
+import type { CommonWeights } from './slot-runtime';
+
+const STORAGE = 0x80; // GPUBufferUsage.STORAGE, spelled out so this file loads before Dawn's globals exist.
+
+export const pad32 = (n: number) => Math.ceil(n / 32) * 32;
+
+/** A matrix on the host, [n out, k in] row-major, in the upload precision. */
+export interface HostMatrix {
+  name: string;
+  data: Uint16Array | Float32Array;
+  n: number;
+  k: number;
+}
+
+export class WeightUploader {
+  /** Bytes uploaded so far. */
+  bytes = 0;
+
+  constructor(
+    private readonly device: GPUDevice,
+    private readonly ck: Checkpoint,
+    readonly precision: WeightPrecision,
+    private readonly C: number,
+  ) {
+    const maxBinding = device.limits.maxStorageBufferBindingSize;
+    for (const t of ck.tensors.values()) {
+      const gpuBytes = (t.bytes.byteLength / (t.dtype === 'f32' ? 4 : 2)) * (precision === 'f32' ? 4 : 2);
+      if (gpuBytes > maxBinding)
+        throw new Error(
+          `tensor ${t.name} needs ${gpuBytes} bytes as ${precision} but this GPU binds at most ${maxBinding} bytes per buffer` +
+            (precision === 'f32' ? '; try precision f16' : ''),
+        );
+    }
+  }
+
+  tensor(name: string): RawTensor {
+    const t = this.ck.tensors.get(name);
+    if (!t) throw new Error(`missing tensor ${name}`);
+    return t;
+  }
+
+  /** A tensor's values as f32 (a copy when the tensor is not f32 already). */
+  vals(name: string): Float32Array {
+    return toF32(this.tensor(name));
+  }
+
+  f32(label: string, data: Float32Array): GPUBuffer {
+    this.bytes += data.byteLength;
+    return uploadBuffer(this.device, label, data, STORAGE);
+  }
+
+  /** Vectors of C floats stacked [parts, C]. */
+  stack(label: string, parts: Float32Array[]): GPUBuffer {
+    const { C } = this;
+    const out = new Float32Array(parts.length * C);
+    parts.forEach((p, i) => out.set(p.subarray(0, C), i * C));
+    return this.f32(label, out);
+  }
+
+  private inPrecision(data: Float32Array): Uint16Array | Float32Array {
+    return this.precision === 'f16' ? f32ToF16(data) : data;
+  }
+
+  /** A matrix stored [out, in] (torch Linear). */
+  linear(name: string): HostMatrix {
+    const t = this.tensor(name);
+    const [n, k] = t.shape;
+    return { name, data: this.precision === 'f16' ? toF16Bits(t) : toF32(t), n, k };
+  }
+
+  /** A host f32 matrix [n, k] as a HostMatrix. */
+  host(name: string, data: Float32Array, n: number, k: number): HostMatrix {
+    return { name, data: this.inPrecision(data), n, k };
+  }
+
+  /**
+   * Columns [from, from + count) of a matrix `src` stored [inDim, outDim] (used as x @ W), as an [out, in]
+   * matrix; the output side padded to `padOut` rows and the input side to a multiple of 32 (zeros).
+   */
+  transposed(name: string, src: Float32Array, inDim: number, outDim: number, from = 0, count = outDim, padOut = count): HostMatrix {
+    const k = pad32(inDim);
+    const out = new Float32Array(padOut * k);
+    for (let i = 0; i < inDim; i++) for (let o = 0; o < count; o++) out[o * k + i] = src[i * outDim + from + o];
+    return this.host(name, out, padOut, k);
+  }
+
+  group(label: string, mats: HostMatrix[]): MatrixGroup {
+    const total = mats.reduce((s, m) => s + m.data.length, 0);
+    let data: Uint16Array | Float32Array;
+    if (mats.length === 1) data = mats[0].data;
+    else {
+      data = this.precision === 'f16' ? new Uint16Array(total) : new Float32Array(total);
+      let off = 0;
+      for (const m of mats) {
+        data.set(m.data, off);
+        off += m.data.length;
+      }
+    }
+    const segs: MatrixSegment[] = [];
+    let off = 0;
+    for (const m of mats) {
+      if (m.k % 32 !== 0) throw new Error(`${m.name}: input width ${m.k} is not a multiple of 32`);
+      segs.push({ name: m.name, n: m.n, k: m.k, wOff: off / 8 });
+      off += m.n * m.k;
+    }
+    this.bytes += data.byteLength;
+    return { buffer: uploadBuffer(this.device, label, data, STORAGE), segs };
+  }
+
+  /** The embedding layer-normed with blocks.0.ln0 (as every reference does once at load), the output norm and head. */
+  common(): CommonWeights {
+    const { C } = this;
+    const embT = this.tensor('emb.weight');
+    const [V] = embT.shape;
+    const emb = Float32Array.from(toF32(embT));
+    const w0 = this.vals('blocks.0.ln0.weight');
+    const b0 = this.vals('blocks.0.ln0.bias');
+    for (let row = 0; row < V; row++) {
+      const r = emb.subarray(row * C, row * C + C);
+      let mean = 0;
+      for (let c = 0; c < C; c++) mean += r[c];
+      mean /= C;
+      let v = 0;
+      for (let c = 0; c < C; c++) v += (r[c] - mean) ** 2;
+      const inv = 1 / Math.sqrt(v / C + 1e-5);
+      for (let c = 0; c < C; c++) r[c] = (r[c] - mean) * inv * w0[c] + b0[c];
+    }
+    return {
+      precision: this.precision,
+      emb: this.group('emb.weight', [this.host('emb.weight', emb, V, C)]),
+      lnOut: [this.f32('ln_out.weight', Float32Array.from(this.vals('ln_out.weight'))), this.f32('ln_out.bias', Float32Array.from(this.vals('ln_out.bias')))],
+      head: this.group('head.weight', [this.linear('head.weight')]),
+    };
+  }
+}

@@ -1,0 +1,141 @@
+// The grouped matrix products y_s = act_s(W_s x_s) (+ y_s) of the forward pass: which kernel runs for how many
+// rows on which kernel path, how its shader is put together, the uniform describing a group, and the dispatch
+// size. The runtime and the kernel microbenchmark (bench/matmul.ts) both build their products here.
+//
+// Kernels (shaders/):
+//   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode.
+//   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
+//   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
+
+import type { KernelPath } from '../gpu/capabilities';
+import type { BindingKind } from '../gpu/kernel';
+import type { MatrixGroup } from './weights';
+
+export type MatmulVariant =
+  | { kind: 'vec'; tb: 4 | 8 }
+  | { kind: 'gemm'; tile: 16 | 64 }
+  /** mt×nt result tiles of 16×16 per subgroup, sgs subgroups side by side along the outputs, kc inputs a stage. */
+  | { kind: 'sgmat'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgs: 1 | 2 | 4; kc: 32 | 64 };
+
+/** Where one matrix of a group reads and writes (float offsets into the bound buffers). */
+export interface SegmentIO {
+  xOff: number;
+  yOff: number;
+  /** 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
+  act?: number;
+  /** Add into y (the residual stream) instead of overwriting. */
+  accum?: boolean;
+}
+
+/** What decides the kernels of a runtime. */
+export interface MatmulConfig {
+  /** The device's path (GpuContext.kernelPath). */
+  kernelPath: KernelPath;
+  precision: 'f16' | 'f32';
+  /** Subgroups of exactly 32 lanes: mm_vec sums a row's lanes with subgroupAdd. */
+  subgroup32: boolean;
+  /** Up to this many rows the streaming kernel runs. */
+  vecMaxRows: number;
+  /** Token tile of mm_gemm. */
+  gemmTile: 16 | 64;
+}
+
+/** The group uniform's layout (mm_common.wgsl): 4 segments of 8 words, then count and flags. */
+const SEG_WORDS = 8;
+const MAX_SEGS = 4;
+/** Segments start at virtual rows that are multiples of this, so no workgroup straddles two. */
+export const SEGMENT_ALIGN = 64;
+
+/** The subgroup-matrix arithmetic runs for f16 weights on a 'subgroup-matrix' device. */
+export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): boolean {
+  return c.kernelPath === 'subgroup-matrix' && c.precision === 'f16';
+}
+
+/** The kernel for a product over `rows` rows. */
+export function chooseMatmul(rows: number, c: MatmulConfig): MatmulVariant {
+  if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+  if (usesSubgroupMatrix(c) && rows <= 128) {
+    // Measured on the H200 (bench/RESULTS.md, gpu runs 1–2): one 16×16 tile per subgroup, four subgroups a
+    // workgroup (64 outputs), beats streaming and f32 tiles from 33 to 128 tokens (2048² at 64 tokens: 69 µs
+    // against 84 and 104; 1.5B decode at batch 64: 2172 tok/s against 1515 streaming). Above 128 tokens this
+    // first subgroup-matrix kernel lost to the f32 tiles in the engine (1.5B prefill 512: 5741 tok/s against
+    // 6982 in earlier runs), so prefill chunks keep the f32 tiles until the kernel stages weights in shared memory.
+    return { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 };
+  }
+  return { kind: 'gemm', tile: c.gemmTile };
+}
+
+/** The weight prelude: how a kernel reads W. */
+function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
+  if (v.kind === 'sgmat') return 'weights_f16_matrix';
+  if (c.precision === 'f32') return 'weights_f32';
+  return c.kernelPath === 'f32' ? 'weights_f16' : 'weights_f16_native';
+}
+
+/** Name, shader parts, constants and bindings of a variant's kernel on a configuration. */
+export function matmulShader(
+  v: MatmulVariant,
+  c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
+): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+  if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
+  const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
+  const w = weightPrelude(v, c);
+  const bindings: BindingKind[] = ['uniform', 'read', 'read', 'rw', 'uniform'];
+  switch (v.kind) {
+    case 'vec':
+      return { key: `mm_vec${v.tb}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb }, bindings };
+    case 'gemm': {
+      const name = v.tile === 16 ? 'mm_gemm16' : 'mm_gemm';
+      return { key: `${name}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', name], constants: { TB: 8 }, bindings };
+    }
+    case 'sgmat':
+      return {
+        key: `mm_sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}`,
+        parts: [w, 'mm_common', 'mm_sgmat'],
+        constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc },
+        bindings,
+      };
+  }
+}
+
+/** Output rows one workgroup of the variant covers. */
+function rowsPerWorkgroup(v: MatmulVariant): number {
+  return v.kind === 'vec' ? 8 : v.kind === 'gemm' ? 64 : 16 * v.nt * v.sgs;
+}
+
+/** Tokens one workgroup of the variant covers. */
+function tokensPerWorkgroup(v: MatmulVariant): number {
+  return v.kind === 'vec' ? v.tb : v.kind === 'gemm' ? v.tile : 16 * v.mt;
+}
+
+export function matmulDispatch(v: MatmulVariant, virtualRows: number, rows: number): [number, number] {
+  return [Math.ceil(virtualRows / rowsPerWorkgroup(v)), Math.ceil(rows / tokensPerWorkgroup(v))];
+}
+
+/**
+ * The uniform describing a matrix group at one use site: per segment its virtual row start, shape, weight
+ * offset, input and output offsets, activation and flags; and the virtual row count to dispatch over.
+ */
+export function groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR: boolean): { words: Uint32Array; virtualRows: number } {
+  if (io.length !== g.segs.length) throw new Error(`${key}: ${g.segs.length} matrices but ${io.length} inputs`);
+  if (g.segs.length > MAX_SEGS) throw new Error(`${key}: at most ${MAX_SEGS} matrices in a group, got ${g.segs.length}`);
+  const words = new Uint32Array(MAX_SEGS * SEG_WORDS + 4);
+  let row0 = 0;
+  g.segs.forEach((seg, i) => {
+    const x = io[i].xOff;
+    if (x % 4 !== 0) throw new Error(`${key}: input offset ${x} is not a multiple of 4`);
+    words.set([row0, seg.n, seg.k, seg.wOff, x / 4, io[i].yOff, io[i].act ?? 0, io[i].accum ? 1 : 0], i * SEG_WORDS);
+    row0 += Math.ceil(seg.n / SEGMENT_ALIGN) * SEGMENT_ALIGN;
+  });
+  words.set([g.segs.length, useR ? 1 : 0], MAX_SEGS * SEG_WORDS);
+  const last = g.segs[g.segs.length - 1];
+  return { words, virtualRows: row0 - Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN + last.n };
+}
+
+/** One line for `rwkv-flow info` and benchmark records: which kernels run for how many rows. */
+export function describeKernels(c: MatmulConfig): string {
+  const loads = c.precision === 'f32' ? 'f32 weights' : c.kernelPath === 'f32' ? 'f16 weights unpacked from u32' : 'f16 weights read as f16';
+  const tiles = `f32 multiply-adds in ${c.gemmTile}-token tiles`;
+  const above = usesSubgroupMatrix(c) ? `subgroup matrices (f16×f16→f32, 16×16×16) up to 128 rows, ${tiles} above` : tiles;
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}`;
+}

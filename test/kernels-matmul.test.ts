@@ -1,0 +1,218 @@
+// Kernel paths (engine/gpu/capabilities.ts) and the matrix kernels of each path that runs here
+// (engine/rwkv7/matmul.ts): the path decision from adapter facts, and the products of the 'f32' and 'f16' paths
+// on the real device (lavapipe here) against a float64 reference, with several segments, activations and
+// residual accumulation. The 'subgroup-matrix' kernels need a GPU with subgroup matrices (bench/matmul.ts and
+// bench/golden-check.ts check them there); here only their selection and shader assembly are checked.
+
+import { strict as assert } from 'assert';
+import {
+  AdapterCapabilities,
+  chooseKernelPath,
+  featuresFor,
+  SUBGROUP_MATRIX_FEATURE,
+} from '../engine/gpu/capabilities';
+import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
+import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
+import { shaderSource } from '../engine/gpu/shader-source';
+import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
+import { chooseMatmul, groupUniform, matmulDispatch, matmulShader, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
+import { uploadRwkv7 } from '../engine/rwkv7/weights';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { describeModel } from '../engine/model-spec';
+
+const H200: AdapterCapabilities = {
+  features: new Set(['subgroups', 'shader-f16', 'timestamp-query', SUBGROUP_MATRIX_FEATURE]),
+  subgroupMinSize: 32,
+  subgroupMaxSize: 32,
+  subgroupMatrixConfigs: [
+    { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 16, K: 16 },
+    { componentType: 'f16', resultComponentType: 'f32', M: 16, N: 8, K: 16 },
+    { componentType: 'i8', resultComponentType: 'i32', M: 16, N: 16, K: 32 },
+  ],
+};
+const LAVAPIPE: AdapterCapabilities = { features: new Set(['subgroups', 'shader-f16']), subgroupMinSize: 8, subgroupMaxSize: 8, cpuDriver: true };
+
+describe('kernel paths: chosen from what the adapter offers', () => {
+  it('a GPU with f16×f16→f32 16×16×16 subgroup matrices and 32-lane subgroups runs subgroup-matrix', () => {
+    assert.equal(chooseKernelPath(H200), 'subgroup-matrix');
+    assert.deepEqual(featuresFor('subgroup-matrix'), ['shader-f16', SUBGROUP_MATRIX_FEATURE]);
+  });
+
+  it('without a usable subgroup-matrix configuration it runs f16, and says why when subgroup-matrix is asked for', () => {
+    const noConfig = { ...H200, subgroupMatrixConfigs: H200.subgroupMatrixConfigs!.filter((c) => c.N !== 16) };
+    assert.equal(chooseKernelPath(noConfig), 'f16');
+    assert.throws(() => chooseKernelPath(noConfig, 'subgroup-matrix'), /no f16×f16→f32 16×16×16 subgroup-matrix configuration/);
+    const wide = { ...H200, subgroupMinSize: 64, subgroupMaxSize: 64 };
+    assert.equal(chooseKernelPath(wide), 'f16');
+    assert.throws(() => chooseKernelPath(wide, 'subgroup-matrix'), /not exactly 32 lanes/);
+    const unsafeOff = { ...H200, features: new Set([...H200.features].filter((f) => f !== SUBGROUP_MATRIX_FEATURE)) };
+    assert.throws(() => chooseKernelPath(unsafeOff, 'subgroup-matrix'), /no chromium-experimental-subgroup-matrix/);
+  });
+
+  it('without shader-f16 only f32 runs; a CPU driver runs f32 unless f16 is asked for', () => {
+    const noF16 = { ...H200, features: new Set(['subgroups']) };
+    assert.equal(chooseKernelPath(noF16), 'f32');
+    assert.throws(() => chooseKernelPath(noF16, 'f16'), /no shader-f16/);
+    assert.equal(chooseKernelPath(LAVAPIPE), 'f32');
+    assert.equal(chooseKernelPath(LAVAPIPE, 'f16'), 'f16');
+    assert.equal(chooseKernelPath(H200, 'f32'), 'f32');
+  });
+
+  it('subgroup-matrix kernels run only for f16 weights on that path, between the streaming kernel and 128 rows', () => {
+    const base = { kernelPath: 'subgroup-matrix' as const, subgroup32: true, vecMaxRows: 8, gemmTile: 64 as const };
+    assert.equal(chooseMatmul(8, { ...base, precision: 'f16' }).kind, 'vec');
+    assert.deepEqual(chooseMatmul(9, { ...base, precision: 'f16' }), { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 });
+    assert.deepEqual(chooseMatmul(128, { ...base, precision: 'f16' }), { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 });
+    assert.deepEqual(chooseMatmul(129, { ...base, precision: 'f16' }), { kind: 'gemm', tile: 64 });
+    assert.deepEqual(chooseMatmul(512, { ...base, precision: 'f32' }), { kind: 'gemm', tile: 64 });
+    assert.deepEqual(chooseMatmul(512, { ...base, kernelPath: 'f16', precision: 'f16' }), { kind: 'gemm', tile: 64 });
+    const v: MatmulVariant = { kind: 'sgmat', mt: 4, nt: 1, sgs: 4, kc: 64 };
+    assert.throws(() => matmulShader(v, { kernelPath: 'f16', precision: 'f16', subgroup32: true }), /needs f16 weights on a subgroup-matrix device/);
+    // Directives of every part come first, once each, whatever part names them.
+    const s = matmulShader(v, { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true });
+    const src = shaderSource(s.parts, s.constants);
+    const lines = src.split('\n').filter((l) => l.trim() && !l.trim().startsWith('//'));
+    assert.deepEqual(lines.slice(0, 3), [
+      'enable f16;',
+      'enable chromium_experimental_subgroup_matrix;',
+      'diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);',
+    ]);
+    assert.equal(src.match(/^\s*enable /gm)!.length, 2);
+  });
+});
+
+/** Deterministic values in [-1, 1). */
+function values(count: number, seed: number): Float32Array {
+  let s = seed >>> 0 || 1;
+  return Float32Array.from({ length: count }, () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1);
+}
+
+async function readBuffer(device: GPUDevice, buf: GPUBuffer, bytes: number): Promise<Float32Array> {
+  const rb = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(buf, 0, rb, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  await rb.mapAsync(GPUMapMode.READ);
+  const out = new Float32Array(rb.getMappedRange().slice(0));
+  rb.destroy();
+  return out;
+}
+
+/**
+ * Runs one grouped product on the device: two f16 matrices (40×64 with tanh, 96×32 accumulating into y) over
+ * `rows` tokens; returns y and the float64 reference.
+ */
+async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number): Promise<{ got: Float32Array; want: Float64Array }> {
+  const { device } = gpu;
+  const mats = [
+    { n: 40, k: 64 },
+    { n: 96, k: 32 },
+  ];
+  const bits = mats.map((m, i) => f32ToF16(values(m.n * m.k, 3 + i)));
+  const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
+  wAll.set(bits[0]);
+  wAll.set(bits[1], bits[0].length);
+  const xs = mats.map((m, i) => values(rows * m.k, 7 + i));
+  const yAcc = values(rows * mats[1].n, 11);
+  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const wBuf = createBuffer(device, 'W', wAll.byteLength, S);
+  device.queue.writeBuffer(wBuf, 0, wAll);
+  const xLen = xs[0].length + xs[1].length;
+  const xBuf = createBuffer(device, 'x', xLen * 4, S);
+  device.queue.writeBuffer(xBuf, 0, xs[0]);
+  device.queue.writeBuffer(xBuf, xs[0].length * 4, xs[1]);
+  const y0 = rows * mats[0].n;
+  const yLen = y0 + yAcc.length;
+  const yBuf = createBuffer(device, 'y', yLen * 4, S);
+  device.queue.writeBuffer(yBuf, 0, new Float32Array(y0).fill(NaN)); // every output must be written
+  device.queue.writeBuffer(yBuf, y0 * 4, yAcc);
+  const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+  device.queue.writeBuffer(batch, 0, new Uint32Array([rows, 1, rows, 0]));
+  const io: SegmentIO[] = [
+    { xOff: 0, yOff: 0, act: 1 },
+    { xOff: xs[0].length, yOff: y0, accum: true },
+  ];
+  const group = { buffer: wBuf, segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }] };
+  const u = groupUniform('test', group, io, false);
+  const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+  device.queue.writeBuffer(uBuf, 0, u.words);
+  const shader = matmulShader(v, { kernelPath: gpu.kernelPath, precision: 'f16', subgroup32: gpu.subgroup32 });
+  const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  pass.setPipeline(kernel.pipeline);
+  pass.setBindGroup(0, bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]));
+  pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
+  pass.end();
+  device.queue.submit([enc.finish()]);
+  const got = await readBuffer(device, yBuf, yLen * 4);
+  const want = new Float64Array(yLen);
+  mats.forEach((m, s) => {
+    for (let t = 0; t < rows; t++) {
+      for (let o = 0; o < m.n; o++) {
+        let acc = 0;
+        for (let k = 0; k < m.k; k++) acc += f16BitsToF32(bits[s][o * m.k + k]) * xs[s][t * m.k + k];
+        if (s === 0) want[t * m.n + o] = Math.tanh(acc);
+        else want[y0 + t * m.n + o] = acc + yAcc[t * m.n + o];
+      }
+    }
+  });
+  for (const b of [wBuf, xBuf, yBuf, batch, uBuf]) b.destroy();
+  return { got, want };
+}
+
+describe('matrix kernels on the kernel paths of this device', function () {
+  this.timeout(300_000);
+  const devices = new Map<string, GpuContext>();
+  after(() => {
+    for (const d of devices.values()) releaseGpu(d);
+  });
+
+  // On the 'f16' path lavapipe compiles each matrix kernel for 10–30 s: the 8-token streaming and 16-token tiled
+  // kernels are left to golden.test.ts there (the code they share with the f32 path is the weight prelude).
+  const cases: [('f32' | 'f16'), MatmulVariant, number][] = [
+    ['f32', { kind: 'vec', tb: 4 }, 3],
+    ['f32', { kind: 'vec', tb: 8 }, 13],
+    ['f32', { kind: 'gemm', tile: 64 }, 70],
+    ['f32', { kind: 'gemm', tile: 16 }, 21],
+    ['f16', { kind: 'vec', tb: 4 }, 3],
+    ['f16', { kind: 'gemm', tile: 64 }, 70],
+  ];
+  const results = new Map<string, Float32Array>();
+  for (const [path, v, rows] of cases) {
+    const label = v.kind === 'vec' ? `streaming (${v.tb} tokens a pass)` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices';
+    it(`'${path}' path, ${label}, ${rows} tokens: matches float64, every output written`, async () => {
+      if (!devices.has(path)) devices.set(path, await acquireGpu({ kernelPath: path }));
+      const gpu = devices.get(path)!;
+      assert.equal(gpu.kernelPath, path);
+      assert.equal(gpu.features.has('shader-f16'), path === 'f16', 'the f32 path must not even request shader-f16');
+      const { got, want } = await groupedProduct(gpu, v, rows);
+      let num = 0;
+      let den = 0;
+      for (let i = 0; i < want.length; i++) {
+        assert.ok(Number.isFinite(got[i]), `output ${i} not written`);
+        num += (got[i] - want[i]) ** 2;
+        den += want[i] ** 2;
+      }
+      const err = Math.sqrt(num / den);
+      assert.ok(err < 1e-6, `relative L2 error ${err}`);
+      // Both paths do f32 arithmetic on the same f16 values: the same kernel gives the same bits.
+      const key = `${JSON.stringify(v)}:${rows}`;
+      const other = results.get(key);
+      if (other) assert.deepEqual(got, other, `'${path}' differs from the other path`);
+      else results.set(key, got);
+    });
+  }
+
+  it('f16 weight groups are padded with zero rows to the 64-row segment alignment (whole-tile reads stay inside)', async () => {
+    if (!devices.has('f32')) devices.set('f32', await acquireGpu({ kernelPath: 'f32' }));
+    const { device } = devices.get('f32')!;
+    const ck = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 100, dtype: 'f16', seed: 3 });
+    const info = describeModel(ck);
+    const w16 = uploadRwkv7(device, ck, info, 'f16');
+    const w32 = uploadRwkv7(device, ck, info, 'f32');
+    // head: 100 rows × 64 → 128 rows as f16; f32 buffers are not padded.
+    assert.equal(w16.head.buffer.size, 128 * 64 * 2);
+    assert.equal(w32.head.buffer.size, 100 * 64 * 4);
+  });
+});
