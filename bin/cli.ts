@@ -5,11 +5,13 @@ import { createBackend } from '../engine/backend';
 import { createEngine, resolveModelPath } from '../engine/engine-factory';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { describeModel } from '../engine/model-spec';
+import { serve, SERVE_OPTIONS, SERVE_USAGE } from './serve';
 
 const USAGE = `usage:
   rwkv-flow info [--model FILE] [--device auto|gpu|cpu]
   rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--f32] [--device auto|gpu|cpu]
   rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--f32] [--device auto|gpu|cpu]
+${SERVE_USAGE}
 Without --model, the bundled default model (models/default.st) is used. --device auto (default) runs on the GPU
 when the machine has a hardware one, else on the CPU backend.`;
 
@@ -25,6 +27,7 @@ const OPTIONS = {
   'top-p': { type: 'string' },
   seed: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
+  ...SERVE_OPTIONS,
 } as const;
 
 function positiveInt(name: string, v: string | undefined, dflt: number): number {
@@ -48,6 +51,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE + '\n');
     return cmd || values.help ? 0 : 2;
   }
+  if (cmd === 'serve') return serve(values);
   const modelPath = resolveModelPath({ modelPath: values.model });
   const precision = values.f32 ? 'f32' : 'f16';
   const device = values.device as 'auto' | 'gpu' | 'cpu' | undefined;

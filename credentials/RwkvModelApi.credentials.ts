@@ -15,6 +15,35 @@ export class RwkvModelApi implements ICredentialType {
 
   properties: INodeProperties[] = [
     {
+      displayName: 'Engine',
+      name: 'engineMode',
+      type: 'options',
+      options: [
+        { name: 'In This Process', value: 'process', description: 'Load the model on this host\'s GPU, shared by the workflows of this n8n process' },
+        { name: 'Server at URL', value: 'server', description: 'Use the model an `rwkv-flow serve` process holds, shared by every n8n process (queue-mode workers) using it' },
+      ],
+      default: 'process',
+      description: 'Where the model runs. With a server, the settings below are the server\'s (its command line) and are not used here.',
+    },
+    {
+      displayName: 'Server URL',
+      name: 'serverUrl',
+      type: 'string',
+      default: '',
+      placeholder: 'http://127.0.0.1:8720',
+      description: 'Address of the `rwkv-flow serve` process',
+      displayOptions: { show: { engineMode: ['server'] } },
+    },
+    {
+      displayName: 'API Key',
+      name: 'apiKey',
+      type: 'string',
+      typeOptions: { password: true },
+      default: '',
+      description: 'The key the server was started with (--api-key); empty when it has none',
+      displayOptions: { show: { engineMode: ['server'] } },
+    },
+    {
       displayName: 'Model File',
       name: 'modelPath',
       type: 'string',

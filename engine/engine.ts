@@ -57,6 +57,15 @@ export const ENGINE_DEFAULTS = {
   maxStates: DEFAULT_MAX_STATES,
 } as const;
 
+/** What a server reports about an engine: the scheduler's counters and how busy it is now (engine/server/metrics.ts). */
+export interface EngineMetrics extends SchedulerStats {
+  /** Requests waiting for a slot. */
+  queued: number;
+  /** Slots running a request. */
+  active: number;
+  slots: number;
+}
+
 export interface EngineParts {
   backend: InferenceBackend & { adapterName?: string };
   tokenizer: EngineTokenizer;
@@ -131,6 +140,10 @@ export class RwkvEngine implements Engine {
 
   get stats(): SchedulerStats {
     return this.scheduler.stats;
+  }
+
+  metrics(): EngineMetrics {
+    return { ...this.scheduler.stats, queued: this.scheduler.queued, active: this.scheduler.active, slots: this.scheduler.pool.slots.length };
   }
 
   // ---- generate ------------------------------------------------------------------------------------

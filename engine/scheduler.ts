@@ -271,14 +271,18 @@ export class Scheduler {
       else if (left > 1) chunked.push(run);
     }
     chunked.sort((a, b) => a.seq - b.seq);
-    // With slots decoding, at most one chunk a step, and only as often as the pacer allows.
+    // With slots decoding, at most one chunk's worth of prompt tokens a step, and only as often as the pacer
+    // allows; short prompts share it (requests arriving one by one over HTTP would otherwise take a step each).
     const promptWaiting = chunked.length > 0;
-    const take = single.length === 0 ? chunked : promptWaiting && this.pacer.chunkAllowed() ? chunked.slice(0, 1) : [];
+    const take = single.length === 0 ? chunked : promptWaiting && this.pacer.chunkAllowed() ? chunked : [];
     if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
     const chunkSize = single.length === 0 ? this.aloneChunkSize : this.options.chunkSize;
+    let budget = single.length === 0 ? Infinity : this.options.chunkSize;
     const jobs = single;
     for (const run of take) {
-      const n = Math.min(chunkSize, run.feed.length - run.fed);
+      if (budget <= 0) break;
+      const n = Math.min(chunkSize, run.feed.length - run.fed, budget);
+      budget -= n;
       const last = run.fed + n === run.feed.length;
       const output: OutputMode = run.output === 'all' ? 'all' : last ? run.output : 'none';
       jobs.push({ run, tokens: run.feed.slice(run.fed, run.fed + n) as number[], output, adjust: last ? run.adjust : undefined });

@@ -17,6 +17,7 @@
 
 import type { ChooseResult, EmbedPooling, Engine, EngineConfig, EngineLease, GenerateEvent, GenerateRequest, StateInfo } from './api';
 import { EngineClosedError } from './errors';
+import type { EngineMetrics } from './engine';
 import type { InitialState } from './initial-states';
 import { checkEngineConfig, engineConfigKey } from './engine-config';
 import { createEngine, resolveModelPath } from './engine-factory';
@@ -28,6 +29,8 @@ export interface ClosableEngine extends Engine {
   /** Loaded named states, carried from a broken engine to the one rebuilt in its place. */
   loadedStates?(): InitialState[];
   adoptStates?(states: readonly InitialState[]): void;
+  /** Counters and load for a server's /metrics (RwkvEngine has them). */
+  metrics?(): EngineMetrics;
 }
 
 export type EngineFactory = (config: EngineConfig) => Promise<ClosableEngine>;
@@ -146,6 +149,11 @@ class EngineHandle implements Engine {
 
   release(): void {
     this.released = true;
+  }
+
+  /** The current engine's counters (zero after a rebuild), or null when it has none. */
+  metrics(): EngineMetrics | null {
+    return this.loaded().metrics?.() ?? null;
   }
 
   private async current(): Promise<ClosableEngine> {

@@ -80,6 +80,18 @@ describe('nodes/shared', () => {
       assert.deepStrictEqual(parseModelConfig({ requestTimeoutSeconds: '0' }), { requestTimeoutMs: 0 });
       assert.deepStrictEqual(parseModelConfig({ maxTokensLimit: '', requestTimeoutSeconds: '', maxStates: '' }), {});
     });
+
+    it('server mode: the server\'s URL and key, nothing of the local engine settings', () => {
+      assert.deepStrictEqual(parseModelConfig({ engineMode: 'server', serverUrl: ' http://127.0.0.1:8720 ', apiKey: 'k', maxBatch: '8' }), {
+        server: { url: 'http://127.0.0.1:8720', apiKey: 'k' },
+      });
+      assert.deepStrictEqual(parseModelConfig({ engineMode: 'server', serverUrl: 'https://gpu.example/rwkv', apiKey: '' }), { server: { url: 'https://gpu.example/rwkv' } });
+      assert.deepStrictEqual(parseModelConfig({ engineMode: 'process', maxBatch: '2', serverUrl: 'http://x' }), { maxBatch: 2 });
+      assert.throws(() => parseModelConfig({ engineMode: 'server' }), /serverUrl: is required when the engine runs on a server/);
+      assert.throws(() => parseModelConfig({ engineMode: 'server', serverUrl: 'file:///etc/passwd' }), /serverUrl: must start with http:\/\/ or https:\/\//);
+      assert.throws(() => parseModelConfig({ engineMode: 'server', serverUrl: 'not a url' }), /serverUrl: is not a URL/);
+      assert.throws(() => parseModelConfig({ engineMode: 'cloud' }), /engineMode: must be "process" or "server"/);
+    });
   });
 
   describe('chat prompt', () => {

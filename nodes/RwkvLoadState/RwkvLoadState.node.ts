@@ -144,8 +144,12 @@ export class RwkvLoadState implements INodeType {
       const op = prepareStateOperation(input);
       const file = stateFileOf(op);
       if (file !== undefined) {
-        folder ??= new StateFolder((await modelConfigFor(this)).stateDir);
-        await checkFileAccess(this.helpers, folder, file);
+        const config = await modelConfigFor(this);
+        // With a server the file is in the server's state folder, on its host, which the server confines.
+        if (!config.server) {
+          folder ??= new StateFolder(config.stateDir);
+          await checkFileAccess(this.helpers, folder, file);
+        }
       }
       const result = await runStateOperation(engine, op);
       return result as unknown as IDataObject;

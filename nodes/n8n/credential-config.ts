@@ -4,14 +4,13 @@
 import * as os from 'os';
 import * as path from 'path';
 import type { IExecuteFunctions, ISupplyDataFunctions } from 'n8n-workflow';
-import type { EngineConfig } from '../../engine/api';
-import { parseModelConfig } from '../shared/model-config';
+import { parseModelConfig, type ModelConfig } from '../shared/model-config';
 
 export const CREDENTIAL_NAME = 'rwkvModelApi';
 
 const zeroIsDefault = (v: unknown) => (v === 0 ? undefined : v);
 
-export function modelConfigFromCredential(data: Record<string, unknown>): EngineConfig {
+export function modelConfigFromCredential(data: Record<string, unknown>): ModelConfig {
   return parseModelConfig({
     modelPath: data.modelPath,
     precision: data.precision,
@@ -26,6 +25,9 @@ export function modelConfigFromCredential(data: Record<string, unknown>): Engine
     maxTokensLimit: zeroIsDefault(data.maxTokensLimit),
     requestTimeoutSeconds: data.requestTimeoutSeconds,
     maxStates: zeroIsDefault(data.maxStates),
+    engineMode: data.engineMode,
+    serverUrl: data.serverUrl,
+    apiKey: data.apiKey,
   }, n8nUserFolder());
 }
 
@@ -34,6 +36,6 @@ export function n8nUserFolder(): string {
   return path.join(process.env.N8N_USER_FOLDER || os.homedir(), '.n8n');
 }
 
-export async function modelConfigFor(ctx: IExecuteFunctions | ISupplyDataFunctions): Promise<EngineConfig> {
+export async function modelConfigFor(ctx: IExecuteFunctions | ISupplyDataFunctions): Promise<ModelConfig> {
   return modelConfigFromCredential(await ctx.getCredentials(CREDENTIAL_NAME));
 }

@@ -3,6 +3,7 @@
 // so the n8n and Node-RED adapters can be exercised without a GPU.
 
 import type { EngineConfig, EngineLease } from '../../engine/api';
+import type { ModelConfig } from './model-config';
 
 export type EngineProvider = (config: EngineConfig) => Promise<EngineLease>;
 
@@ -13,9 +14,14 @@ export function setEngineProvider(provider: EngineProvider | undefined): void {
   override = provider;
 }
 
-/** A lease on the engine for this configuration; the caller must release() it. */
-export function acquireLease(config: EngineConfig): Promise<EngineLease> {
+/** A lease on the engine for this configuration (in this process, or a server's); the caller must release() it. */
+export function acquireLease(config: ModelConfig): Promise<EngineLease> {
   if (override) return override(config);
+  if (config.server) {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const remote = require('../../engine/remote-engine') as typeof import('../../engine/remote-engine');
+    return remote.connectRemoteEngine(config.server);
+  }
   // Loaded lazily: requiring the engine pulls in WebGPU, which the editors (and the n8n node
   // description loader) never need.
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -3,6 +3,7 @@
 
 import * as path from 'path';
 import type { EngineConfig } from '../../engine/api';
+import type { RemoteEngineOptions } from '../../engine/remote-engine';
 import { optionalInteger, optionalName, optionalNumber } from './coerce';
 import { ParameterError } from './parameter-error';
 
@@ -28,7 +29,22 @@ export interface ModelConfigFields {
   requestTimeoutSeconds?: unknown;
   /** Most named initial states loaded at once. */
   maxStates?: unknown;
+  /** Where the engine runs: 'process' (this process, default) or 'server' (`rwkv-flow serve` at serverUrl). */
+  engineMode?: unknown;
+  serverUrl?: unknown;
+  /** The server's API key (bearer), if it was started with one. */
+  apiKey?: unknown;
 }
+
+/**
+ * The engine settings, or, in server mode, where the server is: the server owns the model and all of its
+ * settings then, so the other fields are not used.
+ */
+export interface ModelConfig extends EngineConfig {
+  server?: RemoteEngineOptions;
+}
+
+export const ENGINE_MODES = ['process', 'server'] as const;
 
 const MIB = 1024 * 1024;
 /** setTimeout's largest delay, in whole seconds (about 24.8 days). */
@@ -39,7 +55,10 @@ const MAX_TOKENS_LIMIT = 1 << 20;
  * `baseDir`: the host's own folder (Node-RED's userDir, n8n's user folder). A relative model path or state folder
  * is taken inside it, not in whatever working directory the host process happened to start in.
  */
-export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): EngineConfig {
+export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): ModelConfig {
+  const mode = optionalName('engineMode', fields.engineMode) ?? 'process';
+  if (mode === 'server') return { server: parseServer(fields) };
+  if (mode !== 'process') throw new ParameterError('engineMode', `must be "process" or "server", got ${JSON.stringify(mode)}`);
   const config: EngineConfig = {};
   const modelPath = optionalName('modelPath', fields.modelPath);
   if (modelPath !== undefined) config.modelPath = inside(baseDir, modelPath);
@@ -92,6 +111,20 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): E
   const maxStates = optionalInteger('maxStates', fields.maxStates, 0);
   if (maxStates !== undefined) config.maxStates = maxStates;
   return config;
+}
+
+function parseServer(fields: ModelConfigFields): RemoteEngineOptions {
+  const url = optionalName('serverUrl', fields.serverUrl);
+  if (url === undefined) throw new ParameterError('serverUrl', 'is required when the engine runs on a server (e.g. http://127.0.0.1:8720)');
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new ParameterError('serverUrl', `is not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new ParameterError('serverUrl', `must start with http:// or https://, got ${JSON.stringify(url)}`);
+  const apiKey = optionalName('apiKey', fields.apiKey);
+  return apiKey !== undefined ? { url, apiKey } : { url };
 }
 
 function inside(baseDir: string | undefined, file: string): string {

@@ -4,7 +4,7 @@
 
 import type { Engine, EngineLease } from '../../../engine/api';
 import { acquireLease } from '../../shared/engine-provider';
-import { parseModelConfig } from '../../shared/model-config';
+import { parseModelConfig, type ModelConfig } from '../../shared/model-config';
 import { listModelFiles } from './model-files';
 import type { NodeRedApi, RuntimeNode } from './node-red-types';
 
@@ -24,19 +24,38 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
     RED.nodes.createNode(this, config);
     const node = this as ModelConfigNode;
     let lease: Promise<EngineLease> | undefined;
+    let parsed: ModelConfig | undefined;
     try {
-      lease = acquireLease(parseModelConfig(config, RED.settings?.userDir));
+      // The server's API key is a credential: Node-RED keeps it out of the flow file.
+      parsed = parseModelConfig({ ...config, apiKey: node.credentials?.apiKey }, RED.settings?.userDir);
+      lease = acquireLease(parsed);
     } catch (err) {
       lease = Promise.reject(err);
     }
     // Logged once here; each worker node reports it again against the message that needed it.
     lease.then(
       ({ engine: { modelInfo: m } }) =>
-        node.log(`loaded ${String(config.modelPath || 'the bundled default model')}: RWKV ${m.version}, ${m.nLayer} layers × ${m.nEmbd}, on ${m.adapter}`),
+        node.log(
+          `${parsed?.server ? `using the rwkv-flow server at ${parsed.server.url}` : `loaded ${String(config.modelPath || 'the bundled default model')}`}: RWKV ${m.version}, ${m.nLayer} layers × ${m.nEmbd}, on ${m.adapter}`,
+        ),
       (err: unknown) => node.error(`rwkv-model: ${(err as Error).message}`),
     );
 
-    node.getEngine = async () => (await lease!).engine;
+    node.getEngine = async () => {
+      const tried = lease!;
+      try {
+        return (await tried).engine;
+      } catch (err) {
+        // A server that was not reachable at deploy (started after Node-RED) is tried again by the next
+        // message, once for all messages waiting; a model that failed to load here is not reloaded per message.
+        if (!parsed?.server || !lease) throw err;
+        if (lease === tried) {
+          lease = acquireLease(parsed);
+          lease.catch(() => undefined); // the message that needed it reports it
+        }
+        return (await lease).engine;
+      }
+    };
 
     node.on('close', (_removed, done) => {
       const held = lease;
@@ -47,5 +66,8 @@ export function registerModelConfigNode(RED: NodeRedApi): void {
         .catch(() => undefined) // a failed load holds nothing to release
         .finally(done);
     });
-  });
+  }, MODEL_CREDENTIALS);
 }
+
+/** Secrets of the config node, which Node-RED stores apart from the flow. */
+const MODEL_CREDENTIALS = { credentials: { apiKey: { type: 'password' as const } } };

@@ -17,6 +17,8 @@ export type DoneFunction = (err?: Error) => void;
 
 export interface RuntimeNode {
   id: string;
+  /** The node's credentials (declared in registerType), kept apart from the flow file by Node-RED. */
+  credentials?: Record<string, unknown>;
   status(status: NodeStatus): void;
   error(err: unknown, msg?: NodeMessage): void;
   log(text: string): void;
@@ -34,6 +36,10 @@ export interface NodeRedApi {
   nodes: {
     createNode(node: object, config: object): void;
     getNode(id: string): unknown;
-    registerType(type: string, constructor: (this: RuntimeNode, config: Record<string, unknown>) => void): void;
+    registerType(
+      type: string,
+      constructor: (this: RuntimeNode, config: Record<string, unknown>) => void,
+      opts?: { credentials?: Record<string, { type: 'text' | 'password' }> },
+    ): void;
   };
 }
