@@ -18,6 +18,12 @@ export interface EngineConfig {
   stateDir?: string;
   /** Bounded queue of requests waiting for a slot. */
   maxQueue?: number;
+  /**
+   * Shared-prefix state reuse (default true): prompts leave checkpoints in the prefix cache at prefill chunk
+   * boundaries and at a request's sharedPrefix, and prompts that share a prefix with one prefilling now wait for
+   * its checkpoint instead of computing it again. false: only whole prompts are cached (for comparison).
+   */
+  prefixReuse?: boolean;
   /** Share of their speed decoding requests keep while a long prompt prefills (0..1, default 0.75). */
   decodeKeep?: number;
   // Operator limits: a request can never exceed them (nothing in a request or message changes them).
@@ -65,6 +71,11 @@ export interface SamplerOptions {
 
 export interface GenerateRequest {
   prompt: string;
+  /**
+   * Length in characters of the start of `prompt` that other requests share (a system or instruction part). It is
+   * tokenized on its own and the state after it is kept, so requests with the same start resume from there.
+   */
+  sharedPrefix?: number;
   maxTokens?: number;
   stop?: string[];
   sampler?: SamplerOptions;

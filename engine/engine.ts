@@ -111,6 +111,7 @@ export class RwkvEngine implements Engine {
       maxQueue: config.maxQueue ?? ENGINE_DEFAULTS.maxQueue,
       cacheMinTokens: parts.cacheMinTokens ?? ENGINE_DEFAULTS.cacheMinTokens,
       decodeKeep: config.decodeKeep,
+      prefixReuse: config.prefixReuse,
     });
     this.stateFolder = new StateFolder(config.stateDir);
     this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;
@@ -139,7 +140,7 @@ export class RwkvEngine implements Engine {
     this.checkOpen();
     const checked = checkGenerateRequest(req, this.maxTokensLimit);
     const initial = this.states.resolve(req.state ?? undefined);
-    const prompt = this.promptRows(checked.prompt, initial);
+    const { prompt, checkpoints } = this.sharedPromptRows(checked.prompt, req.sharedPrefix, initial);
     const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
@@ -154,6 +155,7 @@ export class RwkvEngine implements Engine {
       new GenerateTask({
         initial,
         prompt,
+        checkpoints,
         signal,
         sampler,
         stop: checked.stop,
@@ -384,6 +386,18 @@ export class RwkvEngine implements Engine {
     const task = new StateTask(initial, prompt, signal);
     this.scheduler.submit(task);
     return task.promise;
+  }
+
+  /** Prompt rows, with the shared start (sharedPrefix characters) tokenized on its own and marked for the cache. */
+  private sharedPromptRows(text: string, sharedPrefix: number | undefined, initial: InitialState): { prompt: number[]; checkpoints: number[] } {
+    if (sharedPrefix === undefined || sharedPrefix === null) return { prompt: this.promptRows(text, initial), checkpoints: [] };
+    if (!Number.isInteger(sharedPrefix) || sharedPrefix < 0 || sharedPrefix > text.length) {
+      throw new RequestError(`sharedPrefix must be an integer in [0, ${text.length}] (characters of the prompt), got ${sharedPrefix}`);
+    }
+    const head = this.rows(text.slice(0, sharedPrefix), 'prompt');
+    const prompt = head.concat(this.rows(text.slice(sharedPrefix), 'prompt'));
+    if (prompt.length === 0) return { prompt: this.promptRows(text, initial), checkpoints: [] };
+    return { prompt, checkpoints: head.length > 0 ? [head.length] : [] };
   }
 
   /** Prompt rows; an empty prompt needs an initial state with logits (or `endOfTextIfEmpty`). */

@@ -114,6 +114,19 @@ export class PrefixCache {
     return best.entry;
   }
 
+  /** Length of the prefix lookup() would give now (0: none), without counting a hit or touching it. */
+  peek(tokens: ArrayLike<number>): number {
+    let node = this.root;
+    let best = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const next = node.children.get(tokens[i]);
+      if (!next) break;
+      node = next;
+      if (node.entry && (node.entry.logits || i + 1 < tokens.length)) best = i + 1;
+    }
+    return best;
+  }
+
   /** Whether `tokens` have an entry (with its logits, when asked). */
   has(tokens: ArrayLike<number>, withLogits = false): boolean {
     const node = this.find(tokens);

@@ -1,0 +1,123 @@
+// Shared-prefix state reuse (issue #14 item 1): checkpoints at prefill chunk boundaries and at a caller-marked
+// boundary, resumed at token granularity, and prompts arriving together that prefill their shared part once.
+import * as assert from 'assert';
+import type { EngineConfig, GenerateEvent } from '../engine/api';
+import { RwkvEngine } from '../engine/engine';
+import { byteTokenizer, FakeBackend } from './fake-backend';
+
+type Stop = Extract<GenerateEvent, { type: 'stop' }>;
+const greedy = { temperature: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: { 0: -Infinity } };
+
+function makeEngine(slots: number, config: EngineConfig = {}) {
+  const fake = new FakeBackend({ slots });
+  const engine = new RwkvEngine({ backend: fake, tokenizer: byteTokenizer, config: { chunkSize: 8, prefillChunkSize: 8, ...config }, cacheMinTokens: 16, compileConstraint: null });
+  return { fake, engine };
+}
+
+async function run(engine: RwkvEngine, prompt: string, sharedPrefix?: number) {
+  const events: GenerateEvent[] = [];
+  for await (const e of engine.generate({ prompt, maxTokens: 5, sampler: greedy, ...(sharedPrefix === undefined ? {} : { sharedPrefix }) })) events.push(e);
+  const start = events.find((e) => e.type === 'start') as { cachedTokens: number };
+  const stop = events[events.length - 1] as Stop;
+  return { cached: start.cachedTokens, tokens: events.flatMap((e) => (e.type === 'delta' ? e.tokens : [])), text: stop.text };
+}
+
+/** The same prompts, each on a fresh engine: what reuse must not change. */
+async function cold(prompts: string[]) {
+  const out: number[][] = [];
+  for (const p of prompts) {
+    const { engine } = makeEngine(1, { prefixReuse: false });
+    out.push((await run(engine, p)).tokens);
+    await engine.close();
+  }
+  return out;
+}
+
+/** Wait until the checkpoint reads the engine started have landed in the cache. */
+const settle = () => new Promise((r) => setTimeout(r, 20));
+
+const INSTRUCTION = 'Classify the sentiment of the text below as good or bad. '; // 57 characters
+const inputs = ['I loved it', 'Awful, really', 'Not bad at all', 'Meh, fine I guess'];
+
+describe('prefix reuse: checkpoints', () => {
+  it('resumes a prompt that shares only part of an earlier one from the last chunk-boundary checkpoint', async () => {
+    const { engine } = makeEngine(1);
+    const a = INSTRUCTION + inputs[0];
+    const b = INSTRUCTION + inputs[1];
+    await run(engine, a);
+    await settle();
+    const second = await run(engine, b);
+    // Shared: 57 tokens; the chunk boundaries at 16, 24, ..., 56 were kept: the last partial chunk is re-fed.
+    assert.strictEqual(second.cached, 56);
+    assert.deepStrictEqual([second.tokens], await cold([b]));
+    await engine.close();
+  });
+
+  it('resumes at the exact end of a caller-marked shared prefix', async () => {
+    const { engine } = makeEngine(1);
+    await run(engine, INSTRUCTION + inputs[0], INSTRUCTION.length);
+    await settle();
+    const second = await run(engine, INSTRUCTION + inputs[2], INSTRUCTION.length);
+    assert.strictEqual(second.cached, INSTRUCTION.length);
+    // The byte tokenizer splits nowhere else, so the marked prompt's output equals the unmarked cold run.
+    assert.deepStrictEqual([second.tokens], await cold([INSTRUCTION + inputs[2]]));
+    await engine.close();
+  });
+
+  it('keeps no checkpoints with prefixReuse off (only whole prompts are cached)', async () => {
+    const { engine } = makeEngine(1, { prefixReuse: false });
+    await run(engine, INSTRUCTION + inputs[0], INSTRUCTION.length);
+    await settle();
+    assert.strictEqual((await run(engine, INSTRUCTION + inputs[1], INSTRUCTION.length)).cached, 0);
+    await engine.close();
+  });
+
+  it('refuses a sharedPrefix outside the prompt', () => {
+    const { engine } = makeEngine(1);
+    assert.throws(() => engine.generate({ prompt: 'abc', sharedPrefix: 4 }), /sharedPrefix must be an integer in \[0, 3\]/);
+    assert.throws(() => engine.generate({ prompt: 'abc', sharedPrefix: 1.5 }), /sharedPrefix/);
+    return engine.close();
+  });
+});
+
+describe('prefix reuse: in-flight de-duplication', () => {
+  it('prefills the shared instruction of prompts that arrive together once', async () => {
+    const prompts = inputs.map((i) => INSTRUCTION + i);
+    const { engine } = makeEngine(4);
+    const results = await Promise.all(prompts.map((p) => run(engine, p, INSTRUCTION.length)));
+    const prefill = engine.stats.chunkTokens;
+    // The first prompt whole, the others only their own input.
+    const expected = prompts[0].length + inputs.slice(1).reduce((n, i) => n + i.length, 0);
+    assert.strictEqual(prefill, expected, `prefilled ${prefill} prompt tokens`);
+    assert.deepStrictEqual(results.map((r) => r.cached), [0, 57, 57, 57]);
+    assert.ok(engine.stats.sharedWaits >= 3);
+    assert.deepStrictEqual(results.map((r) => r.tokens), await cold(prompts));
+    await engine.close();
+  });
+
+  it('prefills identical prompts sent together once (the last token re-fed)', async () => {
+    const prompt = INSTRUCTION + inputs[3];
+    const { engine } = makeEngine(4);
+    const results = await Promise.all([0, 1, 2, 3].map(() => run(engine, prompt)));
+    assert.strictEqual(engine.stats.chunkTokens, prompt.length + 3);
+    const [ref] = await cold([prompt]);
+    for (const r of results) assert.deepStrictEqual(r.tokens, ref);
+    await engine.close();
+  });
+
+  it('lets the waiting prompts go when the one computing their prefix is cancelled', async () => {
+    const prompts = inputs.map((i) => INSTRUCTION + i);
+    const { engine } = makeEngine(4);
+    const leader = new AbortController();
+    const first = (async () => {
+      for await (const e of engine.generate({ prompt: prompts[0], maxTokens: 5, sampler: greedy }, { signal: leader.signal })) {
+        if (e.type === 'prefill') leader.abort();
+      }
+    })().catch((e) => e);
+    const rest = Promise.all(prompts.slice(1).map((p) => run(engine, p)));
+    await first;
+    const results = await rest;
+    assert.deepStrictEqual(results.map((r) => r.tokens), await cold(prompts.slice(1)));
+    await engine.close();
+  });
+});
