@@ -114,6 +114,12 @@ export type GenerateEvent =
   | {
       type: 'stop';
       reason: 'stop' | 'length' | 'eos' | 'abort' | 'grammar';
+      /**
+       * With reason 'abort': why. 'cancelled' (a cancel message for this request), 'disconnected' (its HTTP caller
+       * went away), 'closed' (its node closed) when the caller's signal says so with a RequestCancelledError; else
+       * 'abort'. (Past requestTimeoutMs the stream fails with RequestTimeoutError instead.)
+       */
+      cause?: 'cancelled' | 'disconnected' | 'closed' | 'abort';
       text: string;
       /** Parsed JSON when jsonSchema was given. */
       json?: unknown;

@@ -18,7 +18,7 @@ import {
   MAX_CONVERSATION_TOKENS,
   modelSignature,
 } from './conversation-file';
-import { AbortError, EngineClosedError, QueueFullError, RequestError } from './errors';
+import { AbortError, EngineClosedError, QueueFullError, RequestCancelledError, RequestError } from './errors';
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
@@ -193,7 +193,12 @@ export class RwkvEngine implements Engine {
       if (controller.signal.aborted) task.onAbort();
       else this.scheduler.submit(task);
       for await (const event of channel) {
-        if (event.type === 'stop' && event.reason === 'abort' && deadline.expired) throw deadline.explain(null);
+        if (event.type === 'stop' && event.reason === 'abort') {
+          if (deadline.expired) throw deadline.explain(null);
+          const why = outer?.reason;
+          yield { ...event, cause: why instanceof RequestCancelledError ? why.cancelCause : 'abort' };
+          continue;
+        }
         yield event;
       }
     } finally {

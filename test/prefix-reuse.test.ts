@@ -3,6 +3,7 @@
 import * as assert from 'assert';
 import type { EngineConfig, GenerateEvent } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
+import { RequestCancelledError } from '../engine/errors';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 
 type Stop = Extract<GenerateEvent, { type: 'stop' }>;
@@ -118,6 +119,26 @@ describe('prefix reuse: in-flight de-duplication', () => {
     await first;
     const results = await rest;
     assert.deepStrictEqual(results.map((r) => r.tokens), await cold(prompts.slice(1)));
+    await engine.close();
+  });
+});
+
+describe('stop reason of a cancelled request', () => {
+  it("says why the caller's signal ended it: 'cancelled', 'disconnected', 'closed', else 'abort'", async () => {
+
+    const { engine } = makeEngine(2);
+    const causes: unknown[] = [];
+    for (const reason of [new RequestCancelledError('x', 'cancelled'), new RequestCancelledError('x', 'disconnected'), new RequestCancelledError('x', 'closed'), undefined]) {
+      const controller = new AbortController();
+      let stop: Stop | undefined;
+      for await (const e of engine.generate({ prompt: 'hello there', maxTokens: 50, sampler: greedy }, { signal: controller.signal })) {
+        if (e.type === 'delta') controller.abort(reason);
+        if (e.type === 'stop') stop = e;
+      }
+      assert.strictEqual(stop!.reason, 'abort');
+      causes.push(stop!.cause);
+    }
+    assert.deepStrictEqual(causes, ['cancelled', 'disconnected', 'closed', 'abort']);
     await engine.close();
   });
 });
