@@ -16,6 +16,12 @@ export interface EngineConfig {
   cacheBytes?: number;
   /** Folder where named initial states and conversation states are looked up and saved. */
   stateDir?: string;
+  /**
+   * A state file in the state folder (a time_state .st/.pth or a saved conversation) that requests naming no state
+   * start from, instead of the model's zero state. Loaded when the engine starts: an engine rebuilt for the same
+   * configuration (after a GPU failure, or for another lease) loads it again.
+   */
+  defaultState?: string;
   /** Bounded queue of requests waiting for a slot. */
   maxQueue?: number;
   /**

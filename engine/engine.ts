@@ -346,6 +346,13 @@ export class RwkvEngine implements Engine {
     }
   }
 
+  /** Requests naming no state start from this state file (in the state folder) from now on: EngineConfig.defaultState. */
+  async useDefaultState(file: string): Promise<void> {
+    this.checkOpen();
+    const loaded = await readStateSource(file, this.stateFolder, this.backend.info, this.backend.stateSize);
+    this.states.setDefault(loaded.state, loaded.source, loaded.logits);
+  }
+
   unloadState(name: string): void {
     let existing: InitialState;
     try {
