@@ -434,7 +434,7 @@ describe('n8n nodes (fake engine)', function () {
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
         [
-          'cacheMiB', 'chunkSize', 'decodeKeep', 'maxBatch', 'maxQueue', 'maxStates', 'maxTokensLimit', 'modelPath', 'precision',
+          'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'maxBatch', 'maxQueue', 'maxStates', 'maxTokensLimit', 'modelPath', 'precision',
           'prefillChunkSize', 'requestTimeoutSeconds', 'stateDir',
         ],
       );
