@@ -89,6 +89,8 @@ export class Scheduler {
   /** Chunk size while no slot decodes: nothing waits on the step, and larger chunks use the GPU better. */
   private readonly aloneChunkSize: number;
   private readonly reuse: boolean;
+  /** Queued tasks waiting for a running prompt's checkpoint of the prefix they share (rechecked in O(1) a step). */
+  private readonly waiting = new Map<SlotTask, { run: Running; target: number }>();
   /** Queued tasks that have waited for a shared prefix (counted once when admitted). */
   private readonly waited = new Set<SlotTask>();
 
@@ -133,6 +135,7 @@ export class Scheduler {
         if (at < 0) return;
         this.queue.splice(at, 1);
         this.waited.delete(task);
+        this.waiting.delete(task);
         this.abortListeners.delete(task);
         Scheduler.safely(() => task.onAbort());
       };
@@ -216,6 +219,7 @@ export class Scheduler {
 
   private async admit(): Promise<void> {
     for (let i = 0; i < this.queue.length; ) {
+      if (this.pool.idleCount === 0) return;
       const task = this.queue[i];
       // A task whose shared prefix a running prompt is computing now waits for that checkpoint (tasks behind it go on).
       if (this.awaitsSharedPrefix(task)) {
@@ -245,9 +249,27 @@ export class Scheduler {
    * `task` now, ask it for a checkpoint there and let `task` wait. A leader that ends early only lets it go.
    */
   private awaitsSharedPrefix(task: SlotTask): boolean {
-    if (!this.reuse || (task.cachePrompt ?? 'auto') === 'never' || task.signal?.aborted) return false;
+    const held = this.waiting.get(task);
+    if (held) {
+      if (this.running.get(held.run.slot.index) === held.run && (held.run.start + held.run.fed < held.target || held.run.pendingReads > 0)) return true;
+      this.waiting.delete(task); // reached and cached, or its leader ended: look again (another may share more)
+    }
+    const leader = this.findLeader(task);
+    if (!leader) return false;
+    this.waiting.set(task, leader);
+    this.waited.add(task);
+    return true;
+  }
+
+  /** The running prompt that is about to compute a prefix `task` shares, and where that prefix ends. */
+  private findLeader(task: SlotTask): { run: Running; target: number } | null {
+    if (!this.reuse || (task.cachePrompt ?? 'auto') === 'never' || task.signal?.aborted) return null;
+    const cache = task.initial.cache;
+    // A cache too small for one state could never hand the prefix over.
+    if (cache.maxBytes < this.backend.stateSize * 4) return null;
     const prompt = task.prompt;
-    const cached = task.initial.cache.peek(prompt);
+    const cached = cache.peek(prompt);
+    let best: { run: Running; target: number } | null = null;
     for (const run of this.running.values()) {
       if (run.task.initial !== task.initial || run.phase !== 'prefill' || !this.cacheable(run.task)) continue;
       const other = run.task.prompt;
@@ -256,19 +278,15 @@ export class Scheduler {
       while (shared < limit && prompt[shared] === other[shared]) shared++;
       // An entry at the very end of `task`'s prompt must carry logits; one token short of it serves without.
       const target = Math.min(shared, prompt.length - 1);
-      if (target < this.options.cacheMinTokens || target <= cached || target <= run.start) continue;
-      const at = run.start + run.fed;
-      if (at < target) {
-        if (!run.marks.includes(target)) run.marks = [...run.marks, target].sort((a, b) => a - b);
-        this.waited.add(task);
-        return true;
-      }
-      if (run.pendingReads > 0) {
-        this.waited.add(task);
-        return true;
-      }
+      if (target < this.options.cacheMinTokens || target <= cached || target <= run.start || target <= (best?.target ?? 0)) continue;
+      // Already past it: only a read-back still in flight can bring it (a chunk in flight when `task` came did not stop there).
+      if (run.start + run.fed >= target && run.pendingReads === 0) continue;
+      best = { run, target };
     }
-    return false;
+    if (best && best.run.start + best.run.fed < best.target && !best.run.marks.includes(best.target)) {
+      best.run.marks = [...best.run.marks, best.target].sort((a, b) => a - b);
+    }
+    return best;
   }
 
   private cacheable(task: SlotTask): boolean {
@@ -432,10 +450,15 @@ export class Scheduler {
     if (cache.has(prefix)) return;
     run.pendingReads++;
     this.stats.checkpoints++;
-    this.backend.readState(run.slot.index).then(
-      (state) => cache.insert(prefix, state, null),
-      () => {},
-    ).finally(() => run.pendingReads--);
+    this.backend
+      .readState(run.slot.index)
+      .then(
+        // Chunk-boundary checkpoints are speculative: until a prompt uses one, the cache evicts them before any
+        // entry that was used or asked for (whole prompts, marked boundaries).
+        (state) => cache.insert(prefix, state, null, { speculative: !marked }),
+        () => {}, // a failed read only loses a checkpoint; the backend reports its failure on the next step
+      )
+      .finally(() => run.pendingReads--);
   }
 
   private async finishPrefill(run: Running, logits: Float32Array): Promise<void> {
@@ -491,6 +514,7 @@ export class Scheduler {
 
   private detach(task: SlotTask): void {
     this.waited.delete(task);
+    this.waiting.delete(task);
     const listener = this.abortListeners.get(task);
     if (listener) task.signal?.removeEventListener('abort', listener);
     this.abortListeners.delete(task);

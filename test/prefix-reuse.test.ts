@@ -4,6 +4,7 @@ import * as assert from 'assert';
 import type { EngineConfig, GenerateEvent } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
 import { RequestCancelledError } from '../engine/errors';
+import { PrefixCache } from '../engine/prefix-cache';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 
 type Stop = Extract<GenerateEvent, { type: 'stop' }>;
@@ -78,6 +79,31 @@ describe('prefix reuse: checkpoints', () => {
     assert.throws(() => engine.generate({ prompt: 'abc', sharedPrefix: 4 }), /sharedPrefix must be an integer in \[0, 3\]/);
     assert.throws(() => engine.generate({ prompt: 'abc', sharedPrefix: 1.5 }), /sharedPrefix/);
     return engine.close();
+  });
+});
+
+describe('prefix reuse: the cache keeps used entries before speculative checkpoints', () => {
+  const f32 = (n: number) => new Float32Array(n);
+  const entry = 4 * 4; // 4-float state, no logits
+
+  it('evicts a checkpoint no prompt has used before any older entry', () => {
+    const c = new PrefixCache(entry * 2);
+    c.insert([1], f32(4), null);
+    c.insert([2], f32(4), null, { speculative: true });
+    c.insert([3], f32(4), null);
+    assert.ok(c.has([1]), 'the older whole-prompt entry stays');
+    assert.ok(!c.has([2]), 'the unused checkpoint went first');
+    assert.ok(c.has([3]));
+  });
+
+  it('treats a checkpoint a prompt used like any other entry', () => {
+    const c = new PrefixCache(entry * 2);
+    c.insert([2], f32(4), null, { speculative: true });
+    c.insert([1], f32(4), null);
+    assert.strictEqual(c.lookup([2, 9])!.length, 1); // used: now the most recently used entry
+    c.insert([3], f32(4), null);
+    assert.ok(c.has([2]) && !c.has([1]) && c.has([3]));
+    assert.strictEqual(c.bytes, entry * 2);
   });
 });
 
