@@ -43,6 +43,8 @@ interface FlowRun {
   meanItemLatencyMs: number;
   checkpoints: number;
   sharedWaits: number;
+  /** Greedy output per item (compared between the runs, not printed). */
+  texts?: string[];
 }
 
 async function runFlow(engine: RwkvEngine, prefixReuse: boolean, items: number, newTokens: number): Promise<FlowRun> {
@@ -53,13 +55,14 @@ async function runFlow(engine: RwkvEngine, prefixReuse: boolean, items: number, 
   let cachedTokens = 0;
   let generated = 0;
   const done: number[] = [];
+  const texts: string[] = new Array(items).fill('');
   await Promise.all(
     Array.from({ length: items }, async (_, i) => {
       const prompt = instruction + itemText(i);
       const events = engine.generate({ prompt, sharedPrefix: instruction.length, maxTokens: newTokens, sampler: { temperature: 0 } });
       for await (const e of events as AsyncIterable<GenerateEvent>) {
         if (e.type === 'start') (promptTokens += e.promptTokens), (cachedTokens += e.cachedTokens);
-        if (e.type === 'stop') generated += e.completionTokens;
+        if (e.type === 'stop') (generated += e.completionTokens), (texts[i] = e.text);
       }
       done.push(performance.now() - t0);
     }),
@@ -77,6 +80,7 @@ async function runFlow(engine: RwkvEngine, prefixReuse: boolean, items: number, 
     meanItemLatencyMs: Math.round(done.reduce((a, b) => a + b, 0) / done.length),
     checkpoints: s.checkpoints - before.checkpoints,
     sharedWaits: s.sharedWaits - before.sharedWaits,
+    texts,
   };
 }
 
@@ -102,6 +106,11 @@ export async function benchBatchFlow(opts: { items?: number; newTokens?: number;
   }
   const [off, on] = runs;
   if (!off || !on) throw new Error('batch-flow: a run is missing');
+  // Greedy decoding: reuse should not change outputs (resuming from a checkpoint changes only where chunks split,
+  // which can move a float rounding; a differing item or two on a long run is that, many would be a bug).
+  const identicalOutputs = off.texts!.filter((t, i) => t === on.texts![i]).length;
+  delete off.texts;
+  delete on.texts;
   return {
     model: modelPath ?? 'bundled default model',
     adapter,
@@ -111,6 +120,7 @@ export async function benchBatchFlow(opts: { items?: number; newTokens?: number;
     promptTokensPerItem: Math.round(on.promptTokens / items),
     off,
     on,
+    identicalOutputs: `${identicalOutputs}/${items}`,
     prefillWorkRatio: +(off.prefillTokensComputed / Math.max(1, on.prefillTokensComputed)).toFixed(2),
     timeToLastResultRatio: +(off.timeToLastResultMs / Math.max(1, on.timeToLastResultMs)).toFixed(2),
   };
