@@ -5,6 +5,7 @@ import type { EngineConfig, GenerateEvent } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
 import { RequestCancelledError } from '../engine/errors';
 import { PrefixCache } from '../engine/prefix-cache';
+import { prepareGenerate } from '../nodes/shared/generate-request';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 
 type Stop = Extract<GenerateEvent, { type: 'stop' }>;
@@ -79,6 +80,22 @@ describe('prefix reuse: checkpoints', () => {
     assert.throws(() => engine.generate({ prompt: 'abc', sharedPrefix: 4 }), /sharedPrefix must be an integer in \[0, 3\]/);
     assert.throws(() => engine.generate({ prompt: 'abc', sharedPrefix: 1.5 }), /sharedPrefix/);
     return engine.close();
+  });
+});
+
+describe('prefix reuse: chat prompts mark their system turn', () => {
+  it('sets sharedPrefix at the end of the system turn, so chats with the same system prompt resume after it', async () => {
+    const { request } = prepareGenerate({ messages: [{ role: 'user', content: 'Hi\n\nthere' }], system: 'Be brief.' });
+    assert.strictEqual(request.prompt.slice(0, request.sharedPrefix), 'System: Be brief.\n\n');
+    assert.strictEqual(prepareGenerate({ messages: [{ role: 'user', content: 'Hi' }] }).request.sharedPrefix, undefined);
+    assert.strictEqual(prepareGenerate({ prompt: 'System: x\n\nUser: y' }).request.sharedPrefix, undefined);
+    const { engine } = makeEngine(1);
+    const first = prepareGenerate({ messages: [{ role: 'user', content: 'first question' }], system: INSTRUCTION }).request;
+    await run(engine, first.prompt, first.sharedPrefix);
+    const second = prepareGenerate({ messages: [{ role: 'user', content: 'another one' }], system: INSTRUCTION }).request;
+    await settle();
+    assert.strictEqual((await run(engine, second.prompt, second.sharedPrefix)).cached, second.sharedPrefix);
+    await engine.close();
   });
 });
 
