@@ -23,7 +23,7 @@ import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
 import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
-import { MAX_TIMEOUT_MS, RequestDeadline } from './request-deadline';
+import { MAX_TIMEOUT_MS, RequestDeadline, RequestTimeoutError } from './request-deadline';
 import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
@@ -194,7 +194,12 @@ export class RwkvEngine implements Engine {
       else this.scheduler.submit(task);
       for await (const event of channel) {
         if (event.type === 'stop' && event.reason === 'abort') {
-          if (deadline.expired) throw deadline.explain(null);
+          if (deadline.expired) {
+            // The output so far goes with the error, so a caller can still use or show it.
+            const timeout = deadline.explain(null) as RequestTimeoutError;
+            timeout.partial = { reason: 'timeout', text: event.text, promptTokens: event.promptTokens, completionTokens: event.completionTokens };
+            throw timeout;
+          }
           const why = outer?.reason;
           yield { ...event, cause: why instanceof RequestCancelledError ? why.cancelCause : 'abort' };
           continue;

@@ -5,6 +5,7 @@ import type { EngineConfig, GenerateEvent } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
 import { RequestCancelledError } from '../engine/errors';
 import { PrefixCache } from '../engine/prefix-cache';
+import { RequestTimeoutError } from '../engine/request-deadline';
 import { prepareGenerate } from '../nodes/shared/generate-request';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 
@@ -182,6 +183,21 @@ describe('stop reason of a cancelled request', () => {
       causes.push(stop!.cause);
     }
     assert.deepStrictEqual(causes, ['cancelled', 'disconnected', 'closed', 'abort']);
+    await engine.close();
+  });
+
+  it("past the deadline fails with RequestTimeoutError carrying the output so far (stop reason 'timeout')", async () => {
+    const fake = new FakeBackend({ slots: 1, delayMs: 2 });
+    const engine = new RwkvEngine({ backend: fake, tokenizer: byteTokenizer, config: { maxTokensLimit: 100_000, requestTimeoutMs: 200 }, compileConstraint: null });
+    let text = '';
+    const error = await (async () => {
+      for await (const e of engine.generate({ prompt: 'hello', maxTokens: 100_000, sampler: greedy })) if (e.type === 'delta') text += e.text;
+    })().then(() => null, (e: unknown) => e);
+    assert.ok(error instanceof RequestTimeoutError, String(error));
+    assert.strictEqual(error.partial?.reason, 'timeout');
+    assert.strictEqual(error.partial.text, text);
+    assert.strictEqual(error.partial.promptTokens, 5);
+    assert.ok(error.partial.completionTokens >= 0);
     await engine.close();
   });
 });
