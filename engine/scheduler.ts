@@ -251,7 +251,8 @@ export class Scheduler {
   private awaitsSharedPrefix(task: SlotTask): boolean {
     const held = this.waiting.get(task);
     if (held) {
-      if (this.running.get(held.run.slot.index) === held.run && (held.run.start + held.run.fed < held.target || held.run.pendingReads > 0)) return true;
+      const { run, target } = held;
+      if (this.running.get(run.slot.index) === run && (Scheduler.promptAt(run) < target || run.pendingReads > 0)) return true;
       this.waiting.delete(task); // reached and cached, or its leader ended: look again (another may share more)
     }
     const leader = this.findLeader(task);
@@ -271,7 +272,8 @@ export class Scheduler {
     const cached = cache.peek(prompt);
     let best: { run: Running; target: number } | null = null;
     for (const run of this.running.values()) {
-      if (run.task.initial !== task.initial || run.phase !== 'prefill' || !this.cacheable(run.task)) continue;
+      if (run.task.initial !== task.initial || !this.cacheable(run.task)) continue;
+      if (run.phase !== 'prefill' && run.pendingReads === 0) continue; // past its prompt, with everything cached
       const other = run.task.prompt;
       let shared = 0;
       const limit = Math.min(prompt.length, other.length);
@@ -280,13 +282,18 @@ export class Scheduler {
       const target = Math.min(shared, prompt.length - 1);
       if (target < this.options.cacheMinTokens || target <= cached || target <= run.start || target <= (best?.target ?? 0)) continue;
       // Already past it: only a read-back still in flight can bring it (a chunk in flight when `task` came did not stop there).
-      if (run.start + run.fed >= target && run.pendingReads === 0) continue;
+      if (Scheduler.promptAt(run) >= target && run.pendingReads === 0) continue;
       best = { run, target };
     }
-    if (best && best.run.start + best.run.fed < best.target && !best.run.marks.includes(best.target)) {
+    if (best && Scheduler.promptAt(best.run) < best.target && !best.run.marks.includes(best.target)) {
       best.run.marks = [...best.run.marks, best.target].sort((a, b) => a - b);
     }
     return best;
+  }
+
+  /** Prompt tokens in the run's slot: all of them once its prefill ended (its feed is then generated tokens). */
+  private static promptAt(run: Running): number {
+    return run.phase === 'prefill' ? run.start + run.fed : run.task.prompt.length;
   }
 
   private cacheable(task: SlotTask): boolean {
@@ -478,10 +485,14 @@ export class Scheduler {
       // sees the state the prompt left.
       const cache = task.initial.cache;
       const prompt = task.prompt.slice();
-      this.backend.readState(slot.index).then(
-        (read) => cache.insert(prompt, read, logits),
-        () => {}, // a failed read only loses a cache entry; the backend reports its failure on the next step
-      );
+      run.pendingReads++; // prompts waiting for this prefix wait for the read too
+      this.backend
+        .readState(slot.index)
+        .then(
+          (read) => cache.insert(prompt, read, logits),
+          () => {}, // a failed read only loses a cache entry; the backend reports its failure on the next step
+        )
+        .finally(() => run.pendingReads--);
     }
     run.phase = 'run';
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));

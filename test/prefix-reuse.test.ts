@@ -150,6 +150,24 @@ describe('prefix reuse: in-flight de-duplication', () => {
     await engine.close();
   });
 
+  it('a prompt extending one prefilling now resumes from its end, without waiting for its generation', async () => {
+    const leader = INSTRUCTION + inputs[0];
+    const follower = leader + ' and more';
+    const { engine } = makeEngine(2);
+    const order: string[] = [];
+    const generate = (prompt: string, maxTokens: number, name: string) =>
+      (async () => {
+        let cached = -1;
+        for await (const e of engine.generate({ prompt, maxTokens, sampler: greedy })) if (e.type === 'start') cached = e.cachedTokens;
+        order.push(name);
+        return cached;
+      })();
+    const [, cached] = await Promise.all([generate(leader, 60, 'leader'), generate(follower, 2, 'follower')]);
+    assert.strictEqual(cached, leader.length);
+    assert.deepStrictEqual(order, ['follower', 'leader']);
+    await engine.close();
+  });
+
   it('lets the waiting prompts go when the one computing their prefix is cancelled', async () => {
     const prompts = inputs.map((i) => INSTRUCTION + i);
     const { engine } = makeEngine(4);
