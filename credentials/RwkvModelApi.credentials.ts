@@ -124,6 +124,14 @@ export class RwkvModelApi implements ICredentialType {
         'Folder that holds initial states and conversation states. Every state file a workflow names is a path inside it (no absolute paths, no ".." parts, no symlinks leading out), and n8n\'s file access settings (N8N_RESTRICT_FILE_ACCESS_TO) apply too. Empty = ~/.rwkv-flow/states, created on the first save.',
     },
     {
+      displayName: 'Default State',
+      name: 'defaultState',
+      type: 'string',
+      default: '',
+      description:
+        'A state file in the State Folder (a tuned initial state .st/.pth, or a saved conversation) that requests naming no state start from. Loaded when the model starts, and again whenever it is rebuilt. Empty = the model\'s zero state.',
+    },
+    {
       displayName: 'Max Queue',
       name: 'maxQueue',
       type: 'number',

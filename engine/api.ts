@@ -16,8 +16,20 @@ export interface EngineConfig {
   cacheBytes?: number;
   /** Folder where named initial states and conversation states are looked up and saved. */
   stateDir?: string;
+  /**
+   * A state file in the state folder (a time_state .st/.pth or a saved conversation) that requests naming no state
+   * start from, instead of the model's zero state. Loaded when the engine starts: an engine rebuilt for the same
+   * configuration (after a GPU failure, or for another lease) loads it again.
+   */
+  defaultState?: string;
   /** Bounded queue of requests waiting for a slot. */
   maxQueue?: number;
+  /**
+   * Shared-prefix state reuse (default true): prompts leave checkpoints in the prefix cache at prefill chunk
+   * boundaries and at a request's sharedPrefix, and prompts that share a prefix with one prefilling now wait for
+   * its checkpoint instead of computing it again. false: only whole prompts are cached (for comparison).
+   */
+  prefixReuse?: boolean;
   /** Share of their speed decoding requests keep while a long prompt prefills (0..1, default 0.75). */
   decodeKeep?: number;
   // Operator limits: a request can never exceed them (nothing in a request or message changes them).
@@ -65,6 +77,11 @@ export interface SamplerOptions {
 
 export interface GenerateRequest {
   prompt: string;
+  /**
+   * Length in characters of the start of `prompt` that other requests share (a system or instruction part). It is
+   * tokenized on its own and the state after it is kept, so requests with the same start resume from there.
+   */
+  sharedPrefix?: number;
   maxTokens?: number;
   stop?: string[];
   sampler?: SamplerOptions;
@@ -103,6 +120,12 @@ export type GenerateEvent =
   | {
       type: 'stop';
       reason: 'stop' | 'length' | 'eos' | 'abort' | 'grammar';
+      /**
+       * With reason 'abort': why. 'cancelled' (a cancel message for this request), 'disconnected' (its HTTP caller
+       * went away), 'closed' (its node closed) when the caller's signal says so with a RequestCancelledError; else
+       * 'abort'. (Past requestTimeoutMs the stream fails with RequestTimeoutError instead.)
+       */
+      cause?: 'cancelled' | 'disconnected' | 'closed' | 'abort';
       text: string;
       /** Parsed JSON when jsonSchema was given. */
       json?: unknown;

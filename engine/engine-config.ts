@@ -29,7 +29,7 @@ function integerIn(config: EngineConfig, field: keyof EngineConfig, min: number,
   }
 }
 
-function optionalPath(config: EngineConfig, field: 'modelPath' | 'stateDir'): void {
+function optionalPath(config: EngineConfig, field: 'modelPath' | 'stateDir' | 'defaultState'): void {
   const v = config[field] as unknown;
   if (v === undefined || v === null) return;
   if (typeof v !== 'string' || v.trim() === '' || v.includes('\0')) {
@@ -44,6 +44,7 @@ export function checkEngineConfig(config: EngineConfig): void {
   }
   optionalPath(config, 'modelPath');
   optionalPath(config, 'stateDir');
+  optionalPath(config, 'defaultState');
   if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32') {
     throw new RangeError(`engine config: precision must be 'f16' or 'f32', got ${JSON.stringify(config.precision)}`);
   }

@@ -68,7 +68,16 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     const tokenizer = tokenizerFor(backend.info);
     // Built while the model loads rather than on the first constrained request's event-loop turn.
     prepareConstraintVocabulary(tokenizer);
-    return new RwkvEngine({ backend, tokenizer, config });
+    const engine = new RwkvEngine({ backend, tokenizer, config });
+    if (config.defaultState) {
+      try {
+        await engine.useDefaultState(config.defaultState);
+      } catch (e) {
+        await engine.close();
+        throw new Error(`the default state of the model configuration cannot be loaded: ${(e as Error).message}`, { cause: e });
+      }
+    }
+    return engine;
   } catch (e) {
     backend.dispose();
     throw e;

@@ -18,12 +18,12 @@ import {
   MAX_CONVERSATION_TOKENS,
   modelSignature,
 } from './conversation-file';
-import { AbortError, EngineClosedError, QueueFullError, RequestError } from './errors';
+import { AbortError, EngineClosedError, QueueFullError, RequestCancelledError, RequestError } from './errors';
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
 import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
-import { MAX_TIMEOUT_MS, RequestDeadline } from './request-deadline';
+import { MAX_TIMEOUT_MS, RequestDeadline, RequestTimeoutError } from './request-deadline';
 import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
@@ -120,6 +120,7 @@ export class RwkvEngine implements Engine {
       maxQueue: config.maxQueue ?? ENGINE_DEFAULTS.maxQueue,
       cacheMinTokens: parts.cacheMinTokens ?? ENGINE_DEFAULTS.cacheMinTokens,
       decodeKeep: config.decodeKeep,
+      prefixReuse: config.prefixReuse,
     });
     this.stateFolder = new StateFolder(config.stateDir);
     this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;
@@ -152,7 +153,7 @@ export class RwkvEngine implements Engine {
     this.checkOpen();
     const checked = checkGenerateRequest(req, this.maxTokensLimit);
     const initial = this.states.resolve(req.state ?? undefined);
-    const prompt = this.promptRows(checked.prompt, initial);
+    const { prompt, checkpoints } = this.sharedPromptRows(checked.prompt, req.sharedPrefix, initial);
     const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
@@ -167,6 +168,7 @@ export class RwkvEngine implements Engine {
       new GenerateTask({
         initial,
         prompt,
+        checkpoints,
         signal,
         sampler,
         stop: checked.stop,
@@ -204,7 +206,17 @@ export class RwkvEngine implements Engine {
       if (controller.signal.aborted) task.onAbort();
       else this.scheduler.submit(task);
       for await (const event of channel) {
-        if (event.type === 'stop' && event.reason === 'abort' && deadline.expired) throw deadline.explain(null);
+        if (event.type === 'stop' && event.reason === 'abort') {
+          if (deadline.expired) {
+            // The output so far goes with the error, so a caller can still use or show it.
+            const timeout = deadline.explain(null) as RequestTimeoutError;
+            timeout.partial = { reason: 'timeout', text: event.text, promptTokens: event.promptTokens, completionTokens: event.completionTokens };
+            throw timeout;
+          }
+          const why = outer?.reason;
+          yield { ...event, cause: why instanceof RequestCancelledError ? why.cancelCause : 'abort' };
+          continue;
+        }
         yield event;
       }
     } finally {
@@ -352,6 +364,13 @@ export class RwkvEngine implements Engine {
     }
   }
 
+  /** Requests naming no state start from this state file (in the state folder) from now on: EngineConfig.defaultState. */
+  async useDefaultState(file: string): Promise<void> {
+    this.checkOpen();
+    const loaded = await readStateSource(file, this.stateFolder, this.backend.info, this.backend.stateSize);
+    this.states.setDefault(loaded.state, loaded.source, loaded.logits);
+  }
+
   unloadState(name: string): void {
     let existing: InitialState;
     try {
@@ -397,6 +416,18 @@ export class RwkvEngine implements Engine {
     const task = new StateTask(initial, prompt, signal);
     this.scheduler.submit(task);
     return task.promise;
+  }
+
+  /** Prompt rows, with the shared start (sharedPrefix characters) tokenized on its own and marked for the cache. */
+  private sharedPromptRows(text: string, sharedPrefix: number | undefined, initial: InitialState): { prompt: number[]; checkpoints: number[] } {
+    if (sharedPrefix === undefined || sharedPrefix === null) return { prompt: this.promptRows(text, initial), checkpoints: [] };
+    if (!Number.isInteger(sharedPrefix) || sharedPrefix < 0 || sharedPrefix > text.length) {
+      throw new RequestError(`sharedPrefix must be an integer in [0, ${text.length}] (characters of the prompt), got ${sharedPrefix}`);
+    }
+    const head = this.rows(text.slice(0, sharedPrefix), 'prompt');
+    const prompt = head.concat(this.rows(text.slice(sharedPrefix), 'prompt'));
+    if (prompt.length === 0) return { prompt: this.promptRows(text, initial), checkpoints: [] };
+    return { prompt, checkpoints: head.length > 0 ? [head.length] : [] };
   }
 
   /** Prompt rows; an empty prompt needs an initial state with logits (or `endOfTextIfEmpty`). */

@@ -26,6 +26,23 @@ export class AbortError extends Error {
 }
 
 /** The engine was disposed (last lease released or model reloaded) before the request finished. */
+/** Why a caller cancelled a request: a cancel message for it, its HTTP caller gone, or its node closing. */
+export type CancelCause = 'cancelled' | 'disconnected' | 'closed';
+
+/**
+ * The reason a host gives its AbortSignal when it cancels a request: the engine then ends the request with
+ * stop reason 'abort' and this cause (instead of a plain 'abort').
+ */
+export class RequestCancelledError extends Error {
+  constructor(
+    message: string,
+    readonly cancelCause: CancelCause,
+  ) {
+    super(message);
+    this.name = 'RequestCancelledError';
+  }
+}
+
 export class EngineClosedError extends Error {
   constructor(message = 'engine is closed') {
     super(message);

@@ -22,6 +22,8 @@ type StopReason = Extract<GenerateEvent, { type: 'stop' }>['reason'];
 export interface GenerateTaskParams {
   initial: InitialState;
   prompt: number[];
+  /** Prompt positions whose state the prefix cache should keep (the end of a shared part). */
+  checkpoints?: number[];
   signal: AbortSignal;
   sampler: TokenSampler;
   stop: string[];
@@ -41,6 +43,7 @@ export interface GenerateTaskParams {
 export class GenerateTask implements SlotTask {
   readonly initial: InitialState;
   readonly prompt: number[];
+  readonly checkpoints: readonly number[];
   readonly signal: AbortSignal;
   private readonly p: GenerateTaskParams;
   private readonly stop: StopMatcher;
@@ -67,6 +70,7 @@ export class GenerateTask implements SlotTask {
     this.p = params;
     this.initial = params.initial;
     this.prompt = params.prompt;
+    this.checkpoints = params.checkpoints ?? [];
     this.signal = params.signal;
     this.stop = new StopMatcher(params.stop);
     this.matcher = params.constraint ? params.constraint.newMatcher() : null;

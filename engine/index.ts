@@ -4,7 +4,7 @@ export type * from './api';
 export { acquireEngine, sharedEngineCount, type ClosableEngine, type EngineFactory } from './shared-engine';
 export { RwkvEngine, ENGINE_DEFAULTS, type EngineParts, type EngineTokenizer } from './engine';
 export { createEngine, resolveModelPath, DEFAULT_MODEL_FILE } from './engine-factory';
-export { RequestError, QueueFullError, AbortError, EngineClosedError, StateFileError } from './errors';
+export { RequestError, QueueFullError, AbortError, EngineClosedError, StateFileError, RequestCancelledError, type CancelCause } from './errors';
 export { AI00_DEFAULTS } from './samplers';
 export type { InferenceBackend, ModelInfo, SlotJob, StateSnapshot } from './types';
 // Lower layers, for programs that drive the model directly. `createBackend` starts WebGPU only when called.

@@ -69,9 +69,19 @@ export class InitialStateRegistry {
     };
   }
 
-  /** The named state, or the zero state for undefined/''. */
+  /** What requests naming no state start from: the zero state, or the model configuration's default state. */
+  private fallback: InitialState | null = null;
+
+  /** Requests naming no state start from this one from now on (its own prefix cache, on the shared budget). */
+  setDefault(state: Float32Array, source: string, logits: Float32Array | null): void {
+    if (state.length !== this.stateSize) throw new RequestError(`default state ${source} has ${state.length} floats, the model's state has ${this.stateSize}`);
+    this.fallback?.cache.retire();
+    this.fallback = { name: '', source, state, logits, cache: new PrefixCache(this.cacheBudget) };
+  }
+
+  /** The named state, or the default state (the zero state unless the configuration names one) for undefined/''. */
   resolve(name: string | undefined): InitialState {
-    if (name === undefined || name === '') return this.zero;
+    if (name === undefined || name === '') return this.fallback ?? this.zero;
     const found = this.states.get(name);
     if (!found) {
       const known = [...this.states.keys()];

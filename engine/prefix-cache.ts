@@ -2,7 +2,8 @@
 // after exactly that prefix plus the logits that followed it. A request looks up the longest
 // cached prefix of its prompt and only prefills the rest. One cache per initial state; all of them
 // draw on one CacheBudget, which evicts the least recently used entry of any cache to stay under
-// one byte bound (so loading more initial states never multiplies the memory the caches hold).
+// one byte bound (so loading more initial states never multiplies the memory the caches hold). Speculative
+// entries (prefill chunk checkpoints no prompt has used yet) are evicted before all others.
 
 export interface CachedPrefix {
   /** Number of prompt tokens the state covers. */
@@ -26,6 +27,8 @@ interface TrieNode {
 export class CacheBudget {
   /** Entries of every cache, least recently used first (Map keeps insertion order). */
   private readonly lru = new Map<TrieNode, { cache: PrefixCache; bytes: number }>();
+  /** Speculative entries, oldest first: evicted before any of `lru`; a hit moves one there. */
+  private readonly speculative = new Map<TrieNode, { cache: PrefixCache; bytes: number }>();
   private usedBytes = 0;
 
   constructor(readonly maxBytes: number) {
@@ -37,31 +40,35 @@ export class CacheBudget {
     return this.usedBytes;
   }
 
-  add(node: TrieNode, cache: PrefixCache, bytes: number): void {
-    this.lru.set(node, { cache, bytes });
+  add(node: TrieNode, cache: PrefixCache, bytes: number, speculative = false): void {
+    (speculative ? this.speculative : this.lru).set(node, { cache, bytes });
     this.usedBytes += bytes;
   }
 
   remove(node: TrieNode): void {
-    const held = this.lru.get(node);
+    const held = this.lru.get(node) ?? this.speculative.get(node);
     if (!held) return;
     this.lru.delete(node);
+    this.speculative.delete(node);
     this.usedBytes -= held.bytes;
   }
 
   touch(node: TrieNode): void {
-    const held = this.lru.get(node);
+    const held = this.lru.get(node) ?? this.speculative.get(node);
     if (!held) return;
     this.lru.delete(node);
+    this.speculative.delete(node);
     this.lru.set(node, held);
   }
 
-  /** Evict least recently used entries, of whichever cache, until the bound holds (`keep` stays). */
+  /** Evict speculative entries, then least recently used ones, of whichever cache, until the bound holds (`keep` stays). */
   evictOver(keep: TrieNode): void {
-    for (const [node, held] of this.lru) {
-      if (this.usedBytes <= this.maxBytes) return;
-      if (node === keep) continue;
-      held.cache.drop(node);
+    for (const order of [this.speculative, this.lru]) {
+      for (const [node, held] of order) {
+        if (this.usedBytes <= this.maxBytes) return;
+        if (node === keep) continue;
+        held.cache.drop(node);
+      }
     }
   }
 }
@@ -114,14 +121,30 @@ export class PrefixCache {
     return best.entry;
   }
 
+  /** Length of the prefix lookup() would give now (0: none), without counting a hit or touching it. */
+  peek(tokens: ArrayLike<number>): number {
+    let node = this.root;
+    let best = 0;
+    for (let i = 0; i < tokens.length; i++) {
+      const next = node.children.get(tokens[i]);
+      if (!next) break;
+      node = next;
+      if (node.entry && (node.entry.logits || i + 1 < tokens.length)) best = i + 1;
+    }
+    return best;
+  }
+
   /** Whether `tokens` have an entry (with its logits, when asked). */
   has(tokens: ArrayLike<number>, withLogits = false): boolean {
     const node = this.find(tokens);
     return node !== null && node.entry !== null && (!withLogits || node.entry.logits !== null);
   }
 
-  /** Store the state after `tokens`. The arrays are kept as given: don't modify them afterwards. */
-  insert(tokens: ArrayLike<number>, state: Float32Array, logits: Float32Array | null): boolean {
+  /**
+   * Store the state after `tokens`. The arrays are kept as given: don't modify them afterwards. A speculative
+   * entry (a checkpoint no prompt asked for yet) is evicted before every other entry until a lookup uses it.
+   */
+  insert(tokens: ArrayLike<number>, state: Float32Array, logits: Float32Array | null, opts: { speculative?: boolean } = {}): boolean {
     if (tokens.length === 0 || this.retired) return false;
     // A view into a larger buffer (a backend call's results) would pin all of that buffer.
     if (logits && logits.byteLength !== logits.buffer.byteLength) logits = logits.slice();
@@ -141,8 +164,17 @@ export class PrefixCache {
     node.entry = { length: tokens.length, state, logits };
     this.entries++;
     this.usedBytes += cost;
-    this.budget.add(node, this, cost);
+    this.budget.add(node, this, cost, opts.speculative === true);
     this.budget.evictOver(node);
+    return true;
+  }
+
+  /** Drop the entry of exactly `tokens`, if any. */
+  remove(tokens: ArrayLike<number>): boolean {
+    const node = this.find(tokens);
+    if (!node || !node.entry) return false;
+    this.release(node);
+    this.prune(node);
     return true;
   }
 

@@ -4,6 +4,9 @@
 
 /** A request ran past the deadline set in the model configuration. */
 export class RequestTimeoutError extends Error {
+  /** A generation's output up to the deadline (generate only; stop reason 'timeout'). */
+  partial?: { reason: 'timeout'; text: string; promptTokens: number; completionTokens: number };
+
   constructor(readonly timeoutMs: number) {
     super(`request cancelled: it ran past the ${formatMs(timeoutMs)} deadline of this model (requestTimeoutMs in the model configuration)`);
     this.name = 'RequestTimeoutError';

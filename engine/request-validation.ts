@@ -8,7 +8,7 @@ export const DEFAULT_MAX_TOKENS = 256;
 /** The highest cap an operator may set (maxTokensLimit). */
 export const MAX_MAX_TOKENS = 1 << 20;
 const MAX_STOPS = 32;
-const KNOWN_KEYS = new Set(['prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema', 'jsonWhitespace', 'logprobs', 'topLogprobs']);
+const KNOWN_KEYS = new Set(['sharedPrefix', 'prompt', 'maxTokens', 'stop', 'sampler', 'state', 'grammar', 'jsonSchema', 'jsonWhitespace', 'logprobs', 'topLogprobs']);
 export const MAX_TOP_LOGPROBS = 20;
 
 export interface CheckedGenerate {

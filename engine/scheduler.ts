@@ -21,6 +21,12 @@ export interface SchedulerOptions {
   cacheMinTokens: number;
   /** Share of their speed decoding requests keep while a prompt prefills (default 0.75). */
   decodeKeep?: number;
+  /**
+   * Shared-prefix reuse (default on): cacheable prompts leave checkpoints in the prefix cache at every prefill
+   * chunk boundary and at caller-marked boundaries, and a prompt that shares a prefix with one prefilling now
+   * waits for that prefix's checkpoint instead of computing it again. Off: only whole prompts are cached.
+   */
+  prefixReuse?: boolean;
 }
 
 export interface SchedulerStats {
@@ -30,6 +36,10 @@ export interface SchedulerStats {
   /** Tokens fed in chunks (prompts, scored continuations). */
   chunkTokens: number;
   cachedPromptTokens: number;
+  /** Prefill chunk checkpoints put into the prefix cache. */
+  checkpoints: number;
+  /** Tasks admitted after waiting for a running prompt's checkpoint of their shared prefix. */
+  sharedWaits: number;
   backendMs: number;
 }
 
@@ -38,6 +48,12 @@ interface Running {
   slot: SlotRecord;
   seq: number;
   phase: 'prefill' | 'run';
+  /** Prompt tokens the slot held before the prefill feed (cached prefix or retained state). */
+  start: number;
+  /** Prompt positions (ascending, > start) where a prefill chunk must end and the state be cached. */
+  marks: number[];
+  /** Checkpoint read-backs of this prompt still in flight. */
+  pendingReads: number;
   feed: readonly number[];
   fed: number;
   output: OutputMode;
@@ -57,7 +73,7 @@ interface PlannedJob {
 
 export class Scheduler {
   readonly pool: SlotPool;
-  readonly stats: SchedulerStats = { steps: 0, decodeTokens: 0, chunkTokens: 0, cachedPromptTokens: 0, backendMs: 0 };
+  readonly stats: SchedulerStats = { steps: 0, decodeTokens: 0, chunkTokens: 0, cachedPromptTokens: 0, checkpoints: 0, sharedWaits: 0, backendMs: 0 };
   private readonly queue: SlotTask[] = [];
   private readonly abortListeners = new Map<SlotTask, () => void>();
   private readonly running = new Map<number, Running>();
@@ -72,6 +88,11 @@ export class Scheduler {
   private readonly pacer: PrefillPacer;
   /** Chunk size while no slot decodes: nothing waits on the step, and larger chunks use the GPU better. */
   private readonly aloneChunkSize: number;
+  private readonly reuse: boolean;
+  /** Queued tasks waiting for a running prompt's checkpoint of the prefix they share (rechecked in O(1) a step). */
+  private readonly waiting = new Map<SlotTask, { run: Running; target: number }>();
+  /** Queued tasks that have waited for a shared prefix (counted once when admitted). */
+  private readonly waited = new Set<SlotTask>();
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -84,6 +105,7 @@ export class Scheduler {
     this.pool = new SlotPool(backend.slots);
     this.pacer = new PrefillPacer(options.decodeKeep ?? 0.75);
     this.aloneChunkSize = Math.max(options.chunkSize, alone ?? 0);
+    this.reuse = options.prefixReuse ?? true;
   }
 
   /** How prefill chunks are paced against decoding now (see PrefillPacer). */
@@ -112,6 +134,8 @@ export class Scheduler {
         const at = this.queue.indexOf(task);
         if (at < 0) return;
         this.queue.splice(at, 1);
+        this.waited.delete(task);
+        this.waiting.delete(task);
         this.abortListeners.delete(task);
         Scheduler.safely(() => task.onAbort());
       };
@@ -194,11 +218,18 @@ export class Scheduler {
   }
 
   private async admit(): Promise<void> {
-    while (this.queue.length > 0) {
-      const task = this.queue[0];
+    for (let i = 0; i < this.queue.length; ) {
+      if (this.pool.idleCount === 0) return;
+      const task = this.queue[i];
+      // A task whose shared prefix a running prompt is computing now waits for that checkpoint (tasks behind it go on).
+      if (this.awaitsSharedPrefix(task)) {
+        i++;
+        continue;
+      }
       const choice = this.pool.choose(task.initial, task.prompt);
       if (!choice) return;
-      this.queue.shift();
+      this.queue.splice(i, 1);
+      if (this.waited.has(task)) this.stats.sharedWaits++;
       this.detach(task);
       this.pool.take(choice.slot);
       try {
@@ -210,6 +241,64 @@ export class Scheduler {
         Scheduler.safely(() => task.onError(Scheduler.asError(error)));
       }
     }
+  }
+
+  /**
+   * In-flight de-duplication (ai00 shares one future per prefix): when a running prompt of the same initial
+   * state has yet to reach (or to cache) a prefix it shares with `task`, longer than what the cache gives
+   * `task` now, ask it for a checkpoint there and let `task` wait. A leader that ends early only lets it go.
+   */
+  private awaitsSharedPrefix(task: SlotTask): boolean {
+    const held = this.waiting.get(task);
+    if (held) {
+      const { run, target } = held;
+      if (this.running.get(run.slot.index) === run && (Scheduler.promptAt(run) < target || run.pendingReads > 0)) return true;
+      this.waiting.delete(task); // reached and cached, or its leader ended: look again (another may share more)
+    }
+    const leader = this.findLeader(task);
+    if (!leader) return false;
+    this.waiting.set(task, leader);
+    this.waited.add(task);
+    return true;
+  }
+
+  /** The running prompt that is about to compute a prefix `task` shares, and where that prefix ends. */
+  private findLeader(task: SlotTask): { run: Running; target: number } | null {
+    if (!this.reuse || (task.cachePrompt ?? 'auto') === 'never' || task.signal?.aborted) return null;
+    const cache = task.initial.cache;
+    // A cache too small for one state could never hand the prefix over.
+    if (cache.maxBytes < this.backend.stateSize * 4) return null;
+    const prompt = task.prompt;
+    const cached = cache.peek(prompt);
+    let best: { run: Running; target: number } | null = null;
+    for (const run of this.running.values()) {
+      if (run.task.initial !== task.initial || !this.cacheable(run.task)) continue;
+      if (run.phase !== 'prefill' && run.pendingReads === 0) continue; // past its prompt, with everything cached
+      const other = run.task.prompt;
+      let shared = 0;
+      const limit = Math.min(prompt.length, other.length);
+      while (shared < limit && prompt[shared] === other[shared]) shared++;
+      // An entry at the very end of `task`'s prompt must carry logits; one token short of it serves without.
+      const target = Math.min(shared, prompt.length - 1);
+      if (target < this.options.cacheMinTokens || target <= cached || target <= run.start || target <= (best?.target ?? 0)) continue;
+      // Already past it: only a read-back still in flight can bring it (a chunk in flight when `task` came did not stop there).
+      if (Scheduler.promptAt(run) >= target && run.pendingReads === 0) continue;
+      best = { run, target };
+    }
+    if (best && Scheduler.promptAt(best.run) < best.target && !best.run.marks.includes(best.target)) {
+      best.run.marks = [...best.run.marks, best.target].sort((a, b) => a - b);
+    }
+    return best;
+  }
+
+  /** Prompt tokens in the run's slot: all of them once its prefill ended (its feed is then generated tokens). */
+  private static promptAt(run: Running): number {
+    return run.phase === 'prefill' ? run.start + run.fed : run.task.prompt.length;
+  }
+
+  private cacheable(task: SlotTask): boolean {
+    const policy = task.cachePrompt ?? 'auto';
+    return policy === 'always' || (policy === 'auto' && task.prompt.length >= this.options.cacheMinTokens);
   }
 
   /** Put the task's starting state into the slot: retained tokens, a cached prefix, or its initial state. */
@@ -237,7 +326,8 @@ export class Scheduler {
     }
     slot.initial = task.initial;
     this.stats.cachedPromptTokens += start;
-    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
+    const marks = this.reuse ? [...new Set(task.checkpoints ?? [])].filter((m) => Number.isInteger(m) && m > start && m < prompt.length).sort((a, b) => a - b) : [];
+    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
     this.running.set(slot.index, run);
     task.onStart?.({ slot: slot.index, promptTokens: prompt.length, cachedTokens: start });
     if (run.feed.length === 0) {
@@ -281,7 +371,13 @@ export class Scheduler {
     const jobs = single;
     for (const run of take) {
       if (budget <= 0) break;
-      const n = Math.min(chunkSize, run.feed.length - run.fed, budget);
+      let n = Math.min(chunkSize, run.feed.length - run.fed, budget);
+      // A prefill chunk ends at the next marked boundary, so the state there can be kept.
+      if (run.phase === 'prefill') {
+        const at = run.start + run.fed;
+        const mark = run.marks.find((m) => m > at);
+        if (mark !== undefined) n = Math.min(n, mark - at);
+      }
       budget -= n;
       const last = run.fed + n === run.feed.length;
       const output: OutputMode = run.output === 'all' ? 'all' : last ? run.output : 'none';
@@ -328,7 +424,10 @@ export class Scheduler {
       else slot.lastLogits = output === 'all' ? logits.slice(logits.length - vocab) : logits;
       if (output === 'all' && logits) run.collected.push(logits);
       if (run.phase === 'prefill') Scheduler.safely(() => run.task.onPrefillProgress?.(run.fed, run.feed.length));
-      if (run.fed < run.feed.length) continue;
+      if (run.fed < run.feed.length) {
+        if (run.phase === 'prefill') this.checkpoint(run);
+        continue;
+      }
       try {
         const fed = run.output === 'all' ? Scheduler.concat(run.collected) : result;
         run.collected = [];
@@ -343,6 +442,34 @@ export class Scheduler {
         this.end(run, () => run.task.onError(Scheduler.asError(error)));
       }
     }
+  }
+
+  /**
+   * Mid-prefill: keep the state after the prompt's first tokens in the prefix cache (every chunk boundary of a
+   * cacheable prompt, and every marked boundary). Read back like finishPrefill's entry, without holding up the
+   * step; entries without logits serve only prompts that go on beyond them.
+   */
+  private checkpoint(run: Running): void {
+    if (!this.reuse) return;
+    const at = run.start + run.fed;
+    const marked = run.marks.includes(at);
+    if (marked) run.marks = run.marks.filter((m) => m > at);
+    if (!marked && (!this.cacheable(run.task) || at < this.options.cacheMinTokens)) return;
+    if ((run.task.cachePrompt ?? 'auto') === 'never') return;
+    const cache = run.task.initial.cache;
+    const prefix = run.task.prompt.slice(0, at);
+    if (cache.has(prefix)) return;
+    run.pendingReads++;
+    this.stats.checkpoints++;
+    this.backend
+      .readState(run.slot.index)
+      .then(
+        // Chunk-boundary checkpoints are speculative: until a prompt uses one, the cache evicts them before any
+        // entry that was used or asked for (whole prompts, marked boundaries).
+        (state) => cache.insert(prefix, state, null, { speculative: !marked }),
+        () => {}, // a failed read only loses a checkpoint; the backend reports its failure on the next step
+      )
+      .finally(() => run.pendingReads--);
   }
 
   private async finishPrefill(run: Running, logits: Float32Array): Promise<void> {
@@ -362,10 +489,14 @@ export class Scheduler {
       // sees the state the prompt left.
       const cache = task.initial.cache;
       const prompt = task.prompt.slice();
-      this.backend.readState(slot.index).then(
-        (read) => cache.insert(prompt, read, logits),
-        () => {}, // a failed read only loses a cache entry; the backend reports its failure on the next step
-      );
+      run.pendingReads++; // prompts waiting for this prefix wait for the read too
+      this.backend
+        .readState(slot.index)
+        .then(
+          (read) => cache.insert(prompt, read, logits),
+          () => {}, // a failed read only loses a cache entry; the backend reports its failure on the next step
+        )
+        .finally(() => run.pendingReads--);
     }
     run.phase = 'run';
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
@@ -397,6 +528,8 @@ export class Scheduler {
   }
 
   private detach(task: SlotTask): void {
+    this.waited.delete(task);
+    this.waiting.delete(task);
     const listener = this.abortListeners.get(task);
     if (listener) task.signal?.removeEventListener('abort', listener);
     this.abortListeners.delete(task);

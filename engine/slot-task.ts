@@ -31,6 +31,11 @@ export interface SlotTask {
   readonly wantsState?: boolean;
   /** 'auto': cache prompts of at least the engine's minimum length. */
   readonly cachePrompt?: 'auto' | 'always' | 'never';
+  /**
+   * Prompt positions where the caller marked the end of a shared part (a system or instruction text): prefill
+   * chunks end there and the state is kept in the prefix cache, so prompts sharing that part resume from it.
+   */
+  readonly checkpoints?: readonly number[];
 
   onQueued?(position: number): void;
   onStart?(info: TaskStart): void;

@@ -434,8 +434,8 @@ describe('n8n nodes (fake engine)', function () {
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
         [
-          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'engineMode', 'maxBatch', 'maxQueue', 'maxStates', 'maxTokensLimit', 'modelPath',
-          'precision', 'prefillChunkSize', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
+          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'engineMode', 'maxBatch', 'maxQueue', 'maxStates',
+          'maxTokensLimit', 'modelPath', 'precision', 'prefillChunkSize', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
         ],
       );
     });

@@ -346,6 +346,41 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.strictEqual(response.listenerCount('close'), 0, 'listener removed');
     });
 
+    it('cancels one in-flight message by a cancel message naming its requestId or _msgid; the others go on', async () => {
+      provider.engine.options.tokenDelayMs = 30;
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const status = collectStatus('n1');
+      const sent: Msg[] = [];
+      helper.getNode('out1')!.on('input', (m) => sent.push(m));
+      const errors: { err: unknown; msg: Msg }[] = [];
+      helper.getNode('n1')!.on('call:error', (c) => errors.push({ err: c.args[0], msg: c.args[1] }));
+      const long = 'a long prompt with many words to echo back slowly';
+      helper.getNode('n1')!.receive({ payload: long, requestId: 'job-7', topic: 'a' });
+      helper.getNode('n1')!.receive({ payload: long, _msgid: 'msg-b', topic: 'b' });
+      helper.getNode('n1')!.receive({ payload: 'short one', topic: 'c' });
+      await until(() => provider.engine.active === 3, 'three generations running');
+      helper.getNode('n1')!.receive({ cancel: 'job-7' });
+      await until(() => errors.length === 1, 'the first cancelled');
+      assert.strictEqual(errors[0].msg.topic, 'a');
+      assert.match(String(errors[0].err), /request job-7 cancelled by a cancel message/);
+      assert.ok(status.some((s) => s.endsWith('cancelled: by a cancel message')), status.join(' | '));
+      helper.getNode('n1')!.receive({ topic: 'cancel', payload: 'msg-b' });
+      await until(() => errors.length === 2, 'the second cancelled');
+      assert.strictEqual(errors[1].msg.topic, 'b');
+      await until(() => sent.length === 1, 'the third answered');
+      assert.strictEqual(sent[0].topic, 'c');
+      assert.strictEqual(provider.engine.aborted, 2);
+      assert.strictEqual(provider.engine.active, 0);
+    });
+
+    it('refuses a malformed cancel message with a clear error and starts nothing', async () => {
+      await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
+      const err = nextError('n1');
+      helper.getNode('n1')!.receive({ cancel: { $gt: '' } });
+      assert.match(String(await err), /a cancel message must name the request/);
+      assert.strictEqual(provider.engine.requests.length, 0);
+    });
+
     it('leaves a request alone whose response closed after being answered', async () => {
       await helper.load(ALL_NODES, flowWith({ type: 'rwkv-generate' }, 2));
       const response = Object.assign(new EventEmitter(), { writableFinished: true });

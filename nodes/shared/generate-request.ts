@@ -4,7 +4,7 @@
 
 import type { GenerateRequest, SamplerOptions } from '../../engine/api';
 import { MAX_TOP_LOGPROBS } from '../../engine/request-validation';
-import { chatStopSequences, formatChatPrompt, parseChatMessages, type ChatMessage } from './chat-prompt';
+import { chatStopSequences, DEFAULT_CHAT_NAMES, formatChatPrompt, parseChatMessages, type ChatMessage } from './chat-prompt';
 import {
   isBlank,
   optionalBoolean,
@@ -91,6 +91,12 @@ export function prepareGenerate(input: GenerateInput): PreparedGenerate {
   }
 
   const request: GenerateRequest = { prompt };
+  // The system turn is what chats of one flow share: the engine keeps the state after it (turns never hold a
+  // blank line, so the first one ends the system turn).
+  if (hasMessages && prompt.startsWith(`${DEFAULT_CHAT_NAMES.system}:`)) {
+    const end = prompt.indexOf('\n\n');
+    if (end > 0) request.sharedPrefix = end + 2;
+  }
   const maxTokens = optionalInteger('maxTokens', input.maxTokens, 1);
   if (maxTokens !== undefined) request.maxTokens = maxTokens;
   if (stop) request.stop = stop;

@@ -21,6 +21,8 @@ export interface ModelConfigFields {
   /** Prefix-state cache bound in MiB (editors ask for MiB; the engine takes bytes). */
   cacheMiB?: unknown;
   stateDir?: unknown;
+  /** State file (in the state folder) that requests naming no state start from. */
+  defaultState?: unknown;
   maxQueue?: unknown;
   // Operator limits: set here only, never from a message or item.
   /** Most tokens one generation may ask for. */
@@ -94,6 +96,9 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): M
   }
   const stateDir = optionalName('stateDir', fields.stateDir);
   if (stateDir !== undefined) config.stateDir = inside(baseDir, stateDir);
+  // A name inside the state folder (the engine's state folder confines it), not a host path.
+  const defaultState = optionalName('defaultState', fields.defaultState);
+  if (defaultState !== undefined) config.defaultState = defaultState;
   const maxQueue = optionalInteger('maxQueue', fields.maxQueue, 0);
   if (maxQueue !== undefined) config.maxQueue = maxQueue;
   const maxTokensLimit = optionalInteger('maxTokensLimit', fields.maxTokensLimit, 1);
