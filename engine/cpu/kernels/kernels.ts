@@ -9,7 +9,7 @@
 // and many (prefill, batched decode: each weight is read once per 4 tokens). Every path sums in input order,
 // so results are the same bit for bit whatever the batch, its split into chunks, or the thread count.
 
-// ---- f16 weights ----------------------------------------------------------------------------------------
+// ---- f16 and int8 weights ----------------------------------------------------------------------------------------
 
 // An f16 becomes an f32 with three vector instructions: load four halves sign-extended to 32 bits, shift left by
 // 13, clear the three copies of the sign that land in the exponent. The result is the f16's value times 2^-112
@@ -24,6 +24,25 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
 /** Weights 4..7. */
 @inline function halfHi(p: usize): v128 {
   return v128.and(i32x4.shl(v128.load16x4_s(p, 8), 13), i32x4.splat(0x8fffffff));
+}
+
+// int8 panels (precision 'int8') hold 8 bytes per input index (rows 0..7, signed), then the panel's 8 row scales
+// as f32: w[row][i] = q[i][row] * scale[row]. The products sum q * x exactly as integers widened to f32 (no
+// activation quantization: only the weights lose precision) and apply the scales once to each finished sum.
+
+/** Weights 0..7 of the 8 int8 at p, widened to 8 i16 lanes. */
+@inline function byteRow(p: usize): v128 {
+  return v128.load8x8_s(p);
+}
+
+/** Rows 0..3 of a byteRow as f32. */
+@inline function byteLo(w16: v128): v128 {
+  return f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(w16));
+}
+
+/** Rows 4..7. */
+@inline function byteHi(w16: v128): v128 {
+  return f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(w16));
 }
 
 // The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
@@ -52,11 +71,13 @@ function tanhf(v: f32): f32 {
   return (e - 1) / (e + 1);
 }
 
-/** Stores 8 finished sums (scaled) into y[row..row+8), fewer past the matrix's last row. */
-@inline function store8(y: usize, lo: v128, hi: v128, scale: f32, act: i32, accum: i32, valid: i32): void {
-  const s = f32x4.splat(scale);
-  lo = f32x4.mul(lo, s);
-  hi = f32x4.mul(hi, s);
+/**
+ * Stores 8 finished sums, times their rows' scales (sl: rows 0..3, sh: 4..7), into y[row..row+8), fewer past the
+ * matrix's last row.
+ */
+@inline function store8(y: usize, lo: v128, hi: v128, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
+  lo = f32x4.mul(lo, sl);
+  hi = f32x4.mul(hi, sh);
   if (act == 3 && valid >= 8) {
     // relu squared (the FFN key), in vectors.
     lo = f32x4.max(lo, f32x4.splat(0));
@@ -98,16 +119,21 @@ function store8Slow(y: usize, lo: v128, hi: v128, act: i32, accum: i32, valid: i
 /**
  * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y[t][row] when accum) for the panels p0..p1 of one matrix and
  * every token t < T. x rows are xs floats apart, y rows ys floats apart; n is the matrix's real row count.
- * f16: 16-byte panel entries; f32 (`wide`): 32-byte entries.
+ * kind 0 f16: 16-byte panel entries; 1 f32: 32-byte entries; 2 int8: 8-byte entries and 8 scales per panel.
  */
 export function matmul(
-  w: usize, n: i32, k: i32, wide: i32,
+  w: usize, n: i32, k: i32, kind: i32,
   x: usize, xs: i32, y: usize, ys: i32, T: i32,
   act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
 ): void {
+  if (kind == 2) {
+    matmulInt8(w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
+    return;
+  }
+  const wide = kind;
   const entry: usize = wide ? 32 : 16;
   const panelBytes: usize = <usize>k * entry;
-  const scale: f32 = wide ? 1 : F16_SCALE;
+  const scale = f32x4.splat(wide ? 1 : F16_SCALE);
   const xStride: usize = <usize>xs << 2;
   const yStride: usize = <usize>ys << 2;
   let p = p0;
@@ -118,13 +144,13 @@ export function matmul(
     // One token: two panels at once when there are two, so four independent sums hide the add latency.
     if (T == 1) {
       if (!wide && p + 3 < p1) {
-        mmOneFourPanels(wp, panelBytes, k, x, y + (<usize>row << 2), scale, act, accum, valid);
+        mmOneFourPanels(wp, panelBytes, k, x, y + (<usize>row << 2), scale, scale, act, accum, valid);
         p += 4;
       } else if (p + 1 < p1) {
-        mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, scale, act, accum, valid);
         p += 2;
       } else {
-        mmTile1(wp, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        mmTile1(wp, k, wide, x, y + (<usize>row << 2), scale, scale, act, accum, valid);
         p += 1;
       }
       continue;
@@ -143,10 +169,10 @@ export function matmul(
     }
     let t = 0;
     for (; t + 4 <= T; t += 4) {
-      mmTile4(src, k, srcWide, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, scale, act, accum, valid);
+      mmTile4(src, k, srcWide, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, scale, scale, act, accum, valid);
     }
     for (; t < T; t++) {
-      mmTile1(src, k, srcWide, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), scale, act, accum, valid);
+      mmTile1(src, k, srcWide, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), scale, scale, act, accum, valid);
     }
     p += 1;
   }
@@ -154,7 +180,7 @@ export function matmul(
 
 function mmTile4(
   wp: usize, k: i32, wide: i32, x: usize, xStride: usize, y: usize, yStride: usize,
-  scale: f32, act: i32, accum: i32, valid: i32,
+  sl: v128, sh: v128, act: i32, accum: i32, valid: i32,
 ): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
@@ -192,13 +218,13 @@ function mmTile4(
       a3 = madd(lo, s, a3); b3 = madd(hi, s, b3);
     }
   }
-  store8(y, a0, b0, scale, act, accum, valid);
-  store8(y + yStride, a1, b1, scale, act, accum, valid);
-  store8(y + 2 * yStride, a2, b2, scale, act, accum, valid);
-  store8(y + 3 * yStride, a3, b3, scale, act, accum, valid);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
+  store8(y + yStride, a1, b1, sl, sh, act, accum, valid);
+  store8(y + 2 * yStride, a2, b2, sl, sh, act, accum, valid);
+  store8(y + 3 * yStride, a3, b3, sl, sh, act, accum, valid);
 }
 
-function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
   // Sums in input order like every other path, so a token's logits do not depend on its place in the batch.
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   const kk = <usize>k;
@@ -215,11 +241,11 @@ function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, a
       b0 = madd(halfHi(wp + (i << 4)), s, b0);
     }
   }
-  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
 }
 
 function mmOneTwoPanels(
-  wp: usize, panelBytes: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32,
+  wp: usize, panelBytes: usize, k: i32, wide: i32, x: usize, y: usize, sl: v128, sh: v128, act: i32, accum: i32, valid: i32,
 ): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
@@ -242,12 +268,12 @@ function mmOneTwoPanels(
       b1 = madd(halfHi(wq + (i << 4)), s, b1);
     }
   }
-  store8(y, a0, b0, scale, act, accum, valid);
-  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
+  store8(y + 32, a1, b1, sl, sh, act, accum, valid - 8);
 }
 
 /** One token, four f16 panels: four weight streams in flight and eight independent sums. */
-function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
   let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
@@ -268,10 +294,110 @@ function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usiz
     a3 = madd(halfLo(w3 + o), s, a3);
     b3 = madd(halfHi(w3 + o), s, b3);
   }
-  store8(y, a0, b0, scale, act, accum, valid);
-  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
-  store8(y + 64, a2, b2, scale, act, accum, valid - 16);
-  store8(y + 96, a3, b3, scale, act, accum, valid - 24);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
+  store8(y + 32, a1, b1, sl, sh, act, accum, valid - 8);
+  store8(y + 64, a2, b2, sl, sh, act, accum, valid - 16);
+  store8(y + 96, a3, b3, sl, sh, act, accum, valid - 24);
+}
+
+// ---- int8 weights ------------------------------------------------------------------------------------------
+
+/** matmul for int8 panels (kind 2): k 8-byte entries, then 8 f32 row scales, per panel. */
+function matmulInt8(
+  w: usize, n: i32, k: i32,
+  x: usize, xs: i32, y: usize, ys: i32, T: i32,
+  act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
+): void {
+  const kk = <usize>k;
+  const panelBytes: usize = (kk << 3) + 32;
+  const xStride: usize = <usize>xs << 2;
+  const yStride: usize = <usize>ys << 2;
+  let p = p0;
+  while (p < p1) {
+    const wp = w + <usize>p * panelBytes;
+    const row = p << 3;
+    const valid = n - row;
+    if (T == 1) {
+      if (p + 3 < p1) {
+        mmOneFourPanelsInt8(wp, panelBytes, k, x, y + (<usize>row << 2), act, accum, valid);
+        p += 4;
+      } else {
+        mmOneInt8(wp, k, x, y + (<usize>row << 2), act, accum, valid);
+        p += 1;
+      }
+      continue;
+    }
+    const sl = v128.load(wp + (kk << 3));
+    const sh = v128.load(wp + (kk << 3), 16);
+    if (scratch == 0) {
+      for (let t = 0; t < T; t++) {
+        mmOneInt8(wp, k, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), act, accum, valid);
+      }
+      p += 1;
+      continue;
+    }
+    // Many tokens: widen the panel's integers to f32 once (unscaled, so the sums are the one-token path's bit
+    // for bit) and run the f32 loop over them; the scales apply to the finished sums.
+    for (let i: usize = 0; i < kk; i++) {
+      const w16 = byteRow(wp + (i << 3));
+      v128.store(scratch + (i << 5), byteLo(w16));
+      v128.store(scratch + (i << 5), byteHi(w16), 16);
+    }
+    let t = 0;
+    for (; t + 4 <= T; t += 4) {
+      mmTile4(scratch, k, 1, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, sl, sh, act, accum, valid);
+    }
+    for (; t < T; t++) {
+      mmTile1(scratch, k, 1, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), sl, sh, act, accum, valid);
+    }
+    p += 1;
+  }
+}
+
+/** One token, one int8 panel. */
+function mmOneInt8(wp: usize, k: i32, x: usize, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  const kk = <usize>k;
+  for (let i: usize = 0; i < kk; i++) {
+    const s = v128.load32_splat(x + (i << 2));
+    const w16 = byteRow(wp + (i << 3));
+    a0 = madd(byteLo(w16), s, a0);
+    b0 = madd(byteHi(w16), s, b0);
+  }
+  store8(y, a0, b0, v128.load(wp + (kk << 3)), v128.load(wp + (kk << 3), 16), act, accum, valid);
+}
+
+/** One token, four int8 panels: four weight streams in flight and eight independent sums. */
+function mmOneFourPanelsInt8(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const w2 = w1 + panelBytes;
+  const w3 = w2 + panelBytes;
+  const kk = <usize>k;
+  for (let i: usize = 0; i < kk; i++) {
+    const s = v128.load32_splat(x + (i << 2));
+    const o = i << 3;
+    let q = byteRow(wp + o);
+    a0 = madd(byteLo(q), s, a0);
+    b0 = madd(byteHi(q), s, b0);
+    q = byteRow(w1 + o);
+    a1 = madd(byteLo(q), s, a1);
+    b1 = madd(byteHi(q), s, b1);
+    q = byteRow(w2 + o);
+    a2 = madd(byteLo(q), s, a2);
+    b2 = madd(byteHi(q), s, b2);
+    q = byteRow(w3 + o);
+    a3 = madd(byteLo(q), s, a3);
+    b3 = madd(byteHi(q), s, b3);
+  }
+  const so = kk << 3;
+  store8(y, a0, b0, v128.load(wp + so), v128.load(wp + so, 16), act, accum, valid);
+  store8(y + 32, a1, b1, v128.load(w1 + so), v128.load(w1 + so, 16), act, accum, valid - 8);
+  store8(y + 64, a2, b2, v128.load(w2 + so), v128.load(w2 + so, 16), act, accum, valid - 16);
+  store8(y + 96, a3, b3, v128.load(w3 + so), v128.load(w3 + so, 16), act, accum, valid - 24);
 }
 
 // ---- per-token vector work --------------------------------------------------------------------------------
