@@ -26,20 +26,27 @@ export function dequantizeRowsInt8(q: Int8Array, scales: Float32Array, k: number
 }
 
 /**
- * An int8 matrix in the kernels' layout (kernels.ts `matmulInt8`): per panel of 8 rows, k entries of 8 signed
- * bytes ([k][8]), then the 8 rows' f32 scales; rows past n are zero.
+ * An int8 matrix in the kernels' layout (kernels.ts `matmulInt8`): per panel of 8 rows, for each pair of inputs
+ * (2j, 2j+1) 16 bytes (rows 0..7, each [q[row][2j], q[row][2j+1]]; an odd k's last pair padded with 0), then
+ * the 8 rows' f32 scales; rows past n are zero.
  */
 export function int8Panels(n: number, k: number, at: (r: number, i: number) => number): Uint8Array {
   const { q, scales } = quantizeRowsInt8(n, k, at);
   const panels = Math.ceil(n / 8);
-  const panelBytes = k * 8 + 32;
+  const kp = (k + 1) >> 1;
+  const panelBytes = kp * 16 + 32;
   const out = new Uint8Array(panels * panelBytes);
   const bytes = new Int8Array(out.buffer);
   const floats = new Float32Array(out.buffer);
   for (let o = 0; o < n; o++) {
-    const base = (o >> 3) * panelBytes + (o & 7);
-    for (let i = 0; i < k; i++) bytes[base + i * 8] = q[o * k + i];
-    floats[((o >> 3) * panelBytes + k * 8) / 4 + (o & 7)] = scales[o];
+    const base = (o >> 3) * panelBytes + (o & 7) * 2;
+    for (let i = 0; i < k; i++) bytes[base + (i >> 1) * 16 + (i & 1)] = q[o * k + i];
+    floats[((o >> 3) * panelBytes + kp * 16) / 4 + (o & 7)] = scales[o];
   }
   return out;
+}
+
+/** Bytes of thread scratch the int8 products need for T tokens of at most k inputs (kernels.ts `matmulInt8`). */
+export function int8ScratchBytes(T: number, k: number): number {
+  return T * (((k + 1) >> 1) * 4 + 4) + 64;
 }

@@ -26,24 +26,11 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
   return v128.and(i32x4.shl(v128.load16x4_s(p, 8), 13), i32x4.splat(0x8fffffff));
 }
 
-// int8 panels (precision 'int8') hold 8 bytes per input index (rows 0..7, signed), then the panel's 8 row scales
-// as f32: w[row][i] = q[i][row] * scale[row]. The products sum q * x exactly as integers widened to f32 (no
-// activation quantization: only the weights lose precision) and apply the scales once to each finished sum.
-
-/** Weights 0..7 of the 8 int8 at p, widened to 8 i16 lanes. */
-@inline function byteRow(p: usize): v128 {
-  return v128.load8x8_s(p);
-}
-
-/** Rows 0..3 of a byteRow as f32. */
-@inline function byteLo(w16: v128): v128 {
-  return f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(w16));
-}
-
-/** Rows 4..7. */
-@inline function byteHi(w16: v128): v128 {
-  return f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(w16));
-}
+// int8 panels (precision 'int8') hold, per pair of inputs (2j, 2j+1), 16 signed bytes: rows 0..7 each as the
+// pair [q[row][2j], q[row][2j+1]]; then the panel's 8 row scales as f32 (w[row][i] = q[row][i] * scale[row]).
+// Each call first quantizes its tokens' inputs to i16 with one scale per token (quantizeInputs), so a product is
+// integer dot products of pairs (i32x4.dot_i16x8_s: 8 multiply-adds per instruction) summed exactly in i32; the
+// row and token scales apply once to each finished sum. Integer sums are exact, so every path gives the same bits.
 
 // The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
 // multiply-add does a product and a sum in one instruction (wasm-kernels.ts picks the one the runtime has).
@@ -302,102 +289,139 @@ function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usiz
 
 // ---- int8 weights ------------------------------------------------------------------------------------------
 
-/** matmul for int8 panels (kind 2): k 8-byte entries, then 8 f32 row scales, per panel. */
+/**
+ * The largest |input| after quantization for k inputs: small enough that no i32 sum of k products with weights
+ * in [-127, 127] can overflow (so k up to 16,384 keeps at least 10 bits per input), at most 32767 (i16).
+ */
+@inline function inputRange(kp: i32): f32 {
+  return <f32>min<i32>(32767, <i32>(<f64>2147483647 / (<f64>254 * <f64>kp)));
+}
+
+/**
+ * Quantizes T rows of k floats (xStride bytes apart) to i16 pairs at q (kp pairs per row, zero-padded), with each
+ * row's scale (max|x| / range) in the T floats after them.
+ */
+function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: usize): void {
+  const range = inputRange(kp);
+  const rowBytes = <usize>kp << 2;
+  const scales = q + <usize>T * rowBytes;
+  for (let t = 0; t < T; t++) {
+    const xt = x + <usize>t * xStride;
+    let m: f32 = 0;
+    for (let i = 0; i < k; i++) m = max(m, abs(load<f32>(xt + (<usize>i << 2))));
+    const inv: f32 = m > 0 ? range / m : 0;
+    const qt = q + <usize>t * rowBytes;
+    for (let i = 0; i < kp * 2; i++) {
+      const v: f32 = i < k ? min(range, max(-range, nearest<f32>(load<f32>(xt + (<usize>i << 2)) * inv))) : 0;
+      store<i16>(qt + (<usize>i << 1), <i16>v);
+    }
+    store<f32>(scales + (<usize>t << 2), m > 0 ? m / range : 0);
+  }
+}
+
+/** Stores 8 integer sums times the token's scale ts and the rows' scales (at sc). */
+@inline function storeInt8(y: usize, lo: v128, hi: v128, ts: f32, sc: usize, act: i32, accum: i32, valid: i32): void {
+  const t = f32x4.splat(ts);
+  store8(y, f32x4.mul(f32x4.convert_i32x4_s(lo), t), f32x4.mul(f32x4.convert_i32x4_s(hi), t), v128.load(sc), v128.load(sc, 16), act, accum, valid);
+}
+
+/** matmul for int8 panels (kind 2); `scratch` holds the quantized inputs (needed: T * (2k + 4) + 4 bytes). */
 function matmulInt8(
   w: usize, n: i32, k: i32,
   x: usize, xs: i32, y: usize, ys: i32, T: i32,
   act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
 ): void {
-  const kk = <usize>k;
-  const panelBytes: usize = (kk << 3) + 32;
-  const xStride: usize = <usize>xs << 2;
+  if (scratch == 0) unreachable();
+  const kp = (k + 1) >> 1;
+  const qRow: usize = <usize>kp << 2;
+  const panelBytes: usize = (<usize>kp << 4) + 32;
   const yStride: usize = <usize>ys << 2;
+  quantizeInputs(x, <usize>xs << 2, T, k, kp, scratch);
+  const tsAt = scratch + <usize>T * qRow;
   let p = p0;
   while (p < p1) {
     const wp = w + <usize>p * panelBytes;
     const row = p << 3;
     const valid = n - row;
+    const yr = y + (<usize>row << 2);
     if (T == 1) {
-      if (p + 3 < p1) {
-        mmOneFourPanelsInt8(wp, panelBytes, k, x, y + (<usize>row << 2), act, accum, valid);
-        p += 4;
+      if (p + 1 < p1) {
+        mmInt8OneTwoPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 2;
       } else {
-        mmOneInt8(wp, k, x, y + (<usize>row << 2), act, accum, valid);
+        mmInt8Tile1(wp, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
         p += 1;
       }
       continue;
     }
-    const sl = v128.load(wp + (kk << 3));
-    const sh = v128.load(wp + (kk << 3), 16);
-    if (scratch == 0) {
-      for (let t = 0; t < T; t++) {
-        mmOneInt8(wp, k, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), act, accum, valid);
-      }
-      p += 1;
-      continue;
-    }
-    // Many tokens: widen the panel's integers to f32 once (unscaled, so the sums are the one-token path's bit
-    // for bit) and run the f32 loop over them; the scales apply to the finished sums.
-    for (let i: usize = 0; i < kk; i++) {
-      const w16 = byteRow(wp + (i << 3));
-      v128.store(scratch + (i << 5), byteLo(w16));
-      v128.store(scratch + (i << 5), byteHi(w16), 16);
-    }
     let t = 0;
-    for (; t + 4 <= T; t += 4) {
-      mmTile4(scratch, k, 1, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, sl, sh, act, accum, valid);
-    }
-    for (; t < T; t++) {
-      mmTile1(scratch, k, 1, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), sl, sh, act, accum, valid);
-    }
+    for (; t + 4 <= T; t += 4) mmInt8Tile4(wp, kp, scratch + <usize>t * qRow, qRow, tsAt + (<usize>t << 2), yr + <usize>t * yStride, yStride, act, accum, valid);
+    for (; t < T; t++) mmInt8Tile1(wp, kp, scratch + <usize>t * qRow, load<f32>(tsAt + (<usize>t << 2)), yr + <usize>t * yStride, act, accum, valid);
     p += 1;
   }
 }
 
-/** One token, one int8 panel. */
-function mmOneInt8(wp: usize, k: i32, x: usize, y: usize, act: i32, accum: i32, valid: i32): void {
-  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
-  const kk = <usize>k;
-  for (let i: usize = 0; i < kk; i++) {
-    const s = v128.load32_splat(x + (i << 2));
-    const w16 = byteRow(wp + (i << 3));
-    a0 = madd(byteLo(w16), s, a0);
-    b0 = madd(byteHi(w16), s, b0);
+/** One token against one int8 panel. */
+function mmInt8Tile1(wp: usize, kp: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a = i32x4.splat(0), b = i32x4.splat(0);
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const s = v128.load32_splat(q + (j << 2));
+    const wv = v128.load(wp + (j << 4));
+    a = i32x4.add(a, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(wv), s));
+    b = i32x4.add(b, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(wv), s));
   }
-  store8(y, a0, b0, v128.load(wp + (kk << 3)), v128.load(wp + (kk << 3), 16), act, accum, valid);
+  storeInt8(y, a, b, ts, wp + (n << 4), act, accum, valid);
 }
 
-/** One token, four int8 panels: four weight streams in flight and eight independent sums. */
-function mmOneFourPanelsInt8(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, act: i32, accum: i32, valid: i32): void {
-  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
-  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
-  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
-  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+/** One token against two int8 panels: two weight streams and four independent sums. */
+function mmInt8OneTwoPanels(wp: usize, panelBytes: usize, kp: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
+  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
   const w1 = wp + panelBytes;
-  const w2 = w1 + panelBytes;
-  const w3 = w2 + panelBytes;
-  const kk = <usize>k;
-  for (let i: usize = 0; i < kk; i++) {
-    const s = v128.load32_splat(x + (i << 2));
-    const o = i << 3;
-    let q = byteRow(wp + o);
-    a0 = madd(byteLo(q), s, a0);
-    b0 = madd(byteHi(q), s, b0);
-    q = byteRow(w1 + o);
-    a1 = madd(byteLo(q), s, a1);
-    b1 = madd(byteHi(q), s, b1);
-    q = byteRow(w2 + o);
-    a2 = madd(byteLo(q), s, a2);
-    b2 = madd(byteHi(q), s, b2);
-    q = byteRow(w3 + o);
-    a3 = madd(byteLo(q), s, a3);
-    b3 = madd(byteHi(q), s, b3);
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const s = v128.load32_splat(q + (j << 2));
+    const u = v128.load(wp + (j << 4));
+    const v = v128.load(w1 + (j << 4));
+    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b0 = i32x4.add(b0, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(v), s));
+    b1 = i32x4.add(b1, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(v), s));
   }
-  const so = kk << 3;
-  store8(y, a0, b0, v128.load(wp + so), v128.load(wp + so, 16), act, accum, valid);
-  store8(y + 32, a1, b1, v128.load(w1 + so), v128.load(w1 + so, 16), act, accum, valid - 8);
-  store8(y + 64, a2, b2, v128.load(w2 + so), v128.load(w2 + so, 16), act, accum, valid - 16);
-  store8(y + 96, a3, b3, v128.load(w3 + so), v128.load(w3 + so, 16), act, accum, valid - 24);
+  storeInt8(y, a0, b0, ts, wp + (n << 4), act, accum, valid);
+  storeInt8(y + 32, a1, b1, ts, w1 + (n << 4), act, accum, valid - 8);
+}
+
+/** Four tokens (quantized rows qRow bytes apart, scales at ts) against one int8 panel: each weight widened once. */
+function mmInt8Tile4(wp: usize, kp: i32, q: usize, qRow: usize, ts: usize, y: usize, yStride: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
+  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0);
+  let a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  const q1 = q + qRow;
+  const q2 = q1 + qRow;
+  const q3 = q2 + qRow;
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const wv = v128.load(wp + (j << 4));
+    const lo = i16x8.extend_low_i8x16_s(wv);
+    const hi = i16x8.extend_high_i8x16_s(wv);
+    const o = j << 2;
+    let s = v128.load32_splat(q + o);
+    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, s)); b0 = i32x4.add(b0, i32x4.dot_i16x8_s(hi, s));
+    s = v128.load32_splat(q1 + o);
+    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(lo, s)); b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, s));
+    s = v128.load32_splat(q2 + o);
+    a2 = i32x4.add(a2, i32x4.dot_i16x8_s(lo, s)); b2 = i32x4.add(b2, i32x4.dot_i16x8_s(hi, s));
+    s = v128.load32_splat(q3 + o);
+    a3 = i32x4.add(a3, i32x4.dot_i16x8_s(lo, s)); b3 = i32x4.add(b3, i32x4.dot_i16x8_s(hi, s));
+  }
+  const sc = wp + (n << 4);
+  storeInt8(y, a0, b0, load<f32>(ts), sc, act, accum, valid);
+  storeInt8(y + yStride, a1, b1, load<f32>(ts, 4), sc, act, accum, valid);
+  storeInt8(y + 2 * yStride, a2, b2, load<f32>(ts, 8), sc, act, accum, valid);
+  storeInt8(y + 3 * yStride, a3, b3, load<f32>(ts, 12), sc, act, accum, valid);
 }
 
 // ---- per-token vector work --------------------------------------------------------------------------------
