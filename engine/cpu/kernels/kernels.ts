@@ -345,7 +345,10 @@ function matmulInt8(
     const valid = n - row;
     const yr = y + (<usize>row << 2);
     if (T == 1) {
-      if (p + 1 < p1) {
+      if (p + 3 < p1) {
+        mmInt8OneFourPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 4;
+      } else if (p + 1 < p1) {
         mmInt8OneTwoPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
         p += 2;
       } else {
@@ -391,6 +394,38 @@ function mmInt8OneTwoPanels(wp: usize, panelBytes: usize, kp: i32, q: usize, ts:
   }
   storeInt8(y, a0, b0, ts, wp + (n << 4), act, accum, valid);
   storeInt8(y + 32, a1, b1, ts, w1 + (n << 4), act, accum, valid - 8);
+}
+
+/** One token against four int8 panels: four weight streams and eight independent sums. */
+function mmInt8OneFourPanels(wp: usize, panelBytes: usize, kp: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
+  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0);
+  let a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const w2 = w1 + panelBytes;
+  const w3 = w2 + panelBytes;
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const s = v128.load32_splat(q + (j << 2));
+    const o = j << 4;
+    let u = v128.load(wp + o);
+    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b0 = i32x4.add(b0, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    u = v128.load(w1 + o);
+    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b1 = i32x4.add(b1, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    u = v128.load(w2 + o);
+    a2 = i32x4.add(a2, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b2 = i32x4.add(b2, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    u = v128.load(w3 + o);
+    a3 = i32x4.add(a3, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b3 = i32x4.add(b3, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+  }
+  storeInt8(y, a0, b0, ts, wp + (n << 4), act, accum, valid);
+  storeInt8(y + 32, a1, b1, ts, w1 + (n << 4), act, accum, valid - 8);
+  storeInt8(y + 64, a2, b2, ts, w2 + (n << 4), act, accum, valid - 16);
+  storeInt8(y + 96, a3, b3, ts, w3 + (n << 4), act, accum, valid - 24);
 }
 
 /** Four tokens (quantized rows qRow bytes apart, scales at ts) against one int8 panel: each weight widened once. */
