@@ -7,6 +7,8 @@ import { dequantizeRowsInt8, int8Panels, quantizeRowsInt8 } from '../engine/cpu/
 import { instantiateKernels } from '../engine/cpu/wasm-kernels';
 import { createBackend } from '../engine/backend';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { parseModelConfig } from '../nodes/shared/model-config';
+import { checkEngineConfig } from '../engine/engine-config';
 
 function seeded(seed: number) {
   let s = seed >>> 0 || 1;
@@ -140,5 +142,14 @@ describe('CPU int8 weights: backend', function () {
       q8.dispose();
     }
     await assert.rejects(createBackend({ model: ck, slots: 1, device: 'gpu', precision: 'int8' }), /int8' runs on the CPU backend only/);
+  });
+});
+
+describe('CPU int8 weights: configuration', () => {
+  it("admits precision 'int8' in the model configuration and the engine config, and still names bad values", () => {
+    assert.equal(parseModelConfig({ precision: 'int8' }).precision, 'int8');
+    assert.throws(() => parseModelConfig({ precision: 'int4' }), /precision.*"f16", "f32" or "int8"/);
+    checkEngineConfig({ precision: 'int8' });
+    assert.throws(() => checkEngineConfig({ precision: 'q8' as never }), /precision must be 'f16', 'f32' or 'int8'/);
   });
 });
