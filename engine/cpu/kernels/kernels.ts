@@ -307,11 +307,25 @@ function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: us
   const scales = q + <usize>T * rowBytes;
   for (let t = 0; t < T; t++) {
     const xt = x + <usize>t * xStride;
-    let m: f32 = 0;
-    for (let i = 0; i < k; i++) m = max(m, abs(load<f32>(xt + (<usize>i << 2))));
+    let mv = f32x4.splat(0);
+    let i = 0;
+    for (; i + 4 <= k; i += 4) mv = f32x4.max(mv, f32x4.abs(v128.load(xt + (<usize>i << 2))));
+    let m: f32 = max(max(f32x4.extract_lane(mv, 0), f32x4.extract_lane(mv, 1)), max(f32x4.extract_lane(mv, 2), f32x4.extract_lane(mv, 3)));
+    for (; i < k; i++) m = max(m, abs(load<f32>(xt + (<usize>i << 2))));
     const inv: f32 = m > 0 ? range / m : 0;
     const qt = q + <usize>t * rowBytes;
-    for (let i = 0; i < kp * 2; i++) {
+    // Eight at a time (round to nearest, clamp, narrow to i16), the same values as the scalar tail computes.
+    const iv = f32x4.splat(inv);
+    const hiV = f32x4.splat(range);
+    const loV = f32x4.splat(-range);
+    i = 0;
+    for (; i + 8 <= k; i += 8) {
+      const o = <usize>i << 2;
+      const u = f32x4.min(hiV, f32x4.max(loV, f32x4.nearest(f32x4.mul(v128.load(xt + o), iv))));
+      const v = f32x4.min(hiV, f32x4.max(loV, f32x4.nearest(f32x4.mul(v128.load(xt + o, 16), iv))));
+      v128.store(qt + (<usize>i << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(u), i32x4.trunc_sat_f32x4_s(v)));
+    }
+    for (; i < kp * 2; i++) {
       const v: f32 = i < k ? min(range, max(-range, nearest<f32>(load<f32>(xt + (<usize>i << 2)) * inv))) : 0;
       store<i16>(qt + (<usize>i << 1), <i16>v);
     }
