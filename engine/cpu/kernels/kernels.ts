@@ -628,26 +628,40 @@ export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, 
     const b = tm + 4 * reg + at;
     const kk = tm + 6 * reg + at;
     const y = tm + 7 * reg + at;
-    for (let i = 0; i < N; i++) {
+    // Two state rows at a time: two independent sums in flight hide the add latency, and w, b, k, r are loaded
+    // once for both. Each row's sums keep their order, so the results are the one-row loop's bit for bit.
+    for (let i = 0; i < N; i += 2) {
       const row = s + <usize>i * rowBytes;
+      const row1 = row + rowBytes;
       let sa = f32x4.splat(0);
+      let sa1 = f32x4.splat(0);
       for (let j = 0; j < N; j += 4) {
         const o = <usize>j << 2;
-        sa = madd(v128.load(row + o), v128.load(kk + o), sa);
+        const kv = v128.load(kk + o);
+        sa = madd(v128.load(row + o), kv, sa);
+        sa1 = madd(v128.load(row1 + o), kv, sa1);
       }
       const saS = f32x4.splat(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3));
+      const saS1 = f32x4.splat(f32x4.extract_lane(sa1, 0) + f32x4.extract_lane(sa1, 1) + f32x4.extract_lane(sa1, 2) + f32x4.extract_lane(sa1, 3));
       const vi = v128.load32_splat(v + (<usize>i << 2));
+      const vi1 = v128.load32_splat(v + (<usize>i << 2), 4);
       let out = f32x4.splat(0);
+      let out1 = f32x4.splat(0);
       for (let j = 0; j < N; j += 4) {
         const o = <usize>j << 2;
-        const nv = f32x4.add(
-          f32x4.sub(f32x4.mul(v128.load(row + o), v128.load(w + o)), f32x4.mul(saS, v128.load(b + o))),
-          f32x4.mul(vi, v128.load(k + o)),
-        );
+        const wv = v128.load(w + o);
+        const bv = v128.load(b + o);
+        const kv = v128.load(k + o);
+        const rv = v128.load(r + o);
+        const nv = f32x4.add(f32x4.sub(f32x4.mul(v128.load(row + o), wv), f32x4.mul(saS, bv)), f32x4.mul(vi, kv));
+        const nv1 = f32x4.add(f32x4.sub(f32x4.mul(v128.load(row1 + o), wv), f32x4.mul(saS1, bv)), f32x4.mul(vi1, kv));
         v128.store(row + o, nv);
-        out = madd(nv, v128.load(r + o), out);
+        v128.store(row1 + o, nv1);
+        out = madd(nv, rv, out);
+        out1 = madd(nv1, rv, out1);
       }
       store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out, 0) + f32x4.extract_lane(out, 1) + f32x4.extract_lane(out, 2) + f32x4.extract_lane(out, 3));
+      store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out1, 0) + f32x4.extract_lane(out1, 1) + f32x4.extract_lane(out1, 2) + f32x4.extract_lane(out1, 3), 4);
     }
   }
 }
