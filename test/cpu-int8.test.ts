@@ -143,6 +143,23 @@ describe('CPU int8 weights: backend', function () {
     }
     await assert.rejects(createBackend({ model: ck, slots: 1, device: 'gpu', precision: 'int8' }), /int8' runs on the CPU backend only/);
   });
+
+  it('gives the same bits on 1 and 2 threads, alone and batched, in one call or in chunks', async () => {
+    const one = await createBackend({ model: ck, slots: 2, device: 'cpu', threads: 1, precision: 'int8' });
+    const two = await createBackend({ model: ck, slots: 2, device: 'cpu', threads: 2, precision: 'int8', maxTokens: 7, maxRows: 5 });
+    try {
+      const jobs = [
+        { slot: 0, tokens: prompt, output: 'all' as const },
+        { slot: 1, tokens: prompt.slice(0, 3), output: 'last' as const },
+      ];
+      const a = await one.run(jobs);
+      const b = await two.run(jobs);
+      a.forEach((x, i) => assert.deepEqual(Array.from(b[i]!), Array.from(x!), `job ${i}`));
+    } finally {
+      one.dispose();
+      two.dispose();
+    }
+  });
 });
 
 describe('CPU int8 weights: configuration', () => {
