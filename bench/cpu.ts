@@ -1,11 +1,13 @@
 // `npm run bench -- --sections cpu`: the CPU backend (WebAssembly SIMD, engine/rwkv7/cpu-runtime.ts) on the
 // bundled model and a random model of the official 0.1B shape, with 1 thread and with every core: decode
 // tok/s of 1 and 8 sequences (output 'top', as the engine decodes) and prefill tok/s of a 512-token prompt.
-// Each figure is the median of --cpu-reps runs (default 3); --cpu-models default,0.1b and --cpu-threads 1,2,4 choose.
+// Each figure is the median of --cpu-reps runs (default 3); --cpu-models default,0.1b, --cpu-threads 1,2,4 and
+// --cpu-precisions f16,int8 (default both) choose.
 //
 // node-llama-cpp on the same weights (../shared/cpu-baseline/, README there) runs in the same bench when
 // NLC_DIR (its install folder) and NLC_GGUF_DEFAULT / NLC_GGUF_01B (the models as GGUF, made with
-// rwkv7_to_gguf.py) are set; the ratios are then printed beside the figures.
+// rwkv7_to_gguf.py) are set; the ratios are then printed beside the figures. int8 rows compare with q8_0 GGUFs
+// (NLC_GGUF_DEFAULT_Q8 / NLC_GGUF_01B_Q8).
 
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -71,6 +73,8 @@ interface ModelCase {
   model: string | Checkpoint;
   steps: number;
   gguf?: string;
+  /** The same model as q8_0, for the int8 rows. */
+  ggufQ8?: string;
 }
 
 /** node-llama-cpp on the same weights, when installed and the GGUF given (see the header). */
@@ -99,13 +103,14 @@ export async function benchCpu(): Promise<Record<string, unknown>> {
   const threadCounts = arg('cpu-threads')?.split(',').map(Number) ?? [...new Set([1, all])];
   const which = (arg('cpu-models') ?? 'default,0.1b').split(',');
   const cases: ModelCase[] = [];
-  if (which.includes('default')) cases.push({ name: 'default (17M)', model: path.join(packageRoot(), 'models', 'default.st'), steps: 64, gguf: process.env.NLC_GGUF_DEFAULT });
+  if (which.includes('default')) cases.push({ name: 'default (17M)', model: path.join(packageRoot(), 'models', 'default.st'), steps: 64, gguf: process.env.NLC_GGUF_DEFAULT, ggufQ8: process.env.NLC_GGUF_DEFAULT_Q8 });
   if (which.includes('0.1b'))
-    cases.push({ name: '0.1B shape, random', model: randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 }), steps: 16, gguf: process.env.NLC_GGUF_01B });
+    cases.push({ name: '0.1B shape, random', model: randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 }), steps: 16, gguf: process.env.NLC_GGUF_01B, ggufQ8: process.env.NLC_GGUF_01B_Q8 });
+  const precisions = (arg('cpu-precisions') ?? 'f16,int8').split(',') as ('f16' | 'int8')[];
   const results: Record<string, unknown> = { machine: `${all} cores available to the process; other processes may share them`, reps };
   for (const c of cases) {
-    for (const threads of threadCounts) {
-      const be = await createBackend({ model: c.model, slots: 8, device: 'cpu', threads, maxTokens: 512, maxRows: 64 });
+    for (const threads of threadCounts) for (const precision of precisions) {
+      const be = await createBackend({ model: c.model, slots: 8, device: 'cpu', threads, precision, maxTokens: 512, maxRows: 64 });
       try {
         await decodeTokS(be, 1, 4); // warm-up: worker threads started, code compiled
         const d1: Rate[] = [];
@@ -127,14 +132,14 @@ export async function benchCpu(): Promise<Record<string, unknown>> {
           per_cpu_second: { decode_b1: cpu(d1), decode_b8: cpu(d8), prefill_512: cpu(pf) },
           runs: { decode_b1: d1.map((x) => +x.wall.toFixed(1)), decode_b8: d8.map((x) => +x.wall.toFixed(1)), prefill_512: pf.map((x) => +x.wall.toFixed(1)) },
         };
-        const nlc = nodeLlamaCpp(c.gguf, c.model, threads);
+        const nlc = nodeLlamaCpp(precision === 'int8' ? c.ggufQ8 : c.gguf, c.model, threads);
         if (nlc) {
           row.node_llama_cpp = nlc;
           row.ratio_decode_b1 = +(wall(d1) / nlc.decode_b1).toFixed(2);
           row.ratio_prefill = +(wall(pf) / nlc.prefill_512).toFixed(2);
         }
-        results[`${c.name}, ${threads} thread${threads > 1 ? 's' : ''}`] = row;
-        console.log(`${c.name}, threads ${threads}: ${JSON.stringify(row)}`);
+        results[`${c.name}, ${precision}, ${threads} thread${threads > 1 ? 's' : ''}`] = row;
+        console.log(`${c.name}, ${precision}, threads ${threads}: ${JSON.stringify(row)}`);
       } finally {
         be.dispose();
       }

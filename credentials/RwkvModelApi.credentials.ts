@@ -58,9 +58,10 @@ export class RwkvModelApi implements ICredentialType {
       options: [
         { name: 'F16 (Half the Memory)', value: 'f16' },
         { name: 'F32', value: 'f32' },
+        { name: 'Int8 (CPU Backend Only)', value: 'int8' },
       ],
       default: 'f16',
-      description: 'Weight precision on the GPU',
+      description: 'Weight precision. Int8 (one scale per output row) runs on the CPU backend only: Auto then takes the CPU, GPU refuses it',
     },
     {
       displayName: 'Device',

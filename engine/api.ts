@@ -4,7 +4,8 @@
 export interface EngineConfig {
   /** Path to a .pth or .st model; undefined = the bundled default model. */
   modelPath?: string;
-  precision?: 'f16' | 'f32';
+  /** Weight storage; 'int8' (per-row scales) runs on the CPU backend only. */
+  precision?: 'f16' | 'f32' | 'int8';
   /** Where the model runs: 'auto' (default) = the GPU when a hardware one exists, else the CPU backend. */
   device?: 'auto' | 'gpu' | 'cpu';
   maxBatch?: number;

@@ -15,7 +15,8 @@ import { createCpuBackend } from './rwkv7/cpu-backend';
 export interface BackendOptions {
   model: string | Checkpoint;
   slots: number;
-  precision?: WeightPrecision;
+  /** 'int8' (per-row scales): the CPU backend only. */
+  precision?: WeightPrecision | 'int8';
   /** Most tokens one GPU pass processes; larger calls are split into several passes (still one round trip). */
   maxTokens?: number;
   /** Most logits rows one pass returns. */
@@ -47,15 +48,18 @@ const SUPPORTED: readonly string[] = ['v5', 'v6', 'v7'];
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const precision = opts.precision ?? 'f16';
-  if (precision !== 'f16' && precision !== 'f32') throw new RangeError(`precision must be 'f16' or 'f32', got ${precision}`);
+  if (precision !== 'f16' && precision !== 'f32' && precision !== 'int8') throw new RangeError(`precision must be 'f16', 'f32' or 'int8', got ${precision}`);
+  if (precision === 'int8' && opts.device === 'gpu') throw new RangeError("precision 'int8' runs on the CPU backend only; use device 'cpu' or 'auto'");
   const ck = typeof opts.model === 'string' ? loadCheckpoint(opts.model) : opts.model;
   const info: ModelInfo = describeModel(ck);
   if (!SUPPORTED.includes(info.version)) {
     throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);
   }
   const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
-  const chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns);
+  // The GPU path has no int8 weights: int8 means the CPU backend, also under 'auto'.
+  const chosen = await chooseDevice(precision === 'int8' && (opts.device ?? 'auto') === 'auto' ? 'cpu' : opts.device, opts.gpu, cpuRuns);
   if (chosen.device === 'cpu') return createCpuBackend(ck, info, { ...opts, precision }, chosen.reason);
+  if (precision === 'int8') throw new Error('internal: int8 weights reached the GPU path');
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
   const gpu = chosen.gpu;

@@ -45,8 +45,8 @@ export function checkEngineConfig(config: EngineConfig): void {
   optionalPath(config, 'modelPath');
   optionalPath(config, 'stateDir');
   optionalPath(config, 'defaultState');
-  if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32') {
-    throw new RangeError(`engine config: precision must be 'f16' or 'f32', got ${JSON.stringify(config.precision)}`);
+  if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32' && config.precision !== 'int8') {
+    throw new RangeError(`engine config: precision must be 'f16', 'f32' or 'int8', got ${JSON.stringify(config.precision)}`);
   }
   integerIn(config, 'maxBatch', 1, MAX_BATCH);
   integerIn(config, 'chunkSize', 1, MAX_CHUNK_TOKENS);

@@ -20,7 +20,7 @@ const OP_WKV = 2;
 const OP_EXIT = 3;
 const OP_PREP = 4;
 const OP_POST = 5;
-/** Words per matrix product: w n k wide x xs y ys T act accum panels. */
+/** Words per matrix product: w n k kind x xs y ys T act accum panels. */
 const MM_WORDS = 12;
 /** Words per WKV segment: first token, token count, the slot's state address for this layer's heads. */
 const WKV_WORDS = 3;
@@ -66,9 +66,9 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
   const op = ctl[OP];
   const count = ctl[COUNT];
   if (op === OP_MATMUL) {
-    const wide = ctl[HEAD];
+    const kind = ctl[HEAD];
     const T = ctl[HEAD + 1];
-    // Each thread widens f16 panels into its own scratch.
+    // Each thread widens f16 and int8 panels into its own scratch.
     const scratch = ctl[HEAD + 2] + index * ctl[HEAD + 3];
     let total = 0;
     for (let i = 0; i < count; i++) total += ctl[ITEMS + i * MM_WORDS + 11];
@@ -80,7 +80,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
       const panels = ctl[o + 11];
       const p0 = Math.max(from - base, 0);
       const p1 = Math.min(to - base, panels);
-      if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], wide, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
+      if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], kind, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
       base += panels;
     }
   } else if (op === OP_PREP || op === OP_POST) {
@@ -128,12 +128,12 @@ export class ThreadPool {
   }
 
   /** `scratch`: per-thread scratch of `scratchBytes` each (32 bytes per input of the widest matrix). */
-  matmul(wide: number, T: number, tasks: MatmulTask[], scratch: number, scratchBytes: number): void {
+  matmul(kind: number, T: number, tasks: MatmulTask[], scratch: number, scratchBytes: number): void {
     if (tasks.length > MAX_ITEMS) throw new Error(`too many matrix products in one task: ${tasks.length}`);
     const c = this.ctl;
     c[OP] = OP_MATMUL;
     c[COUNT] = tasks.length;
-    c[HEAD] = wide;
+    c[HEAD] = kind;
     c[HEAD + 1] = T;
     c[HEAD + 2] = scratch;
     c[HEAD + 3] = scratchBytes;

@@ -8,7 +8,7 @@ import * as path from 'path';
 /** The kernels' exports (see engine/cpu/kernels/kernels.ts for what each computes); addresses are bytes. */
 export interface CpuKernels {
   matmul(
-    w: number, n: number, k: number, wide: number,
+    w: number, n: number, k: number, kind: number,
     x: number, xs: number, y: number, ys: number, T: number,
     act: number, accum: number, p0: number, p1: number, scratch: number,
   ): void;

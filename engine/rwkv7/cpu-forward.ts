@@ -39,7 +39,7 @@ export interface CpuLayout {
   ffk: number;
   xo: number;
   logits: number;
-  /** Per-thread scratch for widened f16 panels: `threads` blocks of scratchBytes. */
+  /** Per-thread scratch for widened f16 and int8 panels: `threads` blocks of scratchBytes. */
   scratch: number;
   scratchBytes: number;
 }
@@ -90,7 +90,7 @@ export class Rwkv7CpuForward {
   }
 
   private mm(T: number, tasks: MatmulTask[]) {
-    this.pool.matmul(this.W.wide, T, tasks, this.L.scratch, this.L.scratchBytes);
+    this.pool.matmul(this.W.kind, T, tasks, this.L.scratch, this.L.scratchBytes);
   }
 
   private task(m: CpuMatrix, x: number, xs: number, y: number, ys: number, act = 0, accum = false): MatmulTask {

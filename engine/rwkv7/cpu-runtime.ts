@@ -13,7 +13,8 @@ import { checkLogitAdjust, reduceTop } from '../cpu/top-logits-cpu';
 import { type KernelVariant, kernelModule } from '../cpu/wasm-kernels';
 import { TOP_CAPACITY } from './top-logits';
 import type { CpuLayout, CpuSegment, CpuSubPass } from './cpu-forward';
-import { type CpuPrecision, type CpuWeights, planRwkv7Cpu } from './cpu-weights';
+import { type CpuPrecision, type CpuWeights, MATRIX_KIND, planRwkv7Cpu } from './cpu-weights';
+import { int8ScratchBytes } from '../cpu/int8-quant';
 
 export interface CpuRuntimeOptions {
   slots: number;
@@ -95,8 +96,10 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
       scratch: 0,
       scratchBytes: 0,
     };
-    // The widest input of any matrix (ffn value: F; the others C or a LoRA rank), 32 bytes per input.
-    layout.scratchBytes = Math.ceil((Math.max(C, F, loraStride) * 32) / 64) * 64;
+    // The widest input of any matrix (ffn value: F; the others C or a LoRA rank), 32 bytes per input (f16).
+    // int8 weights: the call's tokens quantized to i16 instead (int8-quant.ts).
+    const scratchNeed = weights.kind === MATRIX_KIND.int8 ? int8ScratchBytes(T, Math.max(C, F, loraStride)) : Math.max(C, F, loraStride) * 32;
+    layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();
     this.kernelVariant = kernels.variant;

@@ -1,5 +1,5 @@
 // Lays out an RWKV-7 checkpoint for the CPU kernels (engine/cpu/kernels/kernels.ts), in the precision the GPU
-// path uses (f16 by default, f32 on request): every matrix in panels of 8 output rows ([k][8] per panel, so the
+// path uses (f16 by default, f32 on request) or int8 with per-row scales (CPU only): every matrix in panels of 8 output rows ([k][8] per panel, so the
 // kernels multiply 8 rows against one broadcast input), the embedding table row-major after the load-time ln0
 // normalization, small vectors f32. Two phases: `planRwkv7Cpu` reserves addresses in the arena and keeps the
 // host copies; `CpuWeightPlan.write` copies them into the memory once it exists.
@@ -7,8 +7,12 @@
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from '../cpu/arena';
+import { int8Panels } from '../cpu/int8-quant';
 
-export type CpuPrecision = 'f16' | 'f32';
+export type CpuPrecision = 'f16' | 'f32' | 'int8';
+
+/** The kernels' matrix kinds (kernels.ts `matmul`). */
+export const MATRIX_KIND: Record<CpuPrecision, number> = { f16: 0, f32: 1, int8: 2 };
 
 /** One matrix: its panels' address, output rows n (padded to whole panels with zero rows), input width k. */
 export interface CpuMatrix {
@@ -51,9 +55,11 @@ export interface CpuLayer {
 /** Everything the forward pass needs to find the weights; plain data, so it can be posted to a worker. */
 export interface CpuWeights {
   precision: CpuPrecision;
-  /** 1 when matrices are f32 (the kernels' `wide`). */
+  /** 1 when the embedding table is f32 (the kernels' `embed` `wide`). */
   wide: number;
-  /** [V, C] embedding table, f16 or f32. */
+  /** The matrices' storage: 0 f16, 1 f32, 2 int8 (MATRIX_KIND). */
+  kind: number;
+  /** [V, C] embedding table, f16 (also for int8) or f32. */
   emb: number;
   layers: CpuLayer[];
   lnOut: [number, number];
@@ -73,6 +79,7 @@ export interface CpuWeightPlan {
 /** Matrix source: element (row o, input i) at src[o * k + i], or at src[i * n + o] when stored [in, out]. */
 interface Source {
   name: string;
+  /** f32 values for int8 (quantized here), else already in the matrix precision. */
   data: Float32Array | Uint16Array;
   n: number;
   k: number;
@@ -82,7 +89,8 @@ interface Source {
 export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, precision: CpuPrecision): CpuWeightPlan {
   const C = info.nEmbd;
   const wide = precision === 'f32';
-  const writes: { at: number; data: Float32Array | Uint16Array }[] = [];
+  const int8 = precision === 'int8';
+  const writes: { at: number; data: Float32Array | Uint16Array | Uint8Array }[] = [];
   let bytes = 0;
   const get = (name: string): RawTensor => {
     const t = ck.tensors.get(name);
@@ -90,7 +98,7 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
     return t;
   };
   const vals = (name: string) => toF32(get(name));
-  const place = (data: Float32Array | Uint16Array): number => {
+  const place = (data: Float32Array | Uint16Array | Uint8Array): number => {
     const at = arena.alloc(data.byteLength);
     writes.push({ at, data });
     bytes += data.byteLength;
@@ -101,7 +109,7 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
     parts.forEach((p, i) => out.set(p.subarray(0, C), i * C));
     return place(out);
   };
-  const inPrecision = (t: RawTensor): Float32Array | Uint16Array => (wide ? toF32(t) : toF16Bits(t));
+  const inPrecision = (t: RawTensor): Float32Array | Uint16Array => (wide || int8 ? toF32(t) : toF16Bits(t));
   const linear = (name: string): Source => {
     const t = get(name);
     return { name, data: inPrecision(t), n: t.shape[0], k: t.shape[1], transposed: false };
@@ -112,6 +120,10 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
   };
   const matrix = (s: Source): CpuMatrix => {
     const panels = Math.ceil(s.n / 8);
+    if (int8) {
+      const { data, n, k, transposed } = s;
+      return { w: place(int8Panels(n, k, transposed ? (r, i) => data[i * n + r] : (r, i) => data[r * k + i])), n, k, panels };
+    }
     const out = wide ? new Float32Array(panels * 8 * s.k) : new Uint16Array(panels * 8 * s.k);
     const { data, n, k, transposed } = s;
     for (let o = 0; o < n; o++) {
@@ -174,6 +186,7 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
   const weights: CpuWeights = {
     precision,
     wide: wide ? 1 : 0,
+    kind: MATRIX_KIND[precision],
     emb: embAt,
     layers,
     lnOut: [place(Float32Array.from(vals('ln_out.weight'))), place(Float32Array.from(vals('ln_out.bias')))],
@@ -190,3 +203,4 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
     },
   };
 }
+

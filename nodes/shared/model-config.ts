@@ -66,8 +66,8 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): M
   if (modelPath !== undefined) config.modelPath = inside(baseDir, modelPath);
   const precision = optionalName('precision', fields.precision);
   if (precision !== undefined) {
-    if (precision !== 'f16' && precision !== 'f32') {
-      throw new ParameterError('precision', `must be "f16" or "f32", got ${JSON.stringify(precision)}`);
+    if (precision !== 'f16' && precision !== 'f32' && precision !== 'int8') {
+      throw new ParameterError('precision', `must be "f16", "f32" or "int8" (CPU backend only), got ${JSON.stringify(precision)}`);
     }
     config.precision = precision;
   }

@@ -9,7 +9,7 @@
 // and many (prefill, batched decode: each weight is read once per 4 tokens). Every path sums in input order,
 // so results are the same bit for bit whatever the batch, its split into chunks, or the thread count.
 
-// ---- f16 weights ----------------------------------------------------------------------------------------
+// ---- f16 and int8 weights ----------------------------------------------------------------------------------------
 
 // An f16 becomes an f32 with three vector instructions: load four halves sign-extended to 32 bits, shift left by
 // 13, clear the three copies of the sign that land in the exponent. The result is the f16's value times 2^-112
@@ -25,6 +25,12 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
 @inline function halfHi(p: usize): v128 {
   return v128.and(i32x4.shl(v128.load16x4_s(p, 8), 13), i32x4.splat(0x8fffffff));
 }
+
+// int8 panels (precision 'int8') hold, per pair of inputs (2j, 2j+1), 16 signed bytes: rows 0..7 each as the
+// pair [q[row][2j], q[row][2j+1]]; then the panel's 8 row scales as f32 (w[row][i] = q[row][i] * scale[row]).
+// Each call first quantizes its tokens' inputs to i16 with one scale per token (quantizeInputs), so a product is
+// integer dot products of pairs (i32x4.dot_i16x8_s: 8 multiply-adds per instruction) summed exactly in i32; the
+// row and token scales apply once to each finished sum. Integer sums are exact, so every path gives the same bits.
 
 // The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
 // multiply-add does a product and a sum in one instruction (wasm-kernels.ts picks the one the runtime has).
@@ -52,11 +58,13 @@ function tanhf(v: f32): f32 {
   return (e - 1) / (e + 1);
 }
 
-/** Stores 8 finished sums (scaled) into y[row..row+8), fewer past the matrix's last row. */
-@inline function store8(y: usize, lo: v128, hi: v128, scale: f32, act: i32, accum: i32, valid: i32): void {
-  const s = f32x4.splat(scale);
-  lo = f32x4.mul(lo, s);
-  hi = f32x4.mul(hi, s);
+/**
+ * Stores 8 finished sums, times their rows' scales (sl: rows 0..3, sh: 4..7), into y[row..row+8), fewer past the
+ * matrix's last row.
+ */
+@inline function store8(y: usize, lo: v128, hi: v128, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
+  lo = f32x4.mul(lo, sl);
+  hi = f32x4.mul(hi, sh);
   if (act == 3 && valid >= 8) {
     // relu squared (the FFN key), in vectors.
     lo = f32x4.max(lo, f32x4.splat(0));
@@ -98,16 +106,21 @@ function store8Slow(y: usize, lo: v128, hi: v128, act: i32, accum: i32, valid: i
 /**
  * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y[t][row] when accum) for the panels p0..p1 of one matrix and
  * every token t < T. x rows are xs floats apart, y rows ys floats apart; n is the matrix's real row count.
- * f16: 16-byte panel entries; f32 (`wide`): 32-byte entries.
+ * kind 0 f16: 16-byte panel entries; 1 f32: 32-byte entries; 2 int8: 8-byte entries and 8 scales per panel.
  */
 export function matmul(
-  w: usize, n: i32, k: i32, wide: i32,
+  w: usize, n: i32, k: i32, kind: i32,
   x: usize, xs: i32, y: usize, ys: i32, T: i32,
   act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
 ): void {
+  if (kind == 2) {
+    matmulInt8(w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
+    return;
+  }
+  const wide = kind;
   const entry: usize = wide ? 32 : 16;
   const panelBytes: usize = <usize>k * entry;
-  const scale: f32 = wide ? 1 : F16_SCALE;
+  const scale = f32x4.splat(wide ? 1 : F16_SCALE);
   const xStride: usize = <usize>xs << 2;
   const yStride: usize = <usize>ys << 2;
   let p = p0;
@@ -118,13 +131,13 @@ export function matmul(
     // One token: two panels at once when there are two, so four independent sums hide the add latency.
     if (T == 1) {
       if (!wide && p + 3 < p1) {
-        mmOneFourPanels(wp, panelBytes, k, x, y + (<usize>row << 2), scale, act, accum, valid);
+        mmOneFourPanels(wp, panelBytes, k, x, y + (<usize>row << 2), scale, scale, act, accum, valid);
         p += 4;
       } else if (p + 1 < p1) {
-        mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        mmOneTwoPanels(wp, panelBytes, k, wide, x, y + (<usize>row << 2), scale, scale, act, accum, valid);
         p += 2;
       } else {
-        mmTile1(wp, k, wide, x, y + (<usize>row << 2), scale, act, accum, valid);
+        mmTile1(wp, k, wide, x, y + (<usize>row << 2), scale, scale, act, accum, valid);
         p += 1;
       }
       continue;
@@ -143,10 +156,10 @@ export function matmul(
     }
     let t = 0;
     for (; t + 4 <= T; t += 4) {
-      mmTile4(src, k, srcWide, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, scale, act, accum, valid);
+      mmTile4(src, k, srcWide, x + <usize>t * xStride, xStride, y + <usize>t * yStride + (<usize>row << 2), yStride, scale, scale, act, accum, valid);
     }
     for (; t < T; t++) {
-      mmTile1(src, k, srcWide, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), scale, act, accum, valid);
+      mmTile1(src, k, srcWide, x + <usize>t * xStride, y + <usize>t * yStride + (<usize>row << 2), scale, scale, act, accum, valid);
     }
     p += 1;
   }
@@ -154,7 +167,7 @@ export function matmul(
 
 function mmTile4(
   wp: usize, k: i32, wide: i32, x: usize, xStride: usize, y: usize, yStride: usize,
-  scale: f32, act: i32, accum: i32, valid: i32,
+  sl: v128, sh: v128, act: i32, accum: i32, valid: i32,
 ): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
@@ -192,13 +205,13 @@ function mmTile4(
       a3 = madd(lo, s, a3); b3 = madd(hi, s, b3);
     }
   }
-  store8(y, a0, b0, scale, act, accum, valid);
-  store8(y + yStride, a1, b1, scale, act, accum, valid);
-  store8(y + 2 * yStride, a2, b2, scale, act, accum, valid);
-  store8(y + 3 * yStride, a3, b3, scale, act, accum, valid);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
+  store8(y + yStride, a1, b1, sl, sh, act, accum, valid);
+  store8(y + 2 * yStride, a2, b2, sl, sh, act, accum, valid);
+  store8(y + 3 * yStride, a3, b3, sl, sh, act, accum, valid);
 }
 
-function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
   // Sums in input order like every other path, so a token's logits do not depend on its place in the batch.
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   const kk = <usize>k;
@@ -215,11 +228,11 @@ function mmTile1(wp: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, a
       b0 = madd(halfHi(wp + (i << 4)), s, b0);
     }
   }
-  store8(y, a0, b0, scale, act, accum, valid);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
 }
 
 function mmOneTwoPanels(
-  wp: usize, panelBytes: usize, k: i32, wide: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32,
+  wp: usize, panelBytes: usize, k: i32, wide: i32, x: usize, y: usize, sl: v128, sh: v128, act: i32, accum: i32, valid: i32,
 ): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
@@ -242,12 +255,12 @@ function mmOneTwoPanels(
       b1 = madd(halfHi(wq + (i << 4)), s, b1);
     }
   }
-  store8(y, a0, b0, scale, act, accum, valid);
-  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
+  store8(y + 32, a1, b1, sl, sh, act, accum, valid - 8);
 }
 
 /** One token, four f16 panels: four weight streams in flight and eight independent sums. */
-function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, scale: f32, act: i32, accum: i32, valid: i32): void {
+function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usize, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
   let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
@@ -268,10 +281,196 @@ function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usiz
     a3 = madd(halfLo(w3 + o), s, a3);
     b3 = madd(halfHi(w3 + o), s, b3);
   }
-  store8(y, a0, b0, scale, act, accum, valid);
-  store8(y + 32, a1, b1, scale, act, accum, valid - 8);
-  store8(y + 64, a2, b2, scale, act, accum, valid - 16);
-  store8(y + 96, a3, b3, scale, act, accum, valid - 24);
+  store8(y, a0, b0, sl, sh, act, accum, valid);
+  store8(y + 32, a1, b1, sl, sh, act, accum, valid - 8);
+  store8(y + 64, a2, b2, sl, sh, act, accum, valid - 16);
+  store8(y + 96, a3, b3, sl, sh, act, accum, valid - 24);
+}
+
+// ---- int8 weights ------------------------------------------------------------------------------------------
+
+/**
+ * The largest |input| after quantization for k inputs: small enough that no i32 sum of k products with weights
+ * in [-127, 127] can overflow (so k up to 16,384 keeps at least 10 bits per input), at most 32767 (i16).
+ */
+@inline function inputRange(kp: i32): f32 {
+  return <f32>min<i32>(32767, <i32>(<f64>2147483647 / (<f64>254 * <f64>kp)));
+}
+
+/**
+ * Quantizes T rows of k floats (xStride bytes apart) to i16 pairs at q (kp pairs per row, zero-padded), with each
+ * row's scale (max|x| / range) in the T floats after them.
+ */
+function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: usize): void {
+  const range = inputRange(kp);
+  const rowBytes = <usize>kp << 2;
+  const scales = q + <usize>T * rowBytes;
+  for (let t = 0; t < T; t++) {
+    const xt = x + <usize>t * xStride;
+    let mv = f32x4.splat(0);
+    let i = 0;
+    for (; i + 4 <= k; i += 4) mv = f32x4.max(mv, f32x4.abs(v128.load(xt + (<usize>i << 2))));
+    let m: f32 = max(max(f32x4.extract_lane(mv, 0), f32x4.extract_lane(mv, 1)), max(f32x4.extract_lane(mv, 2), f32x4.extract_lane(mv, 3)));
+    for (; i < k; i++) m = max(m, abs(load<f32>(xt + (<usize>i << 2))));
+    const inv: f32 = m > 0 ? range / m : 0;
+    const qt = q + <usize>t * rowBytes;
+    // Eight at a time (round to nearest, clamp, narrow to i16), the same values as the scalar tail computes.
+    const iv = f32x4.splat(inv);
+    const hiV = f32x4.splat(range);
+    const loV = f32x4.splat(-range);
+    i = 0;
+    for (; i + 8 <= k; i += 8) {
+      const o = <usize>i << 2;
+      const u = f32x4.min(hiV, f32x4.max(loV, f32x4.nearest(f32x4.mul(v128.load(xt + o), iv))));
+      const v = f32x4.min(hiV, f32x4.max(loV, f32x4.nearest(f32x4.mul(v128.load(xt + o, 16), iv))));
+      v128.store(qt + (<usize>i << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(u), i32x4.trunc_sat_f32x4_s(v)));
+    }
+    for (; i < kp * 2; i++) {
+      const v: f32 = i < k ? min(range, max(-range, nearest<f32>(load<f32>(xt + (<usize>i << 2)) * inv))) : 0;
+      store<i16>(qt + (<usize>i << 1), <i16>v);
+    }
+    store<f32>(scales + (<usize>t << 2), m > 0 ? m / range : 0);
+  }
+}
+
+/** Stores 8 integer sums times the token's scale ts and the rows' scales (at sc). */
+@inline function storeInt8(y: usize, lo: v128, hi: v128, ts: f32, sc: usize, act: i32, accum: i32, valid: i32): void {
+  const t = f32x4.splat(ts);
+  store8(y, f32x4.mul(f32x4.convert_i32x4_s(lo), t), f32x4.mul(f32x4.convert_i32x4_s(hi), t), v128.load(sc), v128.load(sc, 16), act, accum, valid);
+}
+
+/** matmul for int8 panels (kind 2); `scratch` holds the quantized inputs (needed: T * (2k + 4) + 4 bytes). */
+function matmulInt8(
+  w: usize, n: i32, k: i32,
+  x: usize, xs: i32, y: usize, ys: i32, T: i32,
+  act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
+): void {
+  if (scratch == 0) unreachable();
+  const kp = (k + 1) >> 1;
+  const qRow: usize = <usize>kp << 2;
+  const panelBytes: usize = (<usize>kp << 4) + 32;
+  const yStride: usize = <usize>ys << 2;
+  quantizeInputs(x, <usize>xs << 2, T, k, kp, scratch);
+  const tsAt = scratch + <usize>T * qRow;
+  let p = p0;
+  while (p < p1) {
+    const wp = w + <usize>p * panelBytes;
+    const row = p << 3;
+    const valid = n - row;
+    const yr = y + (<usize>row << 2);
+    if (T == 1) {
+      if (p + 3 < p1) {
+        mmInt8OneFourPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 4;
+      } else if (p + 1 < p1) {
+        mmInt8OneTwoPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 2;
+      } else {
+        mmInt8Tile1(wp, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 1;
+      }
+      continue;
+    }
+    let t = 0;
+    for (; t + 4 <= T; t += 4) mmInt8Tile4(wp, kp, scratch + <usize>t * qRow, qRow, tsAt + (<usize>t << 2), yr + <usize>t * yStride, yStride, act, accum, valid);
+    for (; t < T; t++) mmInt8Tile1(wp, kp, scratch + <usize>t * qRow, load<f32>(tsAt + (<usize>t << 2)), yr + <usize>t * yStride, act, accum, valid);
+    p += 1;
+  }
+}
+
+/** One token against one int8 panel. */
+function mmInt8Tile1(wp: usize, kp: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a = i32x4.splat(0), b = i32x4.splat(0);
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const s = v128.load32_splat(q + (j << 2));
+    const wv = v128.load(wp + (j << 4));
+    a = i32x4.add(a, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(wv), s));
+    b = i32x4.add(b, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(wv), s));
+  }
+  storeInt8(y, a, b, ts, wp + (n << 4), act, accum, valid);
+}
+
+/** One token against two int8 panels: two weight streams and four independent sums. */
+function mmInt8OneTwoPanels(wp: usize, panelBytes: usize, kp: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
+  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const s = v128.load32_splat(q + (j << 2));
+    const u = v128.load(wp + (j << 4));
+    const v = v128.load(w1 + (j << 4));
+    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b0 = i32x4.add(b0, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(v), s));
+    b1 = i32x4.add(b1, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(v), s));
+  }
+  storeInt8(y, a0, b0, ts, wp + (n << 4), act, accum, valid);
+  storeInt8(y + 32, a1, b1, ts, w1 + (n << 4), act, accum, valid - 8);
+}
+
+/** One token against four int8 panels: four weight streams and eight independent sums. */
+function mmInt8OneFourPanels(wp: usize, panelBytes: usize, kp: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
+  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0);
+  let a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const w2 = w1 + panelBytes;
+  const w3 = w2 + panelBytes;
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const s = v128.load32_splat(q + (j << 2));
+    const o = j << 4;
+    let u = v128.load(wp + o);
+    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b0 = i32x4.add(b0, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    u = v128.load(w1 + o);
+    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b1 = i32x4.add(b1, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    u = v128.load(w2 + o);
+    a2 = i32x4.add(a2, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b2 = i32x4.add(b2, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+    u = v128.load(w3 + o);
+    a3 = i32x4.add(a3, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(u), s));
+    b3 = i32x4.add(b3, i32x4.dot_i16x8_s(i16x8.extend_high_i8x16_s(u), s));
+  }
+  storeInt8(y, a0, b0, ts, wp + (n << 4), act, accum, valid);
+  storeInt8(y + 32, a1, b1, ts, w1 + (n << 4), act, accum, valid - 8);
+  storeInt8(y + 64, a2, b2, ts, w2 + (n << 4), act, accum, valid - 16);
+  storeInt8(y + 96, a3, b3, ts, w3 + (n << 4), act, accum, valid - 24);
+}
+
+/** Four tokens (quantized rows qRow bytes apart, scales at ts) against one int8 panel: each weight widened once. */
+function mmInt8Tile4(wp: usize, kp: i32, q: usize, qRow: usize, ts: usize, y: usize, yStride: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
+  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
+  let a2 = i32x4.splat(0), b2 = i32x4.splat(0);
+  let a3 = i32x4.splat(0), b3 = i32x4.splat(0);
+  const q1 = q + qRow;
+  const q2 = q1 + qRow;
+  const q3 = q2 + qRow;
+  const n = <usize>kp;
+  for (let j: usize = 0; j < n; j++) {
+    const wv = v128.load(wp + (j << 4));
+    const lo = i16x8.extend_low_i8x16_s(wv);
+    const hi = i16x8.extend_high_i8x16_s(wv);
+    const o = j << 2;
+    let s = v128.load32_splat(q + o);
+    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, s)); b0 = i32x4.add(b0, i32x4.dot_i16x8_s(hi, s));
+    s = v128.load32_splat(q1 + o);
+    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(lo, s)); b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, s));
+    s = v128.load32_splat(q2 + o);
+    a2 = i32x4.add(a2, i32x4.dot_i16x8_s(lo, s)); b2 = i32x4.add(b2, i32x4.dot_i16x8_s(hi, s));
+    s = v128.load32_splat(q3 + o);
+    a3 = i32x4.add(a3, i32x4.dot_i16x8_s(lo, s)); b3 = i32x4.add(b3, i32x4.dot_i16x8_s(hi, s));
+  }
+  const sc = wp + (n << 4);
+  storeInt8(y, a0, b0, load<f32>(ts), sc, act, accum, valid);
+  storeInt8(y + yStride, a1, b1, load<f32>(ts, 4), sc, act, accum, valid);
+  storeInt8(y + 2 * yStride, a2, b2, load<f32>(ts, 8), sc, act, accum, valid);
+  storeInt8(y + 3 * yStride, a3, b3, load<f32>(ts, 12), sc, act, accum, valid);
 }
 
 // ---- per-token vector work --------------------------------------------------------------------------------
@@ -429,26 +628,40 @@ export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, 
     const b = tm + 4 * reg + at;
     const kk = tm + 6 * reg + at;
     const y = tm + 7 * reg + at;
-    for (let i = 0; i < N; i++) {
+    // Two state rows at a time: two independent sums in flight hide the add latency, and w, b, k, r are loaded
+    // once for both. Each row's sums keep their order, so the results are the one-row loop's bit for bit.
+    for (let i = 0; i < N; i += 2) {
       const row = s + <usize>i * rowBytes;
+      const row1 = row + rowBytes;
       let sa = f32x4.splat(0);
+      let sa1 = f32x4.splat(0);
       for (let j = 0; j < N; j += 4) {
         const o = <usize>j << 2;
-        sa = madd(v128.load(row + o), v128.load(kk + o), sa);
+        const kv = v128.load(kk + o);
+        sa = madd(v128.load(row + o), kv, sa);
+        sa1 = madd(v128.load(row1 + o), kv, sa1);
       }
       const saS = f32x4.splat(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3));
+      const saS1 = f32x4.splat(f32x4.extract_lane(sa1, 0) + f32x4.extract_lane(sa1, 1) + f32x4.extract_lane(sa1, 2) + f32x4.extract_lane(sa1, 3));
       const vi = v128.load32_splat(v + (<usize>i << 2));
+      const vi1 = v128.load32_splat(v + (<usize>i << 2), 4);
       let out = f32x4.splat(0);
+      let out1 = f32x4.splat(0);
       for (let j = 0; j < N; j += 4) {
         const o = <usize>j << 2;
-        const nv = f32x4.add(
-          f32x4.sub(f32x4.mul(v128.load(row + o), v128.load(w + o)), f32x4.mul(saS, v128.load(b + o))),
-          f32x4.mul(vi, v128.load(k + o)),
-        );
+        const wv = v128.load(w + o);
+        const bv = v128.load(b + o);
+        const kv = v128.load(k + o);
+        const rv = v128.load(r + o);
+        const nv = f32x4.add(f32x4.sub(f32x4.mul(v128.load(row + o), wv), f32x4.mul(saS, bv)), f32x4.mul(vi, kv));
+        const nv1 = f32x4.add(f32x4.sub(f32x4.mul(v128.load(row1 + o), wv), f32x4.mul(saS1, bv)), f32x4.mul(vi1, kv));
         v128.store(row + o, nv);
-        out = madd(nv, v128.load(r + o), out);
+        v128.store(row1 + o, nv1);
+        out = madd(nv, rv, out);
+        out1 = madd(nv1, rv, out1);
       }
       store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out, 0) + f32x4.extract_lane(out, 1) + f32x4.extract_lane(out, 2) + f32x4.extract_lane(out, 3));
+      store<f32>(y + (<usize>i << 2), f32x4.extract_lane(out1, 0) + f32x4.extract_lane(out1, 1) + f32x4.extract_lane(out1, 2) + f32x4.extract_lane(out1, 3), 4);
     }
   }
 }
