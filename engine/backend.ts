@@ -11,6 +11,7 @@ import { uploadRwkv5 } from './rwkv5/weights';
 import { Rwkv6Runtime } from './rwkv6/runtime';
 import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
 import { createCpuBackend } from './rwkv7/cpu-backend';
+import { embeddedInitialState } from './initial-states';
 
 export interface BackendOptions {
   model: string | Checkpoint;
@@ -55,7 +56,15 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   }
   const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
   const chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns);
-  if (chosen.device === 'cpu') return createCpuBackend(ck, info, { ...opts, precision }, chosen.reason);
+  const withDefaultState = <B extends Backend>(b: B): B => {
+    try {
+      return Object.assign(b, { defaultState: embeddedInitialState(ck, info, b.stateSize) });
+    } catch (e) {
+      b.dispose();
+      throw e;
+    }
+  };
+  if (chosen.device === 'cpu') return withDefaultState(await createCpuBackend(ck, info, { ...opts, precision }, chosen.reason));
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
   const gpu = chosen.gpu;
@@ -74,7 +83,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       : info.version === 'v6' ? uploadRwkv6(gpu.device, ck, info, precision)
       : uploadRwkv5(gpu.device, ck, info, precision);
     const runtime = 'common' in weights ? new Rwkv6Runtime(gpu, info, weights, runtimeOpts) : new Rwkv7Runtime(gpu, info, weights, runtimeOpts);
-    return Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes });
+    return withDefaultState(Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes }));
   } catch (e) {
     // Weights half uploaded: the device goes with them (a lent one keeps what the lender must free).
     if (ownsDevice) releaseGpu(gpu);
