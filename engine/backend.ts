@@ -12,6 +12,7 @@ import { Rwkv6Runtime } from './rwkv6/runtime';
 import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
 import { createCpuBackend } from './rwkv7/cpu-backend';
 import { embeddedInitialState } from './initial-states';
+import { applyLoraFiles, type LoraFile } from './lora';
 
 export interface BackendOptions {
   model: string | Checkpoint;
@@ -31,6 +32,8 @@ export interface BackendOptions {
   device?: DeviceChoice;
   /** CPU backend only: threads computing (default: every core). */
   threads?: number;
+  /** LoRA files merged into the weights before anything else reads them (resolved by engine/lora.ts). */
+  lora?: readonly LoraFile[];
 }
 
 export type Backend = InferenceBackend & {
@@ -49,7 +52,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const precision = opts.precision ?? 'f16';
   if (precision !== 'f16' && precision !== 'f32') throw new RangeError(`precision must be 'f16' or 'f32', got ${precision}`);
-  const ck = typeof opts.model === 'string' ? loadCheckpoint(opts.model) : opts.model;
+  const ck = applyLoraFiles(typeof opts.model === 'string' ? loadCheckpoint(opts.model) : opts.model, opts.lora ?? []);
   const info: ModelInfo = describeModel(ck);
   if (!SUPPORTED.includes(info.version)) {
     throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);

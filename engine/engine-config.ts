@@ -4,6 +4,7 @@
 
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS } from './engine';
+import { checkLoraConfig } from './lora';
 
 /** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
 export const MAX_CHUNK_TOKENS = 8192;
@@ -44,6 +45,7 @@ export function checkEngineConfig(config: EngineConfig): void {
   }
   optionalPath(config, 'modelPath');
   optionalPath(config, 'stateDir');
+  checkLoraConfig(config.lora);
   if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32') {
     throw new RangeError(`engine config: precision must be 'f16' or 'f32', got ${JSON.stringify(config.precision)}`);
   }
