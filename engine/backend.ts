@@ -1,9 +1,11 @@
 // Creates the batched inference backend for a model file or an in-memory checkpoint.
 
 import type { Checkpoint, InferenceBackend, ModelInfo } from './types';
-import { loadCheckpoint } from './loader/checkpoint';
+import { openCheckpoint } from './loader/checkpoint';
+import { readAll } from './loader/checkpoint-reader';
+import { weightBufferNeeds } from './weight-needs';
 import { describeModel } from './model-spec';
-import { acquireGpu, GpuContext, releaseGpu } from './gpu/device';
+import { checkAdapterFits, GpuContext, releaseGpu } from './gpu/device';
 import { uploadRwkv7, WeightPrecision } from './rwkv7/weights';
 import { Rwkv7Runtime } from './rwkv7/runtime';
 import { uploadRwkv6 } from './rwkv6/weights';
@@ -32,6 +34,8 @@ export interface BackendOptions {
   device?: DeviceChoice;
   /** CPU backend only: threads computing (default: every core). */
   threads?: number;
+  /** Which GPU adapter: an index of `rwkv-flow adapters` or a substring of its name (gpu/device.ts). */
+  adapter?: number | string;
   /** LoRA files merged into the weights before anything else reads them (resolved by engine/lora.ts). */
   lora?: readonly LoraFile[];
 }
@@ -52,13 +56,38 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const precision = opts.precision ?? 'f16';
   if (precision !== 'f16' && precision !== 'f32') throw new RangeError(`precision must be 'f16' or 'f32', got ${precision}`);
-  const ck = applyLoraFiles(typeof opts.model === 'string' ? loadCheckpoint(opts.model) : opts.model, opts.lora ?? []);
-  const info: ModelInfo = describeModel(ck);
-  if (!SUPPORTED.includes(info.version)) {
-    throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);
+  // The tensor index first: the model is described, and checked against the adapter's limits, before its bytes are read.
+  const reader = typeof opts.model === 'string' ? openCheckpoint(opts.model) : null;
+  let ck: Checkpoint;
+  let info: ModelInfo;
+  let chosen: Awaited<ReturnType<typeof chooseDevice>>;
+  try {
+    const index = reader ?? (opts.model as Checkpoint);
+    info = describeModel(index);
+    if (!SUPPORTED.includes(info.version)) {
+      throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);
+    }
+    const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
+    const needs = weightBufferNeeds(index, precision);
+    chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns, { ...needs, adapter: opts.adapter });
+    if (chosen.device === 'gpu') {
+      try {
+        checkAdapterFits(chosen.gpu.device.limits, chosen.gpu.adapterName, needs); // a lent device too
+      } catch (e) {
+        if (!opts.gpu) releaseGpu(chosen.gpu);
+        throw e;
+      }
+    }
+  } catch (e) {
+    reader?.close();
+    throw e;
   }
-  const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
-  const chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns);
+  try {
+    ck = applyLoraFiles(reader ? readAll(reader) : (opts.model as Checkpoint), opts.lora ?? []);
+  } catch (e) {
+    if (chosen.device === 'gpu' && !opts.gpu) releaseGpu(chosen.gpu);
+    throw e;
+  }
   const withDefaultState = <B extends Backend>(b: B): B => {
     try {
       return Object.assign(b, { defaultState: embeddedInitialState(ck, info, b.stateSize) });

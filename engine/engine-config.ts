@@ -46,6 +46,11 @@ export function checkEngineConfig(config: EngineConfig): void {
   optionalPath(config, 'modelPath');
   optionalPath(config, 'stateDir');
   checkLoraConfig(config.lora);
+  const adapter = config.adapter as unknown;
+  if (adapter !== undefined && adapter !== null) {
+    const ok = typeof adapter === 'number' ? Number.isInteger(adapter) && adapter >= 0 : typeof adapter === 'string' && adapter.trim() !== '' && adapter.length <= 256 && !adapter.includes('\0');
+    if (!ok) throw new TypeError(`engine config: adapter must be an adapter index (integer >= 0) or part of its name, got ${JSON.stringify(adapter)}`);
+  }
   if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32') {
     throw new RangeError(`engine config: precision must be 'f16' or 'f32', got ${JSON.stringify(config.precision)}`);
   }

@@ -64,6 +64,7 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     precision: config.precision,
     device: config.device,
     lora,
+    adapter: config.adapter,
     // One call carries a whole chunk plus a token for every other slot.
     maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize, 1) + maxBatch,
   });
