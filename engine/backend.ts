@@ -69,7 +69,9 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     }
     const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
     const needs = weightBufferNeeds(index, precision);
-    chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns, { ...needs, adapter: opts.adapter });
+    // The limits are checked once the GPU is chosen: on 'auto', a software adapter's limits must not refuse a
+    // model the CPU backend then runs.
+    chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns, { adapter: opts.adapter });
     if (chosen.device === 'gpu') {
       try {
         checkAdapterFits(chosen.gpu.device.limits, chosen.gpu.adapterName, needs); // a lent device too
