@@ -4,14 +4,17 @@ import { parseArgs } from 'util';
 import { createBackend } from '../engine/backend';
 import { createEngine, resolveModelPath } from '../engine/engine-factory';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
+import { listAdapters } from '../engine/gpu/device';
 import { describeModel } from '../engine/model-spec';
 import { serve, SERVE_OPTIONS, SERVE_USAGE } from './serve';
 
 const USAGE = `usage:
-  rwkv-flow info [--model FILE] [--device auto|gpu|cpu]
+  rwkv-flow adapters
+  rwkv-flow info [--model FILE] [--device auto|gpu|cpu] [--adapter N|NAME]
   rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--f32] [--device auto|gpu|cpu]
   rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--f32] [--device auto|gpu|cpu]
 ${SERVE_USAGE}
+\`adapters\` lists the WebGPU adapters with their buffer limits; --adapter picks one by index or name substring.
 Without --model, the bundled default model (models/default.st) is used. --device auto (default) runs on the GPU
 when the machine has a hardware one, else on the CPU backend.`;
 
@@ -21,6 +24,7 @@ const OPTIONS = {
   chunk: { type: 'string' },
   f32: { type: 'boolean' },
   device: { type: 'string' },
+  adapter: { type: 'string' },
   prompt: { type: 'string' },
   'max-tokens': { type: 'string' },
   temperature: { type: 'string' },
@@ -52,6 +56,18 @@ export async function main(argv: string[]): Promise<number> {
     return cmd || values.help ? 0 : 2;
   }
   if (cmd === 'serve') return serve(values);
+  if (cmd === 'adapters') {
+    const adapters = await listAdapters();
+    for (const a of adapters) {
+      process.stdout.write(
+        `${a.index}: ${a.name} (${a.backend}) maxBufferSize ${a.maxBufferSize} bytes, maxStorageBufferBindingSize ${a.maxStorageBufferBindingSize} bytes\n`,
+      );
+    }
+    if (adapters.length === 0) process.stdout.write('no WebGPU adapter found\n');
+    return 0;
+  }
+  // An index when it is all digits, else part of the adapter's name.
+  const adapter = values.adapter === undefined ? undefined : /^\d+$/.test(values.adapter) ? Number(values.adapter) : values.adapter;
   const modelPath = resolveModelPath({ modelPath: values.model });
   const precision = values.f32 ? 'f32' : 'f16';
   const device = values.device as 'auto' | 'gpu' | 'cpu' | undefined;
@@ -60,7 +76,7 @@ export async function main(argv: string[]): Promise<number> {
     case 'info': {
       const info = describeModel(loadCheckpoint(modelPath));
       const { vocabMap, ...rest } = info;
-      const be = ['v5', 'v6', 'v7'].includes(info.version) ? await createBackend({ model: modelPath, slots: 1, precision, device }) : null;
+      const be = ['v5', 'v6', 'v7'].includes(info.version) ? await createBackend({ model: modelPath, slots: 1, precision, device, adapter }) : null;
       const out = {
         model: modelPath,
         ...rest,
@@ -80,7 +96,7 @@ export async function main(argv: string[]): Promise<number> {
         return n;
       });
       const chunk = positiveInt('chunk', values.chunk, 128);
-      const be = await createBackend({ model: modelPath, slots: 1, precision, maxTokens: chunk, maxRows: chunk, device });
+      const be = await createBackend({ model: modelPath, slots: 1, precision, maxTokens: chunk, maxRows: chunk, device, adapter });
       try {
         const [out] = await be.run([{ slot: 0, tokens, output: 'all' }]);
         const V = be.info.vocabSize;
@@ -95,7 +111,7 @@ export async function main(argv: string[]): Promise<number> {
       if (values.prompt === undefined) throw new Error('generate needs --prompt TEXT');
       const maxTokens = positiveInt('max-tokens', values['max-tokens'], 200);
       // The CLI user is the operator: the flag sets the cap, and there is no deadline (Ctrl-C stops it).
-      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0, device });
+      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0, device, adapter });
       try {
         for await (const ev of engine.generate({
           prompt: values.prompt,

@@ -43,6 +43,13 @@ export interface EngineConfig {
   requestTimeoutMs?: number;
   /** Most named initial states loaded at once (default 64). */
   maxStates?: number;
+  /**
+   * LoRA files merged into the weights at load, in order (engine/lora.ts: ai00 / web-rwkv / RWKV-LM-LoRA layouts);
+   * each path is relative to the model file's folder and must stay inside it.
+   */
+  lora?: { path: string; alpha: number }[];
+  /** Which GPU adapter to use: its index in `rwkv-flow adapters`, or a substring of its name. */
+  adapter?: number | string;
 }
 
 export interface SamplerOptions {

@@ -4,6 +4,7 @@
 
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS } from './engine';
+import { checkLoraConfig } from './lora';
 
 /** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
 export const MAX_CHUNK_TOKENS = 8192;
@@ -45,6 +46,12 @@ export function checkEngineConfig(config: EngineConfig): void {
   optionalPath(config, 'modelPath');
   optionalPath(config, 'stateDir');
   optionalPath(config, 'defaultState');
+  checkLoraConfig(config.lora);
+  const adapter = config.adapter as unknown;
+  if (adapter !== undefined && adapter !== null) {
+    const ok = typeof adapter === 'number' ? Number.isInteger(adapter) && adapter >= 0 : typeof adapter === 'string' && adapter.trim() !== '' && adapter.length <= 256 && !adapter.includes('\0');
+    if (!ok) throw new TypeError(`engine config: adapter must be an adapter index (integer >= 0) or part of its name, got ${JSON.stringify(adapter)}`);
+  }
   if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32' && config.precision !== 'int8') {
     throw new RangeError(`engine config: precision must be 'f16', 'f32' or 'int8', got ${JSON.stringify(config.precision)}`);
   }

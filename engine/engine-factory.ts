@@ -7,6 +7,7 @@ import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS, RwkvEngine } from './engine';
 import { checkEngineConfig } from './engine-config';
 import { prepareConstraintVocabulary } from './constraint';
+import { resolveLoraFiles } from './lora';
 import { packageRoot } from './package-root';
 import { WorldTokenizer } from './tokenizer';
 import type { ModelInfo } from './types';
@@ -53,6 +54,7 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     );
   }
   const maxBatch = config.maxBatch ?? ENGINE_DEFAULTS.maxBatch;
+  const lora = await resolveLoraFiles(config.lora, model);
   // Loaded lazily so that importing the engine API does not start WebGPU.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { createBackend } = require('./backend') as typeof import('./backend');
@@ -61,6 +63,8 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     slots: maxBatch,
     precision: config.precision,
     device: config.device,
+    lora,
+    adapter: config.adapter,
     // One call carries a whole chunk plus a token for every other slot.
     maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize, 1) + maxBatch,
   });

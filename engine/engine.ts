@@ -113,7 +113,7 @@ export class RwkvEngine implements Engine {
     if (!Number.isInteger(this.requestTimeoutMs) || this.requestTimeoutMs < 0 || this.requestTimeoutMs > MAX_TIMEOUT_MS) {
       throw new RangeError(`requestTimeoutMs must be an integer in [0, ${MAX_TIMEOUT_MS}] (0 = none), got ${config.requestTimeoutMs}`);
     }
-    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates);
+    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates, parts.backend.defaultState ?? null);
     this.scheduler = new Scheduler(parts.backend, {
       chunkSize: config.chunkSize ?? ENGINE_DEFAULTS.chunkSize,
       prefillChunkSize: config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize,

@@ -6,13 +6,16 @@
 
 import type { StateInfo } from './api';
 import { RequestError } from './errors';
+import { hasEmbeddedTimeState } from './model-spec';
 import { CacheBudget, PrefixCache } from './prefix-cache';
+import { stateFromTimeState } from './state-file';
+import type { Checkpoint, ModelInfo } from './types';
 
 export interface InitialState {
   /** '' for the zero state. */
   readonly name: string;
   readonly source: string;
-  /** null = the model's zero state. */
+  /** null = the model's zero state (the default state of a model without an embedded time_state). */
   readonly state: Float32Array | null;
   /** Logits after the state's last token, when known (saved conversations); lets a prompt be empty. */
   readonly logits: Float32Array | null;
@@ -23,6 +26,15 @@ const NAME_PATTERN = /^[\w.\- ]{1,128}$/;
 
 export const DEFAULT_MAX_STATES = 64;
 
+/**
+ * The model's own default initial state: a state-tuned model merged into one file embeds its tuned
+ * `blocks.N.att.time_state` (checked by describeModel), converted as for a state-tuning file; null when
+ * the model has none (its default is then the zero state).
+ */
+export function embeddedInitialState(ck: Checkpoint, info: ModelInfo, stateSize: number): Float32Array | null {
+  return hasEmbeddedTimeState(ck) ? stateFromTimeState(ck, info, stateSize, 'the model\'s embedded time_state') : null;
+}
+
 export class InitialStateRegistry {
   readonly zero: InitialState;
   /** The one byte bound of every state's prefix cache. */
@@ -31,14 +43,18 @@ export class InitialStateRegistry {
   /** Names being loaded (file still being read) → number of loads in progress. */
   private readonly pending = new Map<string, number>();
 
+  /** `modelDefault`: the model's embedded state (embeddedInitialState), which then replaces the zero state. */
   constructor(
     private readonly stateSize: number,
     cacheBytes: number,
     readonly maxStates = DEFAULT_MAX_STATES,
+    modelDefault: Float32Array | null = null,
   ) {
     if (!Number.isInteger(maxStates) || maxStates < 0) throw new RangeError(`maxStates must be an integer >= 0, got ${maxStates}`);
+    if (modelDefault && modelDefault.length !== stateSize) throw new RangeError(`the model's default state has ${modelDefault.length} floats, its state has ${stateSize}`);
     this.cacheBudget = new CacheBudget(cacheBytes);
-    this.zero = { name: '', source: 'zero', state: null, logits: null, cache: new PrefixCache(this.cacheBudget) };
+    const source = modelDefault ? 'embedded time_state' : 'zero';
+    this.zero = { name: '', source, state: modelDefault, logits: null, cache: new PrefixCache(this.cacheBudget) };
   }
 
   /** Refuses a new name once maxStates are loaded or being loaded (replacing a name is always allowed). */

@@ -178,6 +178,7 @@ function checkLayout(
   layout: (nLayer: number) => Iterable<[string, number[]]>,
   [short, label]: [string, string],
   nLayer: number,
+  stateHeads: [number, number],
   tolerated: (name: string, t: TensorInfo) => boolean = () => false,
 ): void {
   for (const [name, shape] of layout(nLayer)) {
@@ -200,9 +201,39 @@ function checkLayout(
     return (m[1] === '0' ? layer0 : layerN).has(m[2]); // countLayers refused indices past the layers
   };
   for (const [name, t] of ck.tensors) {
-    if (known(name) || name === 'vocab_map' || tolerated(name, t)) continue;
+    if (known(name) || name === 'vocab_map' || tolerated(name, t) || isTimeState(name, t, stateHeads)) continue;
     throw new Error(`unexpected tensor ${clip(name)} ${fmtShape(t.shape)}: not part of the ${label} layout`);
   }
+}
+
+const TIME_STATE = /^blocks\.\d+\.att\.time_state$/;
+
+/**
+ * A state-tuned model merged into its checkpoint carries each layer's tuned WKV state as
+ * `blocks.N.att.time_state` [heads, head size, head size] (the layout of state-tuning files): accepted
+ * with exactly that shape and a float dtype; the backend makes it the model's default initial state.
+ */
+function isTimeState(name: string, t: TensorInfo, [H, N]: [number, number]): boolean {
+  if (!TIME_STATE.test(name)) return false;
+  if (!sameShape(t.shape, [H, N, N])) throw new Error(`tensor ${name}: wrong shape: expected ${fmtShape([H, N, N])}, got ${fmtShape(t.shape)}`);
+  checkFloat(t);
+  return true;
+}
+
+/** Embedded time_state tensors are all-or-nothing: a model whose layers have them only in part is refused. */
+function checkTimeStateLayers(ck: TensorIndex, nLayer: number): void {
+  let count = 0;
+  for (const name of ck.tensors.keys()) if (TIME_STATE.test(name)) count++;
+  if (count === 0) return;
+  for (let l = 0; l < nLayer; l++) {
+    const name = `blocks.${l}.att.time_state`;
+    if (!ck.tensors.has(name)) throw new Error(`missing tensor ${name}: the model embeds time_state in ${count} of its ${nLayer} layers, it needs all or none`);
+  }
+}
+
+/** Whether the checkpoint embeds a tuned initial state (blocks.N.att.time_state, checked by describeModel). */
+export function hasEmbeddedTimeState(ck: TensorIndex): boolean {
+  return ck.tensors.has('blocks.0.att.time_state');
 }
 
 function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
@@ -229,7 +260,7 @@ function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
     },
   };
   // Some trainers keep unused v0/v1/v2 in layer 0; harmless when shaped right.
-  checkLayout(ck, (n) => rwkv7Tensors({ ...dims, nLayer: n }), ['RWKV-7', 'RWKV-7 (x070)'], nLayer, (name, t) => {
+  checkLayout(ck, (n) => rwkv7Tensors({ ...dims, nLayer: n }), ['RWKV-7', 'RWKV-7 (x070)'], nLayer, [H, N], (name, t) => {
     const v = /^blocks\.0\.att\.(v0|v1|v2)$/.exec(name);
     const vShape = v && { v0: [1, 1, C], v1: [C, dims.loraDims.v], v2: [dims.loraDims.v, C] }[v[1] as 'v0' | 'v1' | 'v2'];
     return !!vShape && (nLayer === 1 || sameShape(t.shape, vShape));
@@ -257,7 +288,7 @@ function describeV6(ck: TensorIndex, nLayer: number): ModelDims {
     ffnDim: dim(ck, 'blocks.0.ffn.key.weight', 0),
     loraDims: { w: dim(ck, 'blocks.0.att.time_decay_w1', 1), a: 0, v: 0, g: 0 },
   };
-  checkLayout(ck, (n) => rwkv6Tensors({ ...dims, nLayer: n }, mixRank), ['RWKV-6', 'RWKV-6 (x060)'], nLayer);
+  checkLayout(ck, (n) => rwkv6Tensors({ ...dims, nLayer: n }, mixRank), ['RWKV-6', 'RWKV-6 (x060)'], nLayer, [dims.nHead, dims.headSize]);
   return dims;
 }
 
@@ -271,7 +302,7 @@ function describeV5(ck: TensorIndex, nLayer: number): ModelDims {
     ffnDim: dim(ck, 'blocks.0.ffn.key.weight', 0),
     loraDims: { w: 0, a: 0, v: 0, g: 0 },
   };
-  checkLayout(ck, (n) => rwkv5Tensors({ ...dims, nLayer: n }), ['RWKV-5.2', 'RWKV-5.2'], nLayer);
+  checkLayout(ck, (n) => rwkv5Tensors({ ...dims, nLayer: n }), ['RWKV-5.2', 'RWKV-5.2'], nLayer, [dims.nHead, dims.headSize]);
   return dims;
 }
 
@@ -312,6 +343,8 @@ export function describeModel(ck: Checkpoint | CheckpointReader): ModelInfo {
   const nLayer = countLayers(ck);
   const describe = { v7: describeV7, v6: describeV6, v5: describeV5, v4: describeV4 }[version];
   const dims = describe(ck, nLayer);
+  if (version === 'v4' && hasEmbeddedTimeState(ck)) throw new Error('tensor blocks.0.att.time_state: embedded states are not supported for RWKV-4 models');
+  checkTimeStateLayers(ck, nLayer);
   const info: ModelInfo = { version, ...dims };
   const vm = ck.tensors.get('vocab_map');
   if (vm) checkVocabMap(vm, dims.vocabSize);

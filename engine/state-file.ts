@@ -83,7 +83,7 @@ async function readCheckpointBytes(bytes: Uint8Array, where: string): Promise<Ch
  * Zero state with each layer's WKV state replaced by the tuned `time_state`. State tuning stores
  * it as [H, key, value]; the runtime keeps [H, value, key], hence the transpose.
  */
-function stateFromTimeState(ck: Checkpoint, info: ModelInfo, stateSize: number, name: string): Float32Array {
+export function stateFromTimeState(ck: Checkpoint, info: ModelInfo, stateSize: number, name: string): Float32Array {
   if (info.version === 'v4') throw new StateFileError(name, 'state-tuning files are not supported for RWKV-4 models');
   const layout = stateLayout(info);
   const state = new Float32Array(stateSize);

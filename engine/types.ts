@@ -103,6 +103,8 @@ export interface InferenceBackend {
   readonly slots: number;
   /** Floats in one slot's state. */
   readonly stateSize: number;
+  /** The model's default initial state when it embeds one (time_state); absent or null = the zero state. */
+  readonly defaultState?: Float32Array | null;
   /**
    * Advance any subset of slots by any number of tokens in one batched pass (one GPU round trip).
    * Result i belongs to jobs[i]: logits [vocab] for 'last', [n*vocab] for 'all', null for 'none',

@@ -2,7 +2,7 @@
 // WebGPU adapter is a software rasterizer (Mesa lavapipe/llvmpipe, SwiftShader) or there is none: there the CPU
 // backend is many times faster than the same kernels through a software Vulkan driver.
 
-import { acquireGpu, GpuContext, GpuUnavailableError, releaseGpu } from '../gpu/device';
+import { acquireGpu, type DeviceRequest, GpuContext, GpuUnavailableError, releaseGpu } from '../gpu/device';
 
 export type DeviceChoice = 'auto' | 'gpu' | 'cpu';
 
@@ -17,7 +17,12 @@ export type ChosenDevice = { device: 'gpu'; gpu: GpuContext } | { device: 'cpu';
  * `cpuRuns`: whether the CPU backend has this model's version (RWKV-7 so far); when it has not, 'auto' takes any
  * WebGPU adapter, software ones included, and 'cpu' is refused with the reason.
  */
-export async function chooseDevice(choice: DeviceChoice = 'auto', gpu?: GpuContext, cpuRuns: { ok: boolean; why?: string } = { ok: true }): Promise<ChosenDevice> {
+export async function chooseDevice(
+  choice: DeviceChoice = 'auto',
+  gpu?: GpuContext,
+  cpuRuns: { ok: boolean; why?: string } = { ok: true },
+  request: DeviceRequest = {},
+): Promise<ChosenDevice> {
   if (!DEVICE_CHOICES.includes(choice)) throw new RangeError(`device must be 'auto', 'gpu' or 'cpu', got ${JSON.stringify(choice)}`);
   if (choice === 'cpu') {
     if (!cpuRuns.ok) throw new Error(`device 'cpu': ${cpuRuns.why}`);
@@ -25,10 +30,10 @@ export async function chooseDevice(choice: DeviceChoice = 'auto', gpu?: GpuConte
   }
   // A device handed in (tests, several models on one GPU) is used as it is.
   if (gpu) return { device: 'gpu', gpu };
-  if (choice === 'gpu' || !cpuRuns.ok) return { device: 'gpu', gpu: await acquireGpu() };
+  if (choice === 'gpu' || !cpuRuns.ok) return { device: 'gpu', gpu: await acquireGpu(request) };
   let found: GpuContext;
   try {
-    found = await acquireGpu();
+    found = await acquireGpu(request);
   } catch (e) {
     if (e instanceof GpuUnavailableError) return { device: 'cpu', reason: 'no WebGPU adapter' };
     throw e;

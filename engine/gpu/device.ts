@@ -85,6 +85,9 @@ export function deviceLostMessage(reason: string | undefined, message: string | 
 
 export class GpuUnavailableError extends Error {}
 
+/** A model whose weights exceed the adapter's buffer limits (not a missing GPU: 'auto' must not hide it). */
+export class ModelTooLargeError extends Error {}
+
 const NO_ADAPTER_HELP =
   'No WebGPU adapter found. rwkv-flow needs a Vulkan (Linux), Metal (macOS) or D3D12 (Windows) GPU driver. ' +
   'On a Linux machine without a GPU, install Mesa lavapipe >= 24 (Debian bookworm: add the bookworm-backports ' +
@@ -107,14 +110,91 @@ async function loadDawn() {
   return dawnModule;
 }
 
-/** One Dawn instance per set of toggles, kept referenced: a collected instance leaves GPU promises unsettled. */
+/** One Dawn instance per set of toggles and adapter, kept referenced: a collected instance leaves GPU promises unsettled. */
 const instances = new Map<string, GPU>();
 
-function dawnInstance(dawn: { create: (o: string[]) => GPU }, toggles: string[]): GPU {
-  const key = toggles.join(',');
+/** `adapter`: Dawn's adapter flag, a substring of the adapter's name (case-sensitive); undefined = any. */
+function dawnInstance(dawn: { create: (o: string[]) => GPU }, toggles: string[], adapter?: string): GPU {
+  const key = instanceKey(toggles, adapter);
   let gpu = instances.get(key);
-  if (!gpu) instances.set(key, (gpu = dawn.create(instanceFlags(toggles))));
+  if (!gpu) instances.set(key, (gpu = dawn.create([...instanceFlags(toggles), ...(adapter !== undefined ? [`adapter=${adapter}`] : [])])));
   return gpu;
+}
+
+function instanceKey(toggles: string[], adapter?: string): string {
+  return JSON.stringify([toggles, adapter ?? null]);
+}
+
+/** One WebGPU adapter of this machine as `rwkv-flow adapters` lists it. */
+export interface AdapterListing {
+  index: number;
+  name: string;
+  backend: string;
+  /** Largest buffer, and largest storage binding (one weight tensor must fit both), in bytes. */
+  maxBufferSize: number;
+  maxStorageBufferBindingSize: number;
+}
+
+/** An adapter flag no adapter has: Dawn then fails and names every adapter it has, the only listing it offers. */
+const NO_SUCH_ADAPTER = '\u0001rwkv-flow: list the adapters';
+
+/** The adapters in Dawn's "Available adapters:" error text ("* backend: 'vulkan', name: 'NVIDIA H200'"). */
+export function parseAdapterList(message: string): { backend: string; name: string }[] {
+  const out: { backend: string; name: string }[] = [];
+  for (const m of message.matchAll(/^\s*\* backend: '([^']*)', name: '(.*)'\s*$/gm)) out.push({ backend: m[1], name: m[2] });
+  return out;
+}
+
+/** Every WebGPU adapter Dawn finds, in its order (the index `adapter` selects by), with its buffer limits. */
+export async function listAdapters(): Promise<AdapterListing[]> {
+  const dawn = await loadDawn();
+  let names: { backend: string; name: string }[] = [];
+  try {
+    await dawn.create([`adapter=${NO_SUCH_ADAPTER}`]).requestAdapter();
+  } catch (e) {
+    names = parseAdapterList(String((e as Error).message));
+  }
+  const out: AdapterListing[] = [];
+  for (const [index, { backend, name }] of names.entries()) {
+    const adapter = await dawnInstance(dawn, [F16_TOGGLE], name).requestAdapter({ powerPreference: 'high-performance' });
+    const lim = adapter?.limits;
+    out.push({ index, name, backend, maxBufferSize: lim?.maxBufferSize ?? 0, maxStorageBufferBindingSize: lim?.maxStorageBufferBindingSize ?? 0 });
+  }
+  return out;
+}
+
+/** The adapter name an operator's choice (an index of listAdapters, or a case-insensitive name substring) means. */
+export function selectAdapter(adapters: readonly Pick<AdapterListing, 'index' | 'name'>[], choice: number | string): string {
+  const known = adapters.length ? adapters.map((a) => `${a.index}: ${a.name}`).join('; ') : 'none found';
+  if (typeof choice === 'number') {
+    const found = Number.isInteger(choice) ? adapters[choice] : undefined;
+    if (!found) throw new Error(`adapter ${choice}: no such adapter index (adapters: ${known})`);
+    return found.name;
+  }
+  const wanted = String(choice).toLowerCase();
+  const found = adapters.find((a) => a.name.toLowerCase().includes(wanted));
+  if (!wanted || !found) throw new Error(`adapter ${JSON.stringify(choice)}: no adapter name contains it (adapters: ${known})`);
+  return found.name;
+}
+
+/**
+ * Refuses a model whose weights cannot fit the adapter's buffer limits, naming the sizes, before any weight
+ * is read or uploaded: every weight tensor is one buffer and one storage binding.
+ */
+export function checkAdapterFits(limits: Pick<GPUSupportedLimits, 'maxBufferSize' | 'maxStorageBufferBindingSize'>, adapterName: string, req: DeviceRequest): void {
+  const what = req.largest ? ` (${req.largest})` : '';
+  const binding = req.maxBindingBytes ?? 0;
+  const buffer = Math.max(req.maxBufferBytes ?? 0, binding);
+  if (binding > limits.maxStorageBufferBindingSize) {
+    throw new ModelTooLargeError(
+      `the model does not fit adapter ${adapterName}: it needs a storage binding of ${binding} bytes${what}, the adapter binds at most ${limits.maxStorageBufferBindingSize} bytes (maxStorageBufferBindingSize)`,
+    );
+  }
+  if (buffer > limits.maxBufferSize) {
+    throw new ModelTooLargeError(
+      `the model does not fit adapter ${adapterName}: it needs a buffer of ${buffer} bytes${what}, the adapter allows at most ${limits.maxBufferSize} bytes (maxBufferSize)`,
+    );
+  }
 }
 
 /** Dawn's command-line style instance flags for a list of toggles (a leading '-' disables one). */
@@ -149,6 +229,10 @@ export interface DeviceRequest {
   maxBindingBytes?: number;
   /** Total bytes of the largest buffer. */
   maxBufferBytes?: number;
+  /** What needs those bytes (e.g. "tensor emb.weight [65536, 2048] as f16"), for the error when they do not fit. */
+  largest?: string;
+  /** The adapter to use: an index of listAdapters() or a substring of its name (default: Dawn's high-performance one). */
+  adapter?: number | string;
   /** The kernel path to run (default: RWKV_FLOW_KERNEL_PATH, else the best the adapter has); one the adapter cannot run is an error. */
   kernelPath?: KernelPath;
   /** Benchmarks: Dawn timestamps at full resolution (by default they are rounded to 65.536 µs). */
@@ -166,26 +250,23 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const wanted = req.kernelPath ?? envKernelPath();
   const base = [F16_TOGGLE, ...(req.exactTimestamps ? ['-timestamp_quantization'] : [])];
   let toggles = base;
-  let adapter = await dawnInstance(dawn, toggles).requestAdapter({ powerPreference: 'high-performance' });
-  if (!adapter) throw new GpuUnavailableError(NO_ADAPTER_HELP);
+  const named = req.adapter === undefined ? undefined : selectAdapter(await listAdapters(), req.adapter);
+  let adapter = await dawnInstance(dawn, toggles, named).requestAdapter({ powerPreference: 'high-performance' });
+  if (!adapter) throw new GpuUnavailableError(named === undefined ? NO_ADAPTER_HELP : `adapter ${named} could not be opened`);
   if ((wanted ?? 'subgroup-matrix') === 'subgroup-matrix' && mayOfferSubgroupMatrix(adapterCapabilities(adapter))) {
     const unsafe = [...base, UNSAFE_TOGGLE];
-    const candidate = await dawnInstance(dawn, unsafe).requestAdapter({ powerPreference: 'high-performance' });
+    const candidate = await dawnInstance(dawn, unsafe, named).requestAdapter({ powerPreference: 'high-performance' });
     if (candidate && supportsSubgroupMatrix(adapterCapabilities(candidate))) {
       adapter = candidate;
       toggles = unsafe;
     } else {
-      instances.delete(unsafe.join(',')); // not needed: nothing of it is in use
+      instances.delete(instanceKey(unsafe, named)); // not needed: nothing of it is in use
     }
   }
   const kernelPath = chooseKernelPath(adapterCapabilities(adapter), wanted);
   const lim = adapter.limits;
-  const needBinding = req.maxBindingBytes ?? 0;
-  if (needBinding > lim.maxStorageBufferBindingSize) {
-    throw new GpuUnavailableError(
-      `The model needs storage bindings of ${needBinding} bytes but adapter allows ${lim.maxStorageBufferBindingSize}.`,
-    );
-  }
+  const info0 = adapter.info;
+  checkAdapterFits(lim, [info0.vendor, info0.architecture, info0.device, info0.description].filter((s) => s && s.length).join(' ') || 'unknown adapter', req);
   const features = ['subgroups', 'timestamp-query', ...featuresFor(kernelPath)].filter((f) => adapter.features.has(f)) as GPUFeatureName[];
   const device = await adapter.requestDevice({
     requiredFeatures: features,
