@@ -51,7 +51,7 @@ describe('hostile constraints: bounded compilation off the event loop', function
       refused(result, ...needles);
       assert.ok(ms < 30000, `took ${ms} ms`);
       // A compile on the main thread gives no tick at all until it ends.
-      assert.ok(ticks >= 1 || ms < 10, `the event loop did not tick during ${ms} ms`);
+      assert.ok(ticks >= 1 || ms < 100, `the event loop did not tick during ${ms} ms`); // the issue's bound: no stall over 100 ms (a loaded 2-core machine delays 5 ms timers by tens of ms)
     });
   }
 
@@ -146,7 +146,7 @@ describe('hostile constraints through engine.generate()', function () {
     const e = engine();
     const { result, ticks, ms } = await withTicks(() => run(e, { prompt: 'x', jsonSchema: { type: 'array', minItems: 100000 }, maxTokens: 8 }));
     refused(result, "'minItems'");
-    assert.ok(ticks >= 1 || ms < 10, `the event loop did not tick during ${ms} ms`);
+    assert.ok(ticks >= 1 || ms < 100, `the event loop did not tick during ${ms} ms`); // the issue's bound: no stall over 100 ms (a loaded 2-core machine delays 5 ms timers by tens of ms)
     assert.strictEqual(e.scheduler.queued, 0);
     // The engine still serves requests.
     assert.strictEqual((await run(e, { prompt: 'x', maxTokens: 3, sampler: { temperature: 0 } })).completionTokens, 3);
