@@ -2,6 +2,7 @@
 // group buffer (f16 packed two per u32, or f32), with the input width padded to a multiple of 32; small
 // vectors as f32 stacked [M, C]. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
 
+import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from './kernel';
@@ -120,19 +121,7 @@ export class WeightUploader {
     const { C } = this;
     const embT = this.tensor('emb.weight');
     const [V] = embT.shape;
-    const emb = Float32Array.from(toF32(embT));
-    const w0 = this.vals('blocks.0.ln0.weight');
-    const b0 = this.vals('blocks.0.ln0.bias');
-    for (let row = 0; row < V; row++) {
-      const r = emb.subarray(row * C, row * C + C);
-      let mean = 0;
-      for (let c = 0; c < C; c++) mean += r[c];
-      mean /= C;
-      let v = 0;
-      for (let c = 0; c < C; c++) v += (r[c] - mean) ** 2;
-      const inv = 1 / Math.sqrt(v / C + 1e-5);
-      for (let c = 0; c < C; c++) r[c] = (r[c] - mean) * inv * w0[c] + b0[c];
-    }
+    const emb = normalizedEmbedding(embT, this.vals('blocks.0.ln0.weight'), this.vals('blocks.0.ln0.bias'));
     return {
       precision: this.precision,
       emb: this.group('emb.weight', [this.host('emb.weight', emb, V, C)]),

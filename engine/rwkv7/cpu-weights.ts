@@ -4,6 +4,7 @@
 // normalization, small vectors f32. Two phases: `planRwkv7Cpu` reserves addresses in the arena and keeps the
 // host copies; `CpuWeightPlan.write` copies them into the memory once it exists.
 
+import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from '../cpu/arena';
@@ -137,19 +138,7 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
   // The reference normalizes the embedding with blocks.0.ln0 once at load time; the GPU path does the same.
   const embT = get('emb.weight');
   const V = embT.shape[0];
-  const emb = Float32Array.from(toF32(embT));
-  const w0 = vals('blocks.0.ln0.weight');
-  const b0 = vals('blocks.0.ln0.bias');
-  for (let row = 0; row < V; row++) {
-    const r = emb.subarray(row * C, row * C + C);
-    let mean = 0;
-    for (let c = 0; c < C; c++) mean += r[c];
-    mean /= C;
-    let v = 0;
-    for (let c = 0; c < C; c++) v += (r[c] - mean) ** 2;
-    const inv = 1 / Math.sqrt(v / C + 1e-5);
-    for (let c = 0; c < C; c++) r[c] = (r[c] - mean) * inv * w0[c] + b0[c];
-  }
+  const emb = normalizedEmbedding(embT, vals('blocks.0.ln0.weight'), vals('blocks.0.ln0.bias'));
   const embAt = place(wide ? emb : f32ToF16(emb));
 
   let maxLora = 8;

@@ -3,6 +3,7 @@
 // edge cases), weights as f16 or f32, small vectors always f32. Matrices used side by side (receptance, key,
 // value; the four LoRA stages) share one buffer so one dispatch computes them all.
 
+import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from '../gpu/kernel';
@@ -142,19 +143,7 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
   // The reference normalizes the embedding with blocks.0.ln0 once at load time; do the same.
   const embT = get('emb.weight');
   const [V] = embT.shape;
-  const emb = Float32Array.from(toF32(embT));
-  const w0 = vals('blocks.0.ln0.weight');
-  const b0 = vals('blocks.0.ln0.bias');
-  for (let row = 0; row < V; row++) {
-    const r = emb.subarray(row * C, row * C + C);
-    let mean = 0;
-    for (let c = 0; c < C; c++) mean += r[c];
-    mean /= C;
-    let v = 0;
-    for (let c = 0; c < C; c++) v += (r[c] - mean) ** 2;
-    const inv = 1 / Math.sqrt(v / C + 1e-5);
-    for (let c = 0; c < C; c++) r[c] = (r[c] - mean) * inv * w0[c] + b0[c];
-  }
+  const emb = normalizedEmbedding(embT, vals('blocks.0.ln0.weight'), vals('blocks.0.ln0.bias'));
 
   let maxLora = 32;
   const layers: LayerWeights[] = [];
