@@ -39,6 +39,35 @@ export function installN8nExtension(root: string): string {
 }
 
 /** `n8n <args>` with this environment; a failure carries the end of n8n's output. */
+export type N8nRunData = Record<string, { data?: Record<string, { json: any }[][]>; inputOverride?: Record<string, { json: any }[][]> }[]>;
+
+/**
+ * The run JSON in what `n8n execute --rawOutput` printed. n8n writes log lines to the same stdout before and
+ * after it (CI once saw one after it), so the JSON is cut out by its balanced braces, not by where the text ends.
+ */
+export function rawOutputJson(out: string): unknown {
+  const start = out.indexOf('{');
+  if (start < 0) throw new Error(`no JSON in n8n's output:\n${out.slice(-3000)}`);
+  let depth = 0;
+  let inString = false;
+  for (let i = start; i < out.length; i++) {
+    const c = out[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      if (--depth === 0) {
+        const trailing = out.slice(i + 1).trim();
+        if (trailing) process.stderr.write(`n8n printed after the run JSON: ${trailing.slice(0, 2000)}\n`);
+        return JSON.parse(out.slice(start, i + 1));
+      }
+    }
+  }
+  throw new Error(`unterminated JSON in n8n's output:\n${out.slice(-3000)}`);
+}
+
 export function n8nCli(nodeBin: string, n8nBin: string, env: () => NodeJS.ProcessEnv) {
   const n8n = (...args: string[]): string => {
     try {
@@ -48,12 +77,16 @@ export function n8nCli(nodeBin: string, n8nBin: string, env: () => NodeJS.Proces
       throw new Error(`n8n ${args.join(' ')} failed:\n${(e.stdout ?? '').slice(-3000)}\n${(e.stderr ?? '').slice(-3000)}`);
     }
   };
+  /** `n8n execute --id` of a workflow: the whole run, after checking it had no error. */
+  const executeRun = (id: string) => {
+    const run = rawOutputJson(n8n('execute', `--id=${id}`, '--rawOutput')) as { data: { resultData: { error?: unknown; runData: N8nRunData } } };
+    assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
+    return run.data.resultData.runData;
+  };
   /** `n8n execute --id` of a workflow: the output items of a node by name, after checking the run had no error. */
   const execute = (id: string) => {
-    const out = n8n('execute', `--id=${id}`, '--rawOutput');
-    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: Record<string, { data: { main: { json: any }[][] } }[]> } } };
-    assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
-    return (name: string) => run.data.resultData.runData[name][0].data.main[0].map((i) => i.json);
+    const runData = executeRun(id);
+    return (name: string) => runData[name][0].data!.main[0].map((i) => i.json);
   };
-  return { n8n, execute };
+  return { n8n, execute, executeRun };
 }

@@ -10,7 +10,7 @@ import { execFileSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { installN8nExtension, n8nCli } from './e2e-support';
+import { installN8nExtension, n8nCli, N8nRunData } from './e2e-support';
 import { GOLDEN } from './paths';
 
 const N8N_BIN = process.env.N8N_E2E_BIN;
@@ -159,7 +159,7 @@ if (!N8N_BIN && N8N_REQUIRED) {
   let root: string;
   let env: NodeJS.ProcessEnv;
   // execute() here also keeps the whole run data (the vector-store test reads a sub-node's input).
-  const { n8n } = n8nCli(NODE_BIN, N8N_BIN!, () => env);
+  const { n8n, executeRun } = n8nCli(NODE_BIN, N8N_BIN!, () => env);
 
   before(() => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-n8n-e2e-'));
@@ -188,14 +188,11 @@ if (!N8N_BIN && N8N_REQUIRED) {
   });
   after(() => fs.rmSync(root, { recursive: true, force: true }));
 
-  type RunData = Record<string, { data?: Record<string, { json: any }[][]>; inputOverride?: Record<string, { json: any }[][]> }[]>;
-  let lastRunData: RunData = {};
+  let lastRunData: N8nRunData = {};
   function execute(id: string) {
-    const out = n8n('execute', `--id=${id}`, '--rawOutput');
-    const run = JSON.parse(out.slice(out.indexOf('{'))) as { data: { resultData: { error?: unknown; runData: RunData } } };
-    assert.strictEqual(run.data.resultData.error, undefined, JSON.stringify(run.data.resultData.error));
-    lastRunData = run.data.resultData.runData;
-    return (name: string) => run.data.resultData.runData[name][0].data!.main[0].map((i) => i.json);
+    lastRunData = executeRun(id);
+    const runData = lastRunData;
+    return (name: string) => runData[name][0].data!.main[0].map((i) => i.json);
   }
 
   it('runs generate (two items, one batch), choose and embed on the real engine', () => {
