@@ -7,6 +7,7 @@
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
+import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, type SegmentIO } from './matmul';
@@ -40,15 +41,21 @@ interface Segment {
 }
 
 /** The pass commands of one sub-pass, recorded once per batch shape and replayed every step. */
-type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number } | 'submit';
+type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number; label: string } | 'submit';
 
 class Recorder {
   readonly ops: Op[] = [];
   private pipeline: GPUComputePipeline | null = null;
   private group: GPUBindGroup | null = null;
+  private nextLabel: string | null = null;
 
   setPipeline(p: GPUComputePipeline) {
     this.pipeline = p;
+  }
+
+  /** What the kernel profiler calls the next dispatch (default: the kernel's name without its constants). */
+  label(name: string) {
+    this.nextLabel = name;
   }
 
   setBindGroup(_index: 0, g: GPUBindGroup) {
@@ -56,7 +63,9 @@ class Recorder {
   }
 
   dispatchWorkgroups(x: number, y = 1) {
-    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y });
+    const label = this.nextLabel ?? this.pipeline!.label.replace(/\(.*$/, '');
+    this.nextLabel = null;
+    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y, label });
   }
 
   /** Submit what is recorded so far, so the GPU starts while the rest is encoded. */
@@ -73,6 +82,8 @@ interface SubPass {
 
 export class Rwkv7Runtime implements InferenceBackend {
   readonly slots: number;
+  /** Benchmarks: while set, every dispatch is timed on its own (engine/gpu/kernel-profiler.ts). */
+  profiler: KernelProfiler | null = null;
   readonly stateSize: number;
   readonly topCapacity = TOP_CAPACITY;
   private readonly device: GPUDevice;
@@ -218,6 +229,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const u = this.groupUniform(key, g, io, useR);
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
+    pass.label(`${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
   }
 
@@ -244,6 +256,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       if (this.recorded.size >= 64) this.recorded.delete(this.recorded.keys().next().value!);
       this.recorded.set(key, ops);
     }
+    if (this.profiler) return this.encodeProfiled(enc, ops, this.profiler);
     let pass = enc.beginComputePass();
     let pipeline: GPUComputePipeline | null = null;
     for (const op of ops) {
@@ -260,6 +273,20 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.dispatchWorkgroups(op.x, op.y);
     }
     pass.end();
+    return enc;
+  }
+
+  /** Each dispatch in a pass of its own, timed by the profiler (one command buffer: no early submits). */
+  private encodeProfiled(enc: GPUCommandEncoder, ops: Op[], profiler: KernelProfiler): GPUCommandEncoder {
+    for (const op of ops) {
+      if (op === 'submit') continue;
+      const timestampWrites = profiler.passFor(op.label);
+      const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
+      pass.setPipeline(op.pipeline);
+      pass.setBindGroup(0, op.group);
+      pass.dispatchWorkgroups(op.x, op.y);
+      pass.end();
+    }
     return enc;
   }
 

@@ -1,0 +1,54 @@
+// The kernel profiler (engine/gpu/kernel-profiler.ts): per-dispatch GPU times by label, without changing results.
+
+import * as assert from 'assert';
+import { createBackend } from '../engine/backend';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { KernelProfiler } from '../engine/gpu/kernel-profiler';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
+
+describe('kernel profiler', function () {
+  this.timeout(300000);
+  let gpu: GpuContext;
+  before(async function () {
+    gpu = await acquireGpu();
+    if (!gpu.device.features.has('timestamp-query')) this.skip();
+  });
+
+  it('times every dispatch of a step by kernel, and the step gives the same logits', async () => {
+    const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 64, vocabSize: 300, dtype: 'f32', seed: 3 });
+    const be = await createBackend({ model: ck, slots: 2, precision: 'f32', gpu, device: 'gpu' });
+    try {
+      const runtime = be as unknown as Rwkv7Runtime;
+      const jobs = () => [
+        { slot: 0, tokens: [5, 6, 7], output: 'last' as const },
+        { slot: 1, tokens: [9], output: 'last' as const },
+      ];
+      const plain = (await be.run(jobs())).map((r) => Float32Array.from(r as Float32Array));
+      be.resetState(0);
+      be.resetState(1);
+      const profiler = new KernelProfiler(gpu.device);
+      runtime.profiler = profiler;
+      const profiled = await be.run(jobs());
+      await profiler.collect();
+      runtime.profiler = null;
+      profiled.forEach((r, i) => assert.deepStrictEqual(Float32Array.from(r as Float32Array), plain[i]));
+      const report = profiler.report();
+      profiler.dispose();
+      const labels = report.map((k) => k.label);
+      // Per layer: two norms with their shift saves, prep, wkv, post and five matrix groups; then the head.
+      for (const l of ['ln_shift', 'save_shift', 'rwkv7_prep', 'rwkv7_wkv', 'rwkv7_post', 'layer_norm']) assert.ok(labels.includes(l), `${l} in ${labels}`);
+      for (const m of ['rkv', 'lora1', 'lora2', 'o', 'fk', 'fv', 'head']) assert.ok(labels.some((x) => x.endsWith(`:${m}`)), `matrix ${m} in ${labels}`);
+      assert.strictEqual(report.find((k) => k.label === 'rwkv7_wkv')!.dispatchesPerStep, 2);
+      assert.ok(report.every((k) => k.microsPerStep >= 0) && report.some((k) => k.microsPerStep > 0));
+      assert.ok(Math.abs(report.reduce((a, k) => a + k.share, 0) - 1) < 0.01);
+    } finally {
+      be.dispose();
+    }
+  });
+
+  it('refuses a device without timestamp queries, naming the feature', () => {
+    const fake = { features: new Set<string>() } as unknown as GPUDevice;
+    assert.throws(() => new KernelProfiler(fake), /timestamp-query/);
+  });
+});
