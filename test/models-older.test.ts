@@ -1,4 +1,4 @@
-// RWKV-5.2 and RWKV-6 through the whole engine (scheduler, 'top' decode outputs, batching) on the real WebGPU
+// RWKV-4, RWKV-5.2 and RWKV-6 through the whole engine (scheduler, 'top' decode outputs, batching) on the real WebGPU
 // backend with the tiny golden models: the scheduler and samplers do not know the version.
 
 import * as assert from 'assert';
@@ -18,7 +18,7 @@ async function tokensOf(it: AsyncIterable<GenerateEvent>): Promise<number[]> {
   return out;
 }
 
-for (const name of ['v6-tiny', 'v5-tiny']) {
+for (const name of ['v6-tiny', 'v5-tiny', 'v4-tiny']) {
   describe(`engine on ${name}`, function () {
     this.timeout(300000);
     const model = path.join(GOLDEN, `${name}.pth`);
