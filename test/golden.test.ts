@@ -8,6 +8,7 @@ import { createBackend, Backend, type BackendOptions } from '../engine/backend';
 import { acquireGpu, GpuContext, releaseGpu } from '../engine/gpu/device';
 import type { KernelPath } from '../engine/gpu/capabilities';
 import { readSafetensors } from '../engine/loader/safetensors';
+import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import type { Checkpoint } from '../engine/types';
 import { requireGolden } from './golden-required';
@@ -316,6 +317,34 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7 logits 
         const b = state.subarray(parts.att_b.offset, parts.att_b.offset + parts.att_b.length);
         const off = b.findIndex((v) => v !== 1);
         assert.equal(off, -1, `layer ${l} att_b[${off}] = ${b[off]} after one token from the zero state`);
+      }
+    });
+
+    it('keys far beyond exp\'s f32 range (k in the hundreds) give finite logits and b >= 1: the stable form', async () => {
+      // e^k overflows f32 past k = 88; the recurrence only ever takes e^(difference <= 0).
+      const ck = loadCheckpoint(path.join(GOLDEN, 'v4-tiny.pth'));
+      const scaled: Checkpoint = { ...ck, tensors: new Map(ck.tensors) };
+      for (const [name, t] of ck.tensors) {
+        if (!/^blocks\.\d+\.att\.key\.weight$/.test(name)) continue;
+        const v = Float32Array.from(toF32(t), (x) => x * 300);
+        scaled.tensors.set(name, { name, dtype: 'f32', shape: t.shape, bytes: new Uint8Array(v.buffer) });
+      }
+      const big = await make({ model: scaled, slots: 1, precision: 'f32' });
+      try {
+        const [out] = await big.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
+        const bad = out!.findIndex((v) => !Number.isFinite(v));
+        assert.equal(bad, -1, `logit ${bad} is ${out![bad]}`);
+        const state = await big.readState(0);
+        let most = 0;
+        for (const parts of stateLayout(big.info)) {
+          const p = state.subarray(parts.att_p.offset, parts.att_p.offset + parts.att_p.length);
+          most = Math.max(most, ...p);
+          const b = state.subarray(parts.att_b.offset, parts.att_b.offset + parts.att_b.length);
+          assert.ok(b.every((v) => v >= 1 && Number.isFinite(v)), 'att_b below 1 or not finite');
+        }
+        assert.ok(most > 88, `the keys were not large enough to test anything (largest p ${most})`);
+      } finally {
+        big.dispose();
       }
     });
 
