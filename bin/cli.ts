@@ -76,15 +76,15 @@ export async function main(argv: string[]): Promise<number> {
     case 'info': {
       const info = describeModel(loadCheckpoint(modelPath));
       const { vocabMap, ...rest } = info;
-      const be = ['v5', 'v6', 'v7'].includes(info.version) ? await createBackend({ model: modelPath, slots: 1, precision, device, adapter }) : null;
+      const be = await createBackend({ model: modelPath, slots: 1, precision, device, adapter });
       const out = {
         model: modelPath,
         ...rest,
         reducedVocab: vocabMap ? vocabMap.length : undefined,
-        adapter: be?.adapterName,
-        kernels: be?.kernelPath,
+        adapter: be.adapterName,
+        kernels: be.kernelPath,
       };
-      be?.dispose();
+      be.dispose();
       process.stdout.write(JSON.stringify(out, null, 2) + '\n');
       return 0;
     }

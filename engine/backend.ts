@@ -6,13 +6,9 @@ import { readAll } from './loader/checkpoint-reader';
 import { weightBufferNeeds } from './weight-needs';
 import { describeModel } from './model-spec';
 import { checkAdapterFits, GpuContext, releaseGpu } from './gpu/device';
-import { uploadRwkv7, WeightPrecision } from './rwkv7/weights';
-import { Rwkv7Runtime } from './rwkv7/runtime';
-import { uploadRwkv6 } from './rwkv6/weights';
-import { uploadRwkv5 } from './rwkv5/weights';
-import { Rwkv6Runtime } from './rwkv6/runtime';
+import type { WeightPrecision } from './rwkv7/weights';
 import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
-import { createCpuBackend } from './rwkv7/cpu-backend';
+import { cpuRuns, modelVersion, type ModelVersion } from './versions';
 import { embeddedInitialState } from './initial-states';
 import { applyLoraFiles, type LoraFile } from './lora';
 
@@ -50,9 +46,6 @@ export type Backend = InferenceBackend & {
   readonly kernelPath: string;
 };
 
-/** Versions the WebGPU engine runs. */
-const SUPPORTED: readonly string[] = ['v5', 'v6', 'v7'];
-
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const precision = opts.precision ?? 'f16';
@@ -62,19 +55,17 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   const reader = typeof opts.model === 'string' ? openCheckpoint(opts.model) : null;
   let ck: Checkpoint;
   let info: ModelInfo;
+  let version: ModelVersion;
   let chosen: Awaited<ReturnType<typeof chooseDevice>>;
   try {
     const index = reader ?? (opts.model as Checkpoint);
     info = describeModel(index);
-    if (!SUPPORTED.includes(info.version)) {
-      throw new Error(`RWKV ${info.version} models are not supported by the WebGPU engine yet; RWKV-5.2, RWKV-6 and RWKV-7 are`);
-    }
-    const cpuRuns = info.version === 'v7' ? { ok: true } : { ok: false, why: `the CPU backend runs RWKV-7 models so far, this one is RWKV ${info.version}` };
+    version = modelVersion(info);
     // The GPU path has no int8 weights: int8 means the CPU backend, also under 'auto'.
     const needs = precision === 'int8' ? null : weightBufferNeeds(index, precision);
     // The limits are checked once the GPU is chosen: on 'auto', a software adapter's limits must not refuse a
     // model the CPU backend then runs.
-    chosen = await chooseDevice(precision === 'int8' && (opts.device ?? 'auto') === 'auto' ? 'cpu' : opts.device, opts.gpu, cpuRuns, { adapter: opts.adapter });
+    chosen = await chooseDevice(precision === 'int8' && (opts.device ?? 'auto') === 'auto' ? 'cpu' : opts.device, opts.gpu, cpuRuns(info), { adapter: opts.adapter });
     if (chosen.device === 'gpu' && needs) {
       try {
         checkAdapterFits(chosen.gpu.device.limits, chosen.gpu.adapterName, needs); // a lent device too
@@ -101,7 +92,11 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       throw e;
     }
   };
-  if (chosen.device === 'cpu') return withDefaultState(await createCpuBackend(ck, info, { ...opts, precision }, chosen.reason));
+  if (chosen.device === 'cpu') {
+    // chooseDevice picks the CPU only where cpuRuns(info) said the version has a CPU backend.
+    if (!version.cpu) throw new Error(`internal: ${version.name} reached the CPU backend`);
+    return withDefaultState(await version.cpu(ck, info, { ...opts, precision }, chosen.reason));
+  }
   if (precision === 'int8') throw new Error('internal: int8 weights reached the GPU path');
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
@@ -115,13 +110,8 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       gemmTile: opts.gemmTile,
       ownsDevice,
     };
-    // One folder per version (engine/rwkv{5,6,7}/); RWKV-5.2 runs on RWKV-6's pass without its data-dependent parts.
-    const weights =
-      info.version === 'v7' ? uploadRwkv7(gpu.device, ck, info, precision)
-      : info.version === 'v6' ? uploadRwkv6(gpu.device, ck, info, precision)
-      : uploadRwkv5(gpu.device, ck, info, precision);
-    const runtime = 'common' in weights ? new Rwkv6Runtime(gpu, info, weights, runtimeOpts) : new Rwkv7Runtime(gpu, info, weights, runtimeOpts);
-    return withDefaultState(Object.assign(runtime, { adapterName: gpu.adapterName, weightBytes: weights.bytes }));
+    const runtime = version.gpu(gpu, ck, info, precision, runtimeOpts);
+    return withDefaultState(Object.assign(runtime, { adapterName: gpu.adapterName }));
   } catch (e) {
     // Weights half uploaded: the device goes with them (a lent one keeps what the lender must free).
     if (ownsDevice) releaseGpu(gpu);

@@ -1,5 +1,5 @@
 // What model a checkpoint holds: the RWKV version (from tensor names) and its hyper-parameters (from
-// tensor shapes). For the versions the engine runs (RWKV-5.2, RWKV-6, RWKV-7) every tensor of the official
+// tensor shapes). For every version the engine runs (RWKV-4, RWKV-5.2, RWKV-6, RWKV-7) every tensor of the official
 // layout is checked for presence, exact shape and a float dtype, so a bad file is rejected here with
 // the offending tensor named instead of producing wrong logits later.
 //
@@ -94,6 +94,23 @@ export function* rwkv5Tensors(d: ModelDims): Generator<[string, number[]]> {
     yield* [[`${a}time_decay`, [H, N]], [`${a}time_faaaa`, [H, N]]] as [string, number[]][];
     for (const m of ['receptance', 'key', 'value', 'gate', 'output']) yield [`${a}${m}.weight`, [C, C]];
     yield* [[`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]] as [string, number[]][];
+  }
+  yield* headTensors(d, true);
+}
+
+/**
+ * Tensor names and shapes of an RWKV-4 checkpoint: per layer a static token shift (time_mix_k/v/r), a per-channel
+ * decay and bonus (time_decay, time_first [C]) and no output norm or gate.
+ */
+export function* rwkv4Tensors(d: ModelDims): Generator<[string, number[]]> {
+  const { nLayer: L, nEmbd: C } = d;
+  yield* headTensors(d, false);
+  for (let i = 0; i < L; i++) {
+    const a = `blocks.${i}.att.`;
+    yield* olderLayerCommon(d, i, ['time_mix_k', 'time_mix_r']);
+    for (const m of ['k', 'v', 'r']) yield [`${a}time_mix_${m}`, [1, 1, C]];
+    yield* [[`${a}time_decay`, [C]], [`${a}time_first`, [C]]] as [string, number[]][];
+    for (const m of ['receptance', 'key', 'value', 'output']) yield [`${a}${m}.weight`, [C, C]];
   }
   yield* headTensors(d, true);
 }
@@ -306,13 +323,22 @@ function describeV5(ck: TensorIndex, nLayer: number): ModelDims {
   return dims;
 }
 
-/** v4 is recognized and described (for a clear "not supported" error), not fully validated. */
+/** RWKV-4 keeps a scalar recurrent state per channel: described as C heads of size 1. */
 function describeV4(ck: TensorIndex, nLayer: number): ModelDims {
+  // Before the layout check, which would otherwise accept time_state as an embedded state of [C, 1, 1].
+  if (hasEmbeddedTimeState(ck)) throw new Error('tensor blocks.0.att.time_state: embedded states are not supported for RWKV-4 models');
   const [V, C] = need(ck, 'emb.weight', 2).shape;
-  need(ck, 'head.weight', 2);
-  const ffnDim = need(ck, 'blocks.0.ffn.key.weight', 2).shape[0];
-  // A scalar recurrent state per channel.
-  return { nLayer, nEmbd: C, nHead: C, headSize: 1, vocabSize: V, ffnDim, loraDims: { w: 0, a: 0, v: 0, g: 0 } };
+  const dims: ModelDims = {
+    nLayer,
+    nEmbd: C,
+    nHead: C,
+    headSize: 1,
+    vocabSize: V,
+    ffnDim: dim(ck, 'blocks.0.ffn.key.weight', 0),
+    loraDims: { w: 0, a: 0, v: 0, g: 0 },
+  };
+  checkLayout(ck, (n) => rwkv4Tensors({ ...dims, nLayer: n }), ['RWKV-4', 'RWKV-4'], nLayer, [C, 1]);
+  return dims;
 }
 
 /** Checked on the index entry, before a reader reads its bytes. */
@@ -343,7 +369,6 @@ export function describeModel(ck: Checkpoint | CheckpointReader): ModelInfo {
   const nLayer = countLayers(ck);
   const describe = { v7: describeV7, v6: describeV6, v5: describeV5, v4: describeV4 }[version];
   const dims = describe(ck, nLayer);
-  if (version === 'v4' && hasEmbeddedTimeState(ck)) throw new Error('tensor blocks.0.att.time_state: embedded states are not supported for RWKV-4 models');
   checkTimeStateLayers(ck, nLayer);
   const info: ModelInfo = { version, ...dims };
   const vm = ck.tensors.get('vocab_map');

@@ -16,7 +16,7 @@ import { readPth } from '../engine/loader/pth';
 import { ZipReader } from '../engine/loader/zip';
 import { unpickle } from '../engine/loader/pickle';
 import { readSafetensors, writeSafetensors } from '../engine/loader/safetensors';
-import { describeModel, rwkv5Tensors, rwkv6Tensors, rwkv7TensorShapes } from '../engine/model-spec';
+import { describeModel, rwkv4Tensors, rwkv5Tensors, rwkv6Tensors, rwkv7TensorShapes } from '../engine/model-spec';
 import { officialLoraDims, randomRwkv7Checkpoint, writeRandomRwkv7Safetensors } from '../engine/random-model';
 import type { Checkpoint, DType, RawTensor } from '../engine/types';
 import { buildZip, pk, rawSafetensors } from '../bench/crafted-models';
@@ -139,6 +139,27 @@ describe('loader', function () {
         assert.throws(() => describeModel(extra), /unexpected tensor blocks\.1\.att\.mystery \[4\]/);
       });
     }
+
+    it('v4-tiny.pth has exactly the RWKV-4 tensors; a missing, misshapen, extra or time_state tensor is refused by name', () => {
+      const ck = loadCheckpoint(golden('v4-tiny.pth'));
+      const info = describeModel(ck);
+      assert.deepStrictEqual([info.nHead, info.headSize], [128, 1]);
+      const spec = [...rwkv4Tensors(info)];
+      assert.deepStrictEqual(new Set(ck.tensors.keys()), new Set(spec.map(([n]) => n)));
+      for (const [name, shape] of spec) assert.deepStrictEqual(ck.tensors.get(name)!.shape, shape, name);
+      const missing = cloneCheckpoint(ck);
+      missing.tensors.delete('blocks.2.att.time_first');
+      assert.throws(() => describeModel(missing), /missing tensor blocks\.2\.att\.time_first \(RWKV-4, 3 layers\)/);
+      const bad = cloneCheckpoint(ck);
+      bad.tensors.set('blocks.1.att.time_decay', tensor('blocks.1.att.time_decay', 'f16', [1, 1, 128]));
+      assert.throws(() => describeModel(bad), /tensor blocks\.1\.att\.time_decay: wrong shape: expected \[128\], got \[1, 1, 128\]/);
+      const extra = cloneCheckpoint(ck);
+      extra.tensors.set('blocks.1.att.gate.weight', tensor('blocks.1.att.gate.weight', 'f16', [128, 128]));
+      assert.throws(() => describeModel(extra), /unexpected tensor blocks\.1\.att\.gate\.weight \[128, 128\]: not part of the RWKV-4 layout/);
+      const tuned = cloneCheckpoint(ck);
+      for (let l = 0; l < 3; l++) tuned.tensors.set(`blocks.${l}.att.time_state`, tensor(`blocks.${l}.att.time_state`, 'f32', [128, 1, 1]));
+      assert.throws(() => describeModel(tuned), /blocks\.0\.att\.time_state: embedded states are not supported for RWKV-4 models/);
+    });
 
     it('reads golden reference outputs (f32 and i32 safetensors)', () => {
       const g = readSafetensors(golden('v7-tiny.golden.st'));

@@ -1,7 +1,9 @@
-// RWKV-5.2 and RWKV-6 through the whole engine (scheduler, 'top' decode outputs, batching) on the real WebGPU
+// RWKV-4, RWKV-5.2 and RWKV-6 through the whole engine (scheduler, 'top' decode outputs, batching) on the real WebGPU
 // backend with the tiny golden models: the scheduler and samplers do not know the version.
 
 import * as assert from 'assert';
+import * as fs from 'fs';
+import * as os from 'os';
 import * as path from 'path';
 import type { GenerateEvent } from '../engine/api';
 import { createBackend, type Backend } from '../engine/backend';
@@ -18,20 +20,25 @@ async function tokensOf(it: AsyncIterable<GenerateEvent>): Promise<number[]> {
   return out;
 }
 
-for (const name of ['v6-tiny', 'v5-tiny']) {
+for (const name of ['v6-tiny', 'v5-tiny', 'v4-tiny']) {
   describe(`engine on ${name}`, function () {
     this.timeout(300000);
     const model = path.join(GOLDEN, `${name}.pth`);
     const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
     const backends: Backend[] = [];
+    let stateDir: string;
     before(function () {
       requireGolden(this, model);
+      stateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-older-'));
     });
-    after(() => backends.forEach((b) => b.dispose()));
+    after(() => {
+      backends.forEach((b) => b.dispose());
+      if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
+    });
     const engine = async (slots: number, chunkSize: number) => {
       const backend = await createBackend({ model, slots, precision: 'f32' });
       backends.push(backend);
-      return new RwkvEngine({ backend, tokenizer, config: { chunkSize }, cacheMinTokens: 8, compileConstraint: null });
+      return new RwkvEngine({ backend, tokenizer, config: { chunkSize, stateDir }, cacheMinTokens: 8, compileConstraint: null });
     };
 
     it('greedy tokens batched (top outputs) equal each request alone, and the last-row logits argmax', async () => {
@@ -50,6 +57,23 @@ for (const name of ['v6-tiny', 'v5-tiny']) {
       for (let i = 1; i < row!.length; i++) if (row![i] > row![best]) best = i;
       assert.strictEqual(alone[1][0], best);
       await Promise.all([solo.close(), batch.close()]);
+    });
+
+    it('a saved conversation, loaded as a state and continued, equals the whole prompt; a repeated prompt reuses the prefix cache', async () => {
+      const head = 'The quick brown fox jumps over the lazy dog.\n';
+      const tail = 'Then it ran';
+      // The split must not change the tokens, or the two runs would feed different rows.
+      assert.deepStrictEqual(tokenizer.encode(head + tail), [...tokenizer.encode(head), ...tokenizer.encode(tail)]);
+      const e = await engine(2, 8);
+      const whole = await tokensOf(e.generate({ prompt: head + tail, maxTokens: 6, sampler: greedy }));
+      const saved = await e.saveConversation(head, 'head.cbor');
+      assert.strictEqual(saved.tokens, tokenizer.encode(head).length);
+      await e.loadConversation('head.cbor', 'head');
+      assert.deepStrictEqual(await tokensOf(e.generate({ prompt: tail, state: 'head', maxTokens: 6, sampler: greedy })), whole);
+      const cachedBefore = e.stats.cachedPromptTokens;
+      assert.deepStrictEqual(await tokensOf(e.generate({ prompt: head + tail, maxTokens: 6, sampler: greedy })), whole);
+      assert.ok(e.stats.cachedPromptTokens > cachedBefore, 'the repeated prompt did not start from a cached prefix');
+      await e.close();
     });
   });
 }

@@ -352,11 +352,11 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   /**
-   * Which matrix kernels run (printed by `rwkv-flow info`): the RWKV-5/6 passes use the f32-compute products
+   * Which matrix kernels run (printed by `rwkv-flow info`): the RWKV-4/5/6 passes use the f32-compute products
    * (f16 weights unpacked in the shader) on every adapter; the subgroup-matrix variants are RWKV-7's so far.
    */
   get kernelPath(): string {
-    return 'f32 path: RWKV-5/6 products compute in f32 (f16 weights unpacked in the shader) on every adapter';
+    return 'f32 path: RWKV-4/5/6 products compute in f32 (f16 weights unpacked in the shader) on every adapter';
   }
 
   get lost(): string | null {

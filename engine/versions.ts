@@ -1,0 +1,81 @@
+// The one place that knows the RWKV versions: each version is a folder (engine/rwkv{4,5,6,7}/, its weights,
+// forward pass and shaders) and appears here once, with how the GPU backend builds it and whether the CPU
+// backend runs it. createBackend (backend.ts) looks a model's version up here and knows nothing else of it.
+
+import type { Checkpoint, InferenceBackend, ModelInfo, RwkvVersion } from './types';
+import type { Backend, BackendOptions } from './backend';
+import type { GpuContext } from './gpu/device';
+import type { SlotRuntimeOptions } from './gpu/slot-runtime';
+import type { WeightPrecision } from './rwkv7/weights';
+import { uploadRwkv7 } from './rwkv7/weights';
+import { Rwkv7Runtime } from './rwkv7/runtime';
+import { createCpuBackend } from './rwkv7/cpu-backend';
+import { uploadRwkv6 } from './rwkv6/weights';
+import { Rwkv6Runtime } from './rwkv6/runtime';
+import { uploadRwkv5 } from './rwkv5/weights';
+import { uploadRwkv4 } from './rwkv4/weights';
+import { Rwkv4Runtime } from './rwkv4/runtime';
+
+/** A GPU runtime as createBackend completes it (it adds the adapter's name and the default state). */
+export type GpuRuntime = InferenceBackend & { weightBytes: number; vecMaxRows: number; gemmTile: 16 | 64; readonly kernelPath: string };
+
+export interface ModelVersion {
+  /** As messages name it. */
+  readonly name: string;
+  /** Uploads the weights to the device and builds the batched runtime on them. */
+  gpu(gpu: GpuContext, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision, opts: SlotRuntimeOptions): GpuRuntime;
+  /** The CPU backend's constructor, where it runs this version. */
+  cpu?(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend>;
+}
+
+/** The runtime with the bytes of its weights. */
+function withBytes<R extends object>(runtime: R, weights: { bytes: number }): R & { weightBytes: number } {
+  return Object.assign(runtime, { weightBytes: weights.bytes });
+}
+
+export const VERSIONS: Readonly<Record<RwkvVersion, ModelVersion>> = {
+  v7: {
+    name: 'RWKV-7',
+    gpu: (gpu, ck, info, precision, opts) => {
+      const w = uploadRwkv7(gpu.device, ck, info, precision);
+      return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
+    },
+    cpu: createCpuBackend,
+  },
+  v6: {
+    name: 'RWKV-6',
+    gpu: (gpu, ck, info, precision, opts) => {
+      const w = uploadRwkv6(gpu.device, ck, info, precision);
+      return withBytes(new Rwkv6Runtime(gpu, info, w, opts), w);
+    },
+  },
+  // RWKV-5.2 runs on RWKV-6's pass without its data-dependent parts (engine/rwkv5/weights.ts).
+  v5: {
+    name: 'RWKV-5.2',
+    gpu: (gpu, ck, info, precision, opts) => {
+      const w = uploadRwkv5(gpu.device, ck, info, precision);
+      return withBytes(new Rwkv6Runtime(gpu, info, w, opts), w);
+    },
+  },
+  v4: {
+    name: 'RWKV-4',
+    gpu: (gpu, ck, info, precision, opts) => {
+      const w = uploadRwkv4(gpu.device, ck, info, precision);
+      return withBytes(new Rwkv4Runtime(gpu, info, w, opts), w);
+    },
+  },
+};
+
+/** The entry of a model's version; throws for a version no backend runs. */
+export function modelVersion(info: Pick<ModelInfo, 'version'>): ModelVersion {
+  const v = Object.prototype.hasOwnProperty.call(VERSIONS, info.version) ? VERSIONS[info.version] : undefined;
+  if (!v) throw new Error(`RWKV ${String(info.version)} models are not supported; the engine runs ${Object.values(VERSIONS).map((e) => e.name).join(', ')}`);
+  return v;
+}
+
+/** Whether the CPU backend runs the version, and if not why (for device choice and its errors). */
+export function cpuRuns(info: Pick<ModelInfo, 'version'>): { ok: boolean; why?: string } {
+  if (modelVersion(info).cpu) return { ok: true };
+  const on = Object.values(VERSIONS).filter((e) => e.cpu).map((e) => e.name).join(', ');
+  return { ok: false, why: `the CPU backend runs ${on} models so far, this one is RWKV ${info.version}` };
+}
