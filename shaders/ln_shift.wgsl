@@ -1,7 +1,9 @@
 // Layer norm fused with the token shift that follows it: normalizes token t (kept in xn for the state
 // save) and mixes it with the normalized previous token of the same slot, which is recomputed here for
 // tokens inside a batch, or read from the slot's saved state for a slot's first token. Writes M mixed
-// copies, copy m at m*TMAX rows. One workgroup per token.
+// copies, copy m at m*TMAX rows. One workgroup per token. With SAVE (a step where every job has one token, so
+// token t is its slot's first and last) the normalized token is also stored as the slot's shift state here,
+// after it was read, instead of in a separate save_shift dispatch: one dispatch fewer per norm in decode steps.
 struct Batch { T: u32, J: u32, R: u32, pad: u32 }
 struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
@@ -9,7 +11,7 @@ struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 @group(0) @binding(2) var<storage, read> tok: array<u32>;
 @group(0) @binding(3) var<storage, read> x: array<f32>;
 @group(0) @binding(4) var<storage, read> ln: array<f32>;     // [weight; bias] x C
-@group(0) @binding(5) var<storage, read> state: array<f32>;
+@group(0) @binding(5) var<storage, read_write> state: array<f32>; // written only with SAVE
 @group(0) @binding(6) var<storage, read> mixw: array<f32>;   // [M, C]
 @group(0) @binding(7) var<storage, read_write> xn: array<f32>;
 @group(0) @binding(8) var<storage, read_write> y: array<f32>;
@@ -19,6 +21,7 @@ const M: u32 = {{M}}u;
 const TMAX: u32 = {{TMAX}}u;
 const STATE: u32 = {{STATE}}u;
 const FFN: bool = {{FFN}};
+const SAVE: bool = {{SAVE}};
 const EPS: f32 = 1e-5;
 
 /** Mean and 1/std of row `row` of x. */
@@ -53,6 +56,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     } else {
       prev = (x[prow * C + c] - prv.x) * prv.y * ln[c] + ln[C + c];
     }
+    if (SAVE) { state[slot * STATE + off + c] = xv; }
     let d = prev - xv;
     for (var m = 0u; m < M; m++) {
       y[(m * TMAX + t) * C + c] = xv + d * mixw[m * C + c];

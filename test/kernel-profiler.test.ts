@@ -47,6 +47,36 @@ describe('kernel profiler', function () {
     }
   });
 
+  it('a decode step (one token a job) saves the shift state inside the norm kernel: no save_shift dispatches, same logits', async () => {
+    const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 64, vocabSize: 300, dtype: 'f32', seed: 4 });
+    const be = await createBackend({ model: ck, slots: 2, precision: 'f32', gpu, device: 'gpu' });
+    try {
+      const runtime = be as unknown as Rwkv7Runtime;
+      // Reference: the same tokens through multi-token calls (separate save_shift), then one more token each.
+      await be.run([{ slot: 0, tokens: [1, 2, 3], output: 'none' }, { slot: 1, tokens: [4, 5], output: 'none' }]);
+      const chunked = (await be.run([{ slot: 0, tokens: [6, 7], output: 'last' }, { slot: 1, tokens: [8, 9], output: 'last' }])).map((r) => Float32Array.from(r as Float32Array));
+      be.resetState(0);
+      be.resetState(1);
+      await be.run([{ slot: 0, tokens: [1, 2, 3], output: 'none' }, { slot: 1, tokens: [4, 5], output: 'none' }]);
+      const profiler = new KernelProfiler(gpu.device);
+      runtime.profiler = profiler;
+      await be.run([{ slot: 0, tokens: [6], output: 'none' }, { slot: 1, tokens: [8], output: 'none' }]);
+      const stepwise = await be.run([{ slot: 0, tokens: [7], output: 'last' }, { slot: 1, tokens: [9], output: 'last' }]);
+      await profiler.collect();
+      runtime.profiler = null;
+      const labels = profiler.report().map((k) => k.label);
+      profiler.dispose();
+      assert.ok(labels.includes('ln_shift') && !labels.includes('save_shift'), labels.join(', '));
+      stepwise.forEach((r, i) => {
+        const got = r as Float32Array;
+        const err = Math.sqrt(got.reduce((a, v, k) => a + (v - chunked[i][k]) ** 2, 0) / chunked[i].reduce((a, v) => a + v * v, 0));
+        assert.ok(err < 1e-5, `slot ${i}: relative L2 ${err}`);
+      });
+    } finally {
+      be.dispose();
+    }
+  });
+
   it('refuses a device without timestamp queries, naming the feature', () => {
     const fake = { features: new Set<string>() } as unknown as GPUDevice;
     assert.throws(() => new KernelProfiler(fake), /timestamp-query/);

@@ -223,12 +223,15 @@ export abstract class SlotRuntime implements InferenceBackend {
    */
   protected normShift(pass: Recorder, key: string, T: number, J: number, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer, M: number, out: GPUBuffer) {
     const { buf } = this;
-    const k = this.kernel(`lnShift${ffn},${M}`, () =>
-      makeKernel(this.device, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn }, [
-        'uniform', 'uniform', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
+    // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
+    const fusedSave = T === J;
+    const k = this.kernel(`lnShift${ffn},${M},${fusedSave}`, () =>
+      makeKernel(this.device, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave }, [
+        'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
       ]),
     );
-    pass.dispatch(k.pipeline, this.group(key, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, out]), T);
+    pass.dispatch(k.pipeline, this.group(`${key}:${fusedSave}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, out]), T);
+    if (fusedSave) return;
     const s = this.kernel(`save${ffn}`, () =>
       makeKernel(this.device, ['save_shift'], { ...this.consts, FFN: ffn }, ['uniform', 'uniform', 'read', 'read', 'rw']),
     );

@@ -305,10 +305,12 @@ export class Rwkv7Runtime implements InferenceBackend {
     pass.setBindGroup(0, this.group('embed', emb, [buf.batch, weights.emb.buffer, buf.ids, buf.x]));
     pass.dispatchWorkgroups(Math.ceil(C / 8 / 64), T);
 
+    // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
+    const fusedSave = T === J;
     const lnShift = (ffn: boolean) =>
-      this.kernel(`lnShift${ffn}`, () =>
-        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn }, [
-          'uniform', 'uniform', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
+      this.kernel(`lnShift${ffn},${fusedSave}`, () =>
+        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave }, [
+          'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
         ]),
       );
     const save = (ffn: boolean) =>
@@ -325,15 +327,16 @@ export class Rwkv7Runtime implements InferenceBackend {
     const post = this.kernel('post', () =>
       makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }, ['uniform', 'read', 'read', 'rw']),
     );
-    /** Layer norm + token shift into `mix`, then save the slots' last normalized tokens as shift state. */
+    /** Layer norm + token shift into `mix`, and the slots' last normalized tokens saved as shift state. */
     const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer) => {
       const k = lnShift(ffn);
       pass.setPipeline(k.pipeline);
       pass.setBindGroup(
         0,
-        this.group(key, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, buf.mix]),
+        this.group(`${key}:${fusedSave}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, buf.mix]),
       );
       pass.dispatchWorkgroups(T);
+      if (fusedSave) return;
       const s = save(ffn);
       pass.setPipeline(s.pipeline);
       pass.setBindGroup(0, this.group(`${key}:save`, s, [buf.batch, this.layerUniforms[l], buf.jobs, buf.xn, buf.state]));
