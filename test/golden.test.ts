@@ -254,6 +254,22 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logi
     }
   });
 
+  if (device === 'cpu') it('int8 weights (CPU only): RWKV-7a within the bound int8 keeps on RWKV-7', async () => {
+    // int8 quantizes s_emb_x like every matrix and keeps the DeepEmbed tables f16 (like the embedding).
+    const errs: number[] = [];
+    for (const name of ['v7-tiny', 'v7a-tiny']) {
+      const g = loadGolden(name);
+      const be = await make({ model: path.join(GOLDEN, `${name}.pth`), slots: 1, precision: 'int8' });
+      try {
+        const [out] = await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
+        errs.push(worstRelL2(out!, g.logits, g.vocab));
+      } finally {
+        be.dispose();
+      }
+    }
+    assert.ok(errs[1] < 3e-2 && errs[1] < 2 * errs[0], `int8 rel L2: v7 ${errs[0]}, v7a ${errs[1]}`);
+  });
+
   describe('state transfer', () => {
     for (const m of versions) it(`read, write and copy a state between slots continue identically (${m.golden}, ${m.version})`, async () => {
       const g = loadGolden(m.golden);

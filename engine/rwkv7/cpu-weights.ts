@@ -53,9 +53,21 @@ export interface CpuLayer {
   ffnV: CpuMatrix;
 }
 
+/** RWKV-7a's DeepEmbed gate of one layer (kernels.ts `deepEmbedGate`). */
+export interface CpuDeepEmbedLayer {
+  /** s_emb.weight [V, 1024], f16 (f32 when `wide`), row-major: only the rows of the tokens run are read. */
+  table: number;
+  /** s1 [C, 32], s2 [32, F], s0 [F] as the checkpoint stores them ([in, out]), f32. */
+  gate: number;
+  /** s_emb_x.weight [1024, C]: applied to a token's normalized embedding, the e·s_emb_xᵀ half of its SE row. */
+  sx: CpuMatrix;
+}
+
 /** Everything the forward pass needs to find the weights; plain data, so it can be posted to a worker. */
 export interface CpuWeights {
   precision: CpuPrecision;
+  /** RWKV-7a only, one entry per layer. */
+  deepEmbed?: CpuDeepEmbedLayer[];
   /** 1 when the embedding table is f32 (the kernels' `embed` `wide`). */
   wide: number;
   /** The matrices' storage: 0 f16, 1 f32, 2 int8 (MATRIX_KIND). */
@@ -172,8 +184,24 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
     for (const m of [layer.w1, layer.a1, layer.g1, layer.v1]) if (m) maxLora = Math.max(maxLora, m.panels * 8);
     layers.push(layer);
   }
+  // RWKV-7a: the tables stay as stored (f16 unless f32 weights, like the embedding); see shaders/rwkv7a_gate.wgsl
+  // for why SE is not merged at load.
+  const deepEmbed =
+    info.version !== 'v7a'
+      ? undefined
+      : Array.from({ length: info.nLayer }, (_, l): CpuDeepEmbedLayer => {
+          const f = `blocks.${l}.ffn.`;
+          const table = get(`${f}s_emb.weight`);
+          const [s1, s2, s0] = [vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)];
+          const gate = new Float32Array(s1.length + s2.length + s0.length);
+          gate.set(s1);
+          gate.set(s2, s1.length);
+          gate.set(s0, s1.length + s2.length);
+          return { table: place(wide ? toF32(table) : toF16Bits(table)), gate: place(gate), sx: matrix(linear(`${f}s_emb_x.weight`)) };
+        });
   const weights: CpuWeights = {
     precision,
+    deepEmbed,
     wide: wide ? 1 : 0,
     kind: MATRIX_KIND[precision],
     emb: embAt,
