@@ -9,6 +9,8 @@ import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from '../cpu/arena';
 import { int8Panels } from '../cpu/int8-quant';
+import { MAX_PAGES } from '../cpu/wasm-kernels';
+import { DEEP_EMBED_ROW } from '../model-spec';
 
 export type CpuPrecision = 'f16' | 'f32' | 'int8';
 
@@ -103,6 +105,17 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
   const C = info.nEmbd;
   const wide = precision === 'f32';
   const int8 = precision === 'int8';
+  if (info.version === 'v7a') {
+    // A real 7a model's tables dwarf its other weights (12 layers of a 65536-token vocabulary: 1.5 GiB as f16);
+    // refused before any host copy is made when they alone cannot fit the kernels' memory.
+    const bytesPer = wide ? 4 : 2;
+    const tableBytes = info.nLayer * info.vocabSize * DEEP_EMBED_ROW * bytesPer;
+    if (tableBytes > MAX_PAGES * 65536)
+      throw new RangeError(
+        `the RWKV-7a DeepEmbed tables need ${tableBytes} bytes (${info.nLayer} layers × ${info.vocabSize} tokens × ${DEEP_EMBED_ROW} × ${bytesPer}), ` +
+          `more than the CPU backend's 4 GiB of WebAssembly memory${wide ? '; try precision f16' : ''}`,
+      );
+  }
   const writes: { at: number; data: Float32Array | Uint16Array | Uint8Array }[] = [];
   let bytes = 0;
   const get = (name: string): RawTensor => {
