@@ -1,7 +1,8 @@
 // Uploads an RWKV-7 checkpoint to the GPU in the layout the kernels read: every matrix as [out, in] row-major
 // (LoRA matrices transposed from their [in, out] storage and padded to a multiple of 32 so the kernels need no
 // edge cases), weights as f16 or f32, small vectors always f32. Matrices used side by side (receptance, key,
-// value; the four LoRA stages) share one buffer so one dispatch computes them all.
+// value; the four LoRA stages) share one buffer so one dispatch computes them all. RWKV-7a adds each layer's
+// DeepEmbed table and gate vectors, and its s_emb_x matrices grouped a few layers to a buffer.
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
