@@ -1,7 +1,7 @@
 // What model a checkpoint holds: the RWKV version (from tensor names) and its hyper-parameters (from
-// tensor shapes). For every version the engine runs (RWKV-4, RWKV-5.2, RWKV-6, RWKV-7) every tensor of the official
-// layout is checked for presence, exact shape and a float dtype, so a bad file is rejected here with
-// the offending tensor named instead of producing wrong logits later.
+// tensor shapes). For every version the engine knows (RWKV-4, RWKV-5.2, RWKV-6, RWKV-7 and its 7a / 7b
+// variants) every tensor of the official layout is checked for presence, exact shape and a float dtype, so a
+// bad file is rejected here with the offending tensor named instead of producing wrong logits later.
 //
 // The layer count is the number of contiguous layers blocks.0 … blocks.L-1; a tensor of a layer beyond
 // them (blocks.1000000.…) is structurally impossible and refused by name before anything per-layer is
@@ -18,8 +18,46 @@ export type TensorIndex = { readonly tensors: ReadonlyMap<string, TensorInfo> };
 
 export type ModelDims = Omit<ModelInfo, 'version' | 'vocabMap'>;
 
-/** Tensor names and shapes of an RWKV-7 (x070) checkpoint, in the order official files store them. */
-export function* rwkv7Tensors(d: ModelDims): Generator<[string, number[]]> {
+/** RWKV-7's variants: plain x070, 7a (DeepEmbed) and 7b (DeepEmbed + DEA attention). */
+export type Rwkv7Variant = 'v7' | 'v7a' | 'v7b';
+
+/** DeepEmbed's rank: the gate's 32-wide bottleneck, each token's table row viewed as 32×32 (fixed in the reference). */
+export const DEEP_EMBED_RANK = 32;
+/** Width of a DeepEmbed table row: DEEP_EMBED_RANK². */
+export const DEEP_EMBED_ROW = DEEP_EMBED_RANK * DEEP_EMBED_RANK;
+/** DEA's query/key width and its k/v cache width (fixed in the 7b reference). */
+const DEA_QK = 256;
+const DEA_CACHE = 32;
+
+/** A layer's DeepEmbed tensors (RWKV-7a and 7b): s1 [C,32] and s2 [32,F] are [in, out], the tables [V,1024]. */
+function* deepEmbedTensors(d: ModelDims, i: number): Generator<[string, number[]]> {
+  const { nEmbd: C, vocabSize: V, ffnDim: F } = d;
+  const f = `blocks.${i}.ffn.`;
+  yield* [
+    [`${f}s1`, [C, DEEP_EMBED_RANK]], [`${f}s2`, [DEEP_EMBED_RANK, F]], [`${f}s0`, [1, 1, F]],
+    [`${f}s_emb.weight`, [V, DEEP_EMBED_ROW]], [`${f}s_emb_x.weight`, [DEEP_EMBED_ROW, C]],
+  ] as [string, number[]][];
+}
+
+/** A layer's DEA attention tensors (RWKV-7b only). */
+function* deaTensors(d: ModelDims, i: number): Generator<[string, number[]]> {
+  const { nEmbd: C, vocabSize: V } = d;
+  const q = `blocks.${i}.qkv.`;
+  yield* [
+    [`${q}qq.weight`, [DEA_QK, C]], [`${q}k1`, [C, DEA_CACHE]], [`${q}k2`, [DEA_CACHE, DEA_QK]],
+    [`${q}k_emb.weight`, [V, DEA_QK]], [`${q}k_emb_x.weight`, [DEA_QK, C]],
+    [`${q}v1`, [C, DEA_CACHE]], [`${q}v2`, [DEA_CACHE, C]], [`${q}v_emb.weight`, [V, C]], [`${q}v_emb_x.weight`, [C, C]],
+    [`${q}x_q`, [1, 1, DEA_QK]], [`${q}x_k`, [1, 1, DEA_QK]], [`${q}x_v`, [1, 1, C]],
+    [`${q}lnq.weight`, [DEA_QK]], [`${q}lnq.bias`, [DEA_QK]], [`${q}lnk.weight`, [DEA_QK]], [`${q}lnk.bias`, [DEA_QK]],
+    [`${q}lnv.weight`, [C]], [`${q}lnv.bias`, [C]],
+  ] as [string, number[]][];
+}
+
+/**
+ * Tensor names and shapes of an RWKV-7 (x070) checkpoint, in the order official files store them; a 7a / 7b
+ * variant adds each layer's DeepEmbed (and DEA) tensors after its channel mix.
+ */
+export function* rwkv7Tensors(d: ModelDims, variant: Rwkv7Variant = 'v7'): Generator<[string, number[]]> {
   const { nLayer: L, nEmbd: C, nHead: H, headSize: N, vocabSize: V, ffnDim: F } = d;
   const { w: Dw, a: Da, v: Dv, g: Dg } = d.loraDims;
   const vec = [1, 1, C];
@@ -40,13 +78,15 @@ export function* rwkv7Tensors(d: ModelDims): Generator<[string, number[]]> {
     out.push([`${a}ln_x.weight`, [C]], [`${a}ln_x.bias`, [C]]);
     out.push([`${b}ffn.x_k`, vec], [`${b}ffn.key.weight`, [F, C]], [`${b}ffn.value.weight`, [C, F]]);
     yield* out;
+    if (variant !== 'v7') yield* deepEmbedTensors(d, i);
+    if (variant === 'v7b') yield* deaTensors(d, i);
   }
   yield* [['ln_out.weight', [C]], ['ln_out.bias', [C]], ['head.weight', [V, C]]] as [string, number[]][];
 }
 
 /** rwkv7Tensors as a list. */
-export function rwkv7TensorShapes(d: ModelDims): [string, number[]][] {
-  return [...rwkv7Tensors(d)];
+export function rwkv7TensorShapes(d: ModelDims, variant: Rwkv7Variant = 'v7'): [string, number[]][] {
+  return [...rwkv7Tensors(d, variant)];
 }
 
 /** The top-level tensors of every version before the layers, and after them. */
@@ -160,7 +200,11 @@ export function detectVersion(ck: TensorIndex): RwkvVersion {
     for (const name of ck.tensors.keys()) if (BLOCK_NAME.test(name) && name.endsWith(suffix)) return true;
     return false;
   };
-  if (has('.att.w0') || has('.att.a0') || has('.att.k_k')) return 'v7';
+  if (has('.att.w0') || has('.att.a0') || has('.att.k_k')) {
+    // The variants are told by layer 0's extra tensors (the README of the golden data: 7a DeepEmbed, 7b DEA).
+    if (!ck.tensors.has('blocks.0.ffn.s_emb.weight')) return 'v7';
+    return ck.tensors.has('blocks.0.qkv.qq.weight') ? 'v7b' : 'v7a';
+  }
   if (has('.att.time_maa_x')) return 'v6';
   if (has('.att.ln_x.weight') && has('.att.time_faaaa')) return 'v5';
   if (has('.att.time_first')) return 'v4';
@@ -253,7 +297,13 @@ export function hasEmbeddedTimeState(ck: TensorIndex): boolean {
   return ck.tensors.has('blocks.0.att.time_state');
 }
 
-function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
+const V7_LABELS: Record<Rwkv7Variant, [string, string]> = {
+  v7: ['RWKV-7', 'RWKV-7 (x070)'],
+  v7a: ['RWKV-7a', 'RWKV-7a (x070 with DeepEmbed)'],
+  v7b: ['RWKV-7b', 'RWKV-7b (x070 with DeepEmbed and DEA)'],
+};
+
+function describeV7(ck: TensorIndex, nLayer: number, variant: Rwkv7Variant = 'v7'): ModelDims {
   const [V, C] = need(ck, 'emb.weight', 2).shape;
   // r_k is [heads, head size]: the one tensor that tells the head split.
   const rk = ck.tensors.get('blocks.0.att.r_k');
@@ -277,7 +327,7 @@ function describeV7(ck: TensorIndex, nLayer: number): ModelDims {
     },
   };
   // Some trainers keep unused v0/v1/v2 in layer 0; harmless when shaped right.
-  checkLayout(ck, (n) => rwkv7Tensors({ ...dims, nLayer: n }), ['RWKV-7', 'RWKV-7 (x070)'], nLayer, [H, N], (name, t) => {
+  checkLayout(ck, (n) => rwkv7Tensors({ ...dims, nLayer: n }, variant), V7_LABELS[variant], nLayer, [H, N], (name, t) => {
     const v = /^blocks\.0\.att\.(v0|v1|v2)$/.exec(name);
     const vShape = v && { v0: [1, 1, C], v1: [C, dims.loraDims.v], v2: [dims.loraDims.v, C] }[v[1] as 'v0' | 'v1' | 'v2'];
     return !!vShape && (nLayer === 1 || sameShape(t.shape, vShape));
@@ -367,7 +417,14 @@ function readVocabMap(t: RawTensor, vocabSize: number): Int32Array {
 export function describeModel(ck: Checkpoint | CheckpointReader): ModelInfo {
   const version = detectVersion(ck);
   const nLayer = countLayers(ck);
-  const describe = { v7: describeV7, v6: describeV6, v5: describeV5, v4: describeV4 }[version];
+  const describe = {
+    v7: describeV7,
+    v7a: (c: TensorIndex, n: number) => describeV7(c, n, 'v7a'),
+    v7b: (c: TensorIndex, n: number) => describeV7(c, n, 'v7b'),
+    v6: describeV6,
+    v5: describeV5,
+    v4: describeV4,
+  }[version];
   const dims = describe(ck, nLayer);
   checkTimeStateLayers(ck, nLayer);
   const info: ModelInfo = { version, ...dims };

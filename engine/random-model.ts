@@ -29,6 +29,8 @@ export interface RandomRwkv7Options {
   seed?: number;
   /** Default 'f16'. */
   dtype?: 'f16' | 'f32';
+  /** 'v7a' adds RWKV-7a's DeepEmbed tensors (default 'v7'). */
+  variant?: 'v7' | 'v7a';
 }
 
 /**
@@ -73,6 +75,11 @@ function initFor(name: string, shape: number[]): Init {
       return { kind: 'normal', std: 1 / Math.sqrt(fanIn) };
     // Residual-branch outputs: half scale so the residual stream grows slowly over depth.
     case 'att.output.weight': case 'ffn.value.weight': return { kind: 'normal', std: 0.5 / Math.sqrt(fanIn) };
+    // RWKV-7a DeepEmbed: the gate h·(ss·s2 + s0) stays near s0, around 1.
+    case 'ffn.s1': case 'ffn.s_emb_x.weight': return { kind: 'normal', std: 1 / Math.sqrt(name.endsWith('s1') ? shape[0] : fanIn) };
+    case 'ffn.s_emb.weight': return { kind: 'normal', std: 1 };
+    case 'ffn.s2': return { kind: 'normal', std: 0.2 / Math.sqrt(shape[0]) };
+    case 'ffn.s0': return { kind: 'uniform', lo: 0.5, hi: 1.5 };
     default: throw new Error(`random-model: no init rule for ${name}`);
   }
 }
@@ -174,7 +181,7 @@ export function randomRwkv7Checkpoint(opts: RandomRwkv7Options): Checkpoint {
   const dtype = opts.dtype ?? 'f16';
   const seed = opts.seed ?? 1;
   const rng = new XorShift32(seed);
-  const shapes = rwkv7TensorShapes(dims);
+  const shapes = rwkv7TensorShapes(dims, opts.variant ?? 'v7');
   const inits = shapes.map(([name, shape]) => initFor(name, shape));
 
   // Pool size per distribution: all that its tensors need, capped (small models stay exactly random).

@@ -21,7 +21,8 @@ export interface Checkpoint {
   metadata: Record<string, string>;
 }
 
-export type RwkvVersion = 'v4' | 'v5' | 'v6' | 'v7';
+/** 'v7a': RWKV-7 with DeepEmbed (per-layer token tables gating the channel mix); 'v7b': 7a plus DEA attention. */
+export type RwkvVersion = 'v4' | 'v5' | 'v6' | 'v7' | 'v7a' | 'v7b';
 
 /** Model hyper-parameters derived from the tensor names and shapes. */
 export interface ModelInfo {

@@ -33,9 +33,25 @@ function withBytes<R extends object>(runtime: R, weights: { bytes: number }): R 
   return Object.assign(runtime, { weightBytes: weights.bytes });
 }
 
-export const VERSIONS: Readonly<Record<RwkvVersion, ModelVersion>> = {
+/** Versions describeModel recognises and checks that no backend runs yet, and why (said before anything loads). */
+const REFUSED = {
+  v7b:
+    'RWKV-7b ("DEA") models are not supported yet: their attention state grows by one cached row per token, ' +
+    'and slots, the prefix cache and state files hold a fixed-size state per model',
+} as const;
+
+export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED>, ModelVersion>> = {
   v7: {
     name: 'RWKV-7',
+    gpu: (gpu, ck, info, precision, opts) => {
+      const w = uploadRwkv7(gpu.device, ck, info, precision);
+      return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
+    },
+    cpu: createCpuBackend,
+  },
+  // RWKV-7a is RWKV-7's pass plus the DeepEmbed gate on the channel mix (in engine/rwkv7/, on both backends).
+  v7a: {
+    name: 'RWKV-7a',
     gpu: (gpu, ck, info, precision, opts) => {
       const w = uploadRwkv7(gpu.device, ck, info, precision);
       return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
@@ -68,7 +84,8 @@ export const VERSIONS: Readonly<Record<RwkvVersion, ModelVersion>> = {
 
 /** The entry of a model's version; throws for a version no backend runs. */
 export function modelVersion(info: Pick<ModelInfo, 'version'>): ModelVersion {
-  const v = Object.prototype.hasOwnProperty.call(VERSIONS, info.version) ? VERSIONS[info.version] : undefined;
+  if (Object.prototype.hasOwnProperty.call(REFUSED, info.version)) throw new Error(REFUSED[info.version as keyof typeof REFUSED]);
+  const v = Object.prototype.hasOwnProperty.call(VERSIONS, info.version) ? VERSIONS[info.version as keyof typeof VERSIONS] : undefined;
   if (!v) throw new Error(`RWKV ${String(info.version)} models are not supported; the engine runs ${Object.values(VERSIONS).map((e) => e.name).join(', ')}`);
   return v;
 }

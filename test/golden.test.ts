@@ -63,7 +63,7 @@ const TOL_V4 = { f32: 1e-2, f16: 1e-2 } as const;
 
 /** The reference keeps att_kv as [H, value, key] for RWKV-7 (as the engine does), [H, key, value] for RWKV-5/6. */
 function referenceKv(version: string, kv: Float32Array, H: number, N: number): Float32Array {
-  if (version === 'v7' || version === 'v4') return kv;
+  if (version.startsWith('v7') || version === 'v4') return kv;
   const out = new Float32Array(kv.length);
   for (let h = 0; h < H; h++) for (let i = 0; i < N; i++) for (let j = 0; j < N; j++) out[h * N * N + j * N + i] = kv[h * N * N + i * N + j];
   return out;
@@ -72,6 +72,7 @@ function referenceKv(version: string, kv: Float32Array, H: number, N: number): F
 /** One golden model per version the engine runs: chunking, batching and state transfer are checked on each. */
 const VERSION_MODELS = [
   { version: 'v7', golden: 'v7-tiny', tol: TOL.f32 },
+  { version: 'v7a', golden: 'v7a-tiny', tol: TOL.f32 },
   { version: 'v6', golden: 'v6-tiny', tol: TOL_OLDER.f32 },
   { version: 'v5', golden: 'v5-tiny', tol: TOL_OLDER.f32 },
   { version: 'v4', golden: 'v4-tiny', tol: TOL_V4.f32 },
@@ -80,7 +81,7 @@ const VERSION_MODELS = [
 type Device = 'gpu' | 'cpu';
 const DEVICES: Device[] = (process.env.RWKV_GOLDEN_DEVICES ?? 'gpu,cpu').split(',').map((d) => d.trim()).filter((d): d is Device => d === 'gpu' || d === 'cpu');
 
-for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7 logits and states match the reference`, function () {
+for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logits and states match the reference`, function () {
   this.timeout(600_000);
   let gpu: GpuContext;
   /** Devices by kernel path: the default device's own, and the others this adapter can run (capabilities.ts). */
@@ -95,7 +96,7 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7 logits 
   });
   before(async function () {
     // Every file the suite reads (a CI run fails on a missing one; elsewhere the suite is skipped).
-    const models = cases.map((c) => c.model);
+    const models = [...cases.map((c) => c.model), 'v7b-tiny.pth'];
     const references = [...new Set(cases.map((c) => c.golden))].map((g) => `${g}.golden.st`);
     requireGolden(this, ...[...new Set([...models, ...references])].map((f) => path.join(GOLDEN, f)));
     if (device === 'gpu') gpu = await acquireGpu();
@@ -127,6 +128,12 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7 logits 
     { model: 'v7-tiny.st', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16 },
     { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f32', tol: TOL.f32 },
     { model: 'v7-vocab.pth', golden: 'v7-vocab', precision: 'f16', tol: TOL.f16 },
+    // RWKV-7a (DeepEmbed gate): both weight formats and precisions, the tiled kernels, native f16 loads.
+    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f32', tol: TOL.f32 },
+    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f16', tol: TOL.f16 },
+    { model: 'v7a-tiny.st', golden: 'v7a-tiny', precision: 'f16', tol: TOL.f16 },
+    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f32', tol: TOL.f32, vecMaxRows: 0 },
+    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f16' },
     { model: 'v6-tiny.pth', golden: 'v6-tiny', precision: 'f32', tol: TOL_OLDER.f32, vecMaxRows: 0 },
     { model: 'v6-tiny.pth', golden: 'v6-tiny', precision: 'f32', tol: TOL_OLDER.f32 },
     { model: 'v6-tiny.pth', golden: 'v6-tiny', precision: 'f16', tol: TOL_OLDER.f16 },
@@ -247,6 +254,22 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7 logits 
     }
   });
 
+  if (device === 'cpu') it('int8 weights (CPU only): RWKV-7a within the bound int8 keeps on RWKV-7', async () => {
+    // int8 quantizes s_emb_x like every matrix and keeps the DeepEmbed tables f16 (like the embedding).
+    const errs: number[] = [];
+    for (const name of ['v7-tiny', 'v7a-tiny']) {
+      const g = loadGolden(name);
+      const be = await make({ model: path.join(GOLDEN, `${name}.pth`), slots: 1, precision: 'int8' });
+      try {
+        const [out] = await be.run([{ slot: 0, tokens: g.tokens, output: 'all' }]);
+        errs.push(worstRelL2(out!, g.logits, g.vocab));
+      } finally {
+        be.dispose();
+      }
+    }
+    assert.ok(errs[1] < 3e-2 && errs[1] < 2 * errs[0], `int8 rel L2: v7 ${errs[0]}, v7a ${errs[1]}`);
+  });
+
   describe('state transfer', () => {
     for (const m of versions) it(`read, write and copy a state between slots continue identically (${m.golden}, ${m.version})`, async () => {
       const g = loadGolden(m.golden);
@@ -295,6 +318,12 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7 logits 
       }
     });
 
+    it('refuses RWKV-7b, naming its growing state', async () => {
+      await assert.rejects(
+        make({ model: path.join(GOLDEN, 'v7b-tiny.pth'), slots: 1 }),
+        /RWKV-7b \("DEA"\) models are not supported yet: their attention state grows by one cached row per token/,
+      );
+    });
   });
 
   if (versions.some((m) => m.version === 'v4')) describe('RWKV-4: the fresh state is the reference\'s', () => {

@@ -70,7 +70,7 @@ describe('loader', function () {
   };
 
   describe('golden checkpoints', () => {
-    for (const v of ['v4', 'v5', 'v6', 'v7']) {
+    for (const v of ['v4', 'v5', 'v6', 'v7', 'v7a', 'v7b']) {
       it(`${v}-tiny.pth (bf16) and ${v}-tiny.st (f16) hold the same tensors within f16 rounding`, () => {
         const pth = loadCheckpoint(golden(`${v}-tiny.pth`));
         const st = loadCheckpoint(golden(`${v}-tiny.st`));
@@ -159,6 +159,42 @@ describe('loader', function () {
       const tuned = cloneCheckpoint(ck);
       for (let l = 0; l < 3; l++) tuned.tensors.set(`blocks.${l}.att.time_state`, tensor(`blocks.${l}.att.time_state`, 'f32', [128, 1, 1]));
       assert.throws(() => describeModel(tuned), /blocks\.0\.att\.time_state: embedded states are not supported for RWKV-4 models/);
+    });
+
+    for (const [file, variant] of [['v7a-tiny.pth', 'v7a'], ['v7b-tiny.pth', 'v7b']] as const) {
+      it(`${file} is told apart as ${variant} and has exactly its tensors; a missing, misshapen or extra one is refused by name`, () => {
+        const ck = loadCheckpoint(golden(file));
+        const info = describeModel(ck);
+        assert.deepStrictEqual(
+          { ...info },
+          { version: variant, nLayer: 3, nEmbd: 128, nHead: 2, headSize: 64, vocabSize: 512, ffnDim: 512, loraDims: { w: 32, a: 32, v: 16, g: 32 } },
+        );
+        const spec = rwkv7TensorShapes(info, variant);
+        assert.deepStrictEqual(new Set(ck.tensors.keys()), new Set(spec.map(([n]) => n)));
+        for (const [name, shape] of spec) assert.deepStrictEqual(ck.tensors.get(name)!.shape, shape, name);
+        const label = variant === 'v7a' ? 'RWKV-7a' : 'RWKV-7b';
+        const missing = cloneCheckpoint(ck);
+        missing.tensors.delete('blocks.2.ffn.s0');
+        assert.throws(() => describeModel(missing), new RegExp(`missing tensor blocks\\.2\\.ffn\\.s0 \\(${label}, 3 layers\\)`));
+        const bad = cloneCheckpoint(ck);
+        bad.tensors.set('blocks.1.ffn.s_emb.weight', tensor('blocks.1.ffn.s_emb.weight', 'f16', [512, 512]));
+        assert.throws(() => describeModel(bad), /tensor blocks\.1\.ffn\.s_emb\.weight: wrong shape: expected \[512, 1024\], got \[512, 512\]/);
+        const extra = cloneCheckpoint(ck);
+        extra.tensors.set('blocks.1.ffn.mystery', tensor('blocks.1.ffn.mystery', 'f16', [4]));
+        assert.throws(() => describeModel(extra), new RegExp(`unexpected tensor blocks\\.1\\.ffn\\.mystery \\[4\\]: not part of the ${label}`));
+      });
+    }
+
+    it('a DeepEmbed or DEA tensor on a plain RWKV-7 layer, or DEA without DeepEmbed, is refused by name', () => {
+      const v7a = loadCheckpoint(golden('v7a-tiny.pth'));
+      // Layer 0 decides the variant: DeepEmbed tensors on later layers only are not a model.
+      const partial = cloneCheckpoint(v7a);
+      for (const n of [...partial.tensors.keys()]) if (n.startsWith('blocks.0.ffn.s')) partial.tensors.delete(n);
+      assert.throws(() => describeModel(partial), /unexpected tensor blocks\.1\.ffn\.s1 \[128, 32\]: not part of the RWKV-7 \(x070\) layout/);
+      const v7b = loadCheckpoint(golden('v7b-tiny.pth'));
+      const deaOnly = cloneCheckpoint(v7b);
+      for (const n of [...deaOnly.tensors.keys()]) if (/^blocks\.\d+\.ffn\.s/.test(n)) deaOnly.tensors.delete(n);
+      assert.throws(() => describeModel(deaOnly), /unexpected tensor blocks\.0\.qkv\.qq\.weight \[256, 128\]: not part of the RWKV-7 \(x070\) layout/);
     });
 
     it('reads golden reference outputs (f32 and i32 safetensors)', () => {

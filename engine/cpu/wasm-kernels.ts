@@ -18,6 +18,10 @@ export interface CpuKernels {
   prep(tm: number, region: number, T: number, C: number, N: number, p: number, vfirst: number, first: number): void;
   wkv(tm: number, region: number, C: number, N: number, head: number, t0: number, n: number, s: number): void;
   post(tm: number, region: number, T: number, C: number, N: number, p: number, out: number): void;
+  deepEmbedGate(
+    T: number, C: number, F: number, ids: number, table: number, wide: number,
+    se: number, xn: number, p: number, h: number, scratch: number,
+  ): void;
 }
 
 /** Where the built modules live: beside this file in dist/. */

@@ -6,6 +6,7 @@
 import type { CpuKernels } from '../cpu/wasm-kernels';
 import type { MatmulTask, ThreadPool } from '../cpu/thread-pool';
 import type { CpuMatrix, CpuWeights } from './cpu-weights';
+import { DEEP_EMBED_ROW } from '../model-spec';
 
 /** Addresses (bytes) of the scratch regions and states in the shared memory, and the sizes behind them. */
 export interface CpuLayout {
@@ -39,6 +40,9 @@ export interface CpuLayout {
   ffk: number;
   xo: number;
   logits: number;
+  /** RWKV-7a (else 0): each token's e·s_emb_xᵀ per layer, [layer][TMAX][1024]; and the gate kernel's 64 floats. */
+  se: number;
+  deScratch: number;
   /** Per-thread scratch for widened f16 and int8 panels: `threads` blocks of scratchBytes. */
   scratch: number;
   scratchBytes: number;
@@ -107,6 +111,10 @@ export class Rwkv7CpuForward {
     const layerB = (2 * C + H * N * N) * 4;
     this.i32.set(sp.ids, L.ids >> 2);
     k.embed(W.emb, W.wide, L.ids, T, C, L.x);
+    const de = W.deepEmbed;
+    const seAt = (l: number) => L.se + l * L.TMAX * DEEP_EMBED_ROW * 4;
+    // RWKV-7a: while x still holds the tokens' normalized embeddings, their e·s_emb_xᵀ for every layer's gate.
+    if (de) this.mm(T, de.map((d, l) => this.task(d.sx, L.x, C, seAt(l), DEEP_EMBED_ROW)));
 
     /** The slot's shift state (att or ffn) of layer l for each segment's first token, 0 for the others. */
     const setPrev = (l: number, ffn: boolean) => {
@@ -168,6 +176,7 @@ export class Rwkv7CpuForward {
       k.lnShift(L.x, T, C, P.ln2, L.xn, L.prevAddr, P.ffnMix, 1, L.mix, REG);
       saveShift(l, true);
       this.mm(T, [this.task(P.ffnK, L.mix, C, L.ffk, L.F, ACT_RELU_SQ)]);
+      if (de) k.deepEmbedGate(T, C, L.F, L.ids, de[l].table, W.wide, seAt(l), L.xn, de[l].gate, L.ffk, L.deScratch);
       this.mm(T, [this.task(P.ffnV, L.ffk, L.F, L.x, C, 0, true)]);
     });
 

@@ -15,6 +15,7 @@ import { TOP_CAPACITY } from './top-logits';
 import type { CpuLayout, CpuSegment, CpuSubPass } from './cpu-forward';
 import { type CpuPrecision, type CpuWeights, MATRIX_KIND, planRwkv7Cpu } from './cpu-weights';
 import { int8ScratchBytes } from '../cpu/int8-quant';
+import { DEEP_EMBED_ROW } from '../model-spec';
 
 export interface CpuRuntimeOptions {
   slots: number;
@@ -64,6 +65,7 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
     this.threads = opts.threads ?? defaultCpuThreads();
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
+    if (info.version === 'v7a' && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
     this.stateSize = nLayer * (2 * C + H * N * N);
     const arena = new Arena();
     const plan = planRwkv7Cpu(arena, ck, info, opts.precision);
@@ -93,6 +95,8 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
       ffk: arena.allocFloats(T * F),
       xo: arena.allocFloats(this.RMAX * C),
       logits: arena.allocFloats(this.RMAX * this.V),
+      se: weights.deepEmbed ? arena.allocFloats(nLayer * T * DEEP_EMBED_ROW) : 0,
+      deScratch: weights.deepEmbed ? arena.allocFloats(64) : 0,
       scratch: 0,
       scratchBytes: 0,
     };

@@ -9,6 +9,8 @@ import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from '../cpu/arena';
 import { int8Panels } from '../cpu/int8-quant';
+import { MAX_PAGES } from '../cpu/wasm-kernels';
+import { DEEP_EMBED_ROW } from '../model-spec';
 
 export type CpuPrecision = 'f16' | 'f32' | 'int8';
 
@@ -53,9 +55,21 @@ export interface CpuLayer {
   ffnV: CpuMatrix;
 }
 
+/** RWKV-7a's DeepEmbed gate of one layer (kernels.ts `deepEmbedGate`). */
+export interface CpuDeepEmbedLayer {
+  /** s_emb.weight [V, 1024], f16 (f32 when `wide`), row-major: only the rows of the tokens run are read. */
+  table: number;
+  /** s1 [C, 32], s2 [32, F], s0 [F] as the checkpoint stores them ([in, out]), f32. */
+  gate: number;
+  /** s_emb_x.weight [1024, C]: applied to a token's normalized embedding, the e·s_emb_xᵀ half of its SE row. */
+  sx: CpuMatrix;
+}
+
 /** Everything the forward pass needs to find the weights; plain data, so it can be posted to a worker. */
 export interface CpuWeights {
   precision: CpuPrecision;
+  /** RWKV-7a only, one entry per layer. */
+  deepEmbed?: CpuDeepEmbedLayer[];
   /** 1 when the embedding table is f32 (the kernels' `embed` `wide`). */
   wide: number;
   /** The matrices' storage: 0 f16, 1 f32, 2 int8 (MATRIX_KIND). */
@@ -91,6 +105,17 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
   const C = info.nEmbd;
   const wide = precision === 'f32';
   const int8 = precision === 'int8';
+  if (info.version === 'v7a') {
+    // A real 7a model's tables dwarf its other weights (12 layers of a 65536-token vocabulary: 1.5 GiB as f16);
+    // refused before any host copy is made when they alone cannot fit the kernels' memory.
+    const bytesPer = wide ? 4 : 2;
+    const tableBytes = info.nLayer * info.vocabSize * DEEP_EMBED_ROW * bytesPer;
+    if (tableBytes > MAX_PAGES * 65536)
+      throw new RangeError(
+        `the RWKV-7a DeepEmbed tables need ${tableBytes} bytes (${info.nLayer} layers × ${info.vocabSize} tokens × ${DEEP_EMBED_ROW} × ${bytesPer}), ` +
+          `more than the CPU backend's 4 GiB of WebAssembly memory${wide ? '; try precision f16' : ''}`,
+      );
+  }
   const writes: { at: number; data: Float32Array | Uint16Array | Uint8Array }[] = [];
   let bytes = 0;
   const get = (name: string): RawTensor => {
@@ -172,8 +197,24 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
     for (const m of [layer.w1, layer.a1, layer.g1, layer.v1]) if (m) maxLora = Math.max(maxLora, m.panels * 8);
     layers.push(layer);
   }
+  // RWKV-7a: the tables stay as stored (f16 unless f32 weights, like the embedding); see shaders/rwkv7a_gate.wgsl
+  // for why SE is not merged at load.
+  const deepEmbed =
+    info.version !== 'v7a'
+      ? undefined
+      : Array.from({ length: info.nLayer }, (_, l): CpuDeepEmbedLayer => {
+          const f = `blocks.${l}.ffn.`;
+          const table = get(`${f}s_emb.weight`);
+          const [s1, s2, s0] = [vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)];
+          const gate = new Float32Array(s1.length + s2.length + s0.length);
+          gate.set(s1);
+          gate.set(s2, s1.length);
+          gate.set(s0, s1.length + s2.length);
+          return { table: place(wide ? toF32(table) : toF16Bits(table)), gate: place(gate), sx: matrix(linear(`${f}s_emb_x.weight`)) };
+        });
   const weights: CpuWeights = {
     precision,
+    deepEmbed,
     wide: wide ? 1 : 0,
     kind: MATRIX_KIND[precision],
     emb: embAt,

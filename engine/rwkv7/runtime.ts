@@ -11,6 +11,7 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, type SegmentIO } from './matmul';
+import { DEEP_EMBED_ROW } from '../model-spec';
 
 export interface RuntimeOptions {
   slots: number;
@@ -158,6 +159,15 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('ffk', TMAX * F);
     f('xo', RMAX * C);
     f('logits', RMAX * V);
+    if (this.weights.deepEmbed) {
+      // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
+      const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
+      if (bytes > device.limits.maxBufferSize)
+        throw new RangeError(
+          `RWKV-7a scratch of ${bytes} bytes (${this.info.nLayer} layers × ${TMAX} tokens × ${DEEP_EMBED_ROW} floats) exceeds this GPU's maxBufferSize ${device.limits.maxBufferSize}; use a smaller maxTokens`,
+        );
+      f('se', this.info.nLayer * this.deepEmbedRegion);
+    }
     f('state', this.slots * this.stateSize);
     f('stateTmp', this.stateSize);
     for (let l = 0; l < this.info.nLayer; l++) {
@@ -166,6 +176,11 @@ export class Rwkv7Runtime implements InferenceBackend {
       device.queue.writeBuffer(u, 0, new Uint32Array([base, base + C, base + this.layerStride - C, l]));
       this.layerUniforms.push(u);
     }
+  }
+
+  /** Floats of one layer's region in the RWKV-7a scratch `se`. */
+  private get deepEmbedRegion(): number {
+    return this.TMAX * DEEP_EMBED_ROW;
   }
 
   private kernel(key: string, make: () => Kernel): Kernel {
@@ -305,6 +320,17 @@ export class Rwkv7Runtime implements InferenceBackend {
     pass.setBindGroup(0, this.group('embed', emb, [buf.batch, weights.emb.buffer, buf.ids, buf.x]));
     pass.dispatchWorkgroups(Math.ceil(C / 8 / 64), T);
 
+    // RWKV-7a: while x still holds the tokens' normalized embeddings, their e·s_emb_xᵀ for every layer's gate.
+    const de = weights.deepEmbed;
+    const seAt = (l: number) => l * this.deepEmbedRegion;
+    for (const { group, firstLayer } of de?.sx ?? []) {
+      this.matmul(pass, `de:sx${firstLayer}`, group, buf.x, buf.se, T, group.segs.map((_, i) => ({ xOff: 0, yOff: seAt(firstLayer + i) })));
+    }
+    const gate = () =>
+      this.kernel('deepEmbedGate', () =>
+        makeKernel(device, [this.wprelude, 'rwkv7a_gate'], { C, F: this.F }, ['uniform', 'read', 'read', 'read', 'read', 'read', 'rw']),
+      );
+
     // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
     const fusedSave = T === J;
     const lnShift = (ffn: boolean) =>
@@ -374,6 +400,13 @@ export class Rwkv7Runtime implements InferenceBackend {
 
       normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix);
       this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, [{ xOff: 0, yOff: 0, act: 3 }]);
+      if (de) {
+        const g = gate();
+        const se = { buffer: buf.se, offset: seAt(l) * 4, size: this.deepEmbedRegion * 4 };
+        pass.setPipeline(g.pipeline);
+        pass.setBindGroup(0, this.group(`${key}:gate`, g, [buf.batch, de.layers[l].table, buf.ids, buf.xn, se, de.layers[l].gate, buf.ffk]));
+        pass.dispatchWorkgroups(T);
+      }
       this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
       if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) pass.submit();
     });

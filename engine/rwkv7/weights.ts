@@ -1,13 +1,15 @@
 // Uploads an RWKV-7 checkpoint to the GPU in the layout the kernels read: every matrix as [out, in] row-major
 // (LoRA matrices transposed from their [in, out] storage and padded to a multiple of 32 so the kernels need no
 // edge cases), weights as f16 or f32, small vectors always f32. Matrices used side by side (receptance, key,
-// value; the four LoRA stages) share one buffer so one dispatch computes them all.
+// value; the four LoRA stages) share one buffer so one dispatch computes them all. RWKV-7a adds each layer's
+// DeepEmbed table and gate vectors, and its s_emb_x matrices grouped a few layers to a buffer.
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from '../gpu/kernel';
 import { SEGMENT_ALIGN } from './matmul';
+import { DEEP_EMBED_ROW } from '../model-spec';
 
 export type WeightPrecision = 'f16' | 'f32';
 
@@ -49,8 +51,27 @@ export interface LayerWeights {
   ffnV: MatrixGroup;
 }
 
+/** One layer's DeepEmbed gate (RWKV-7a; shaders/rwkv7a_gate.wgsl). */
+export interface DeepEmbedLayer {
+  /** s_emb.weight [V, 1024] in the weight precision; only the rows of the tokens run are read. */
+  table: GPUBuffer;
+  /** s1 [C, 32], s2 [32, F], s0 [F] as the checkpoint stores them ([in, out]), f32. */
+  gate: GPUBuffer;
+}
+
+export interface DeepEmbedWeights {
+  layers: DeepEmbedLayer[];
+  /**
+   * s_emb_x.weight [1024, C] of every layer, a few layers to a group (one dispatch): applied to each token's
+   * normalized embedding they give the e·s_emb_xᵀ half of its SE row; `firstLayer` is the group's first layer.
+   */
+  sx: { group: MatrixGroup; firstLayer: number }[];
+}
+
 export interface ModelWeights {
   precision: WeightPrecision;
+  /** RWKV-7a only. */
+  deepEmbed?: DeepEmbedWeights;
   emb: MatrixGroup;
   layers: LayerWeights[];
   lnOut: [GPUBuffer, GPUBuffer];
@@ -64,6 +85,16 @@ export interface ModelWeights {
 const STORAGE = 0x80; // GPUBufferUsage.STORAGE, spelled out so this file loads before Dawn's globals exist.
 
 const pad32 = (n: number) => Math.ceil(n / 32) * 32;
+
+function concat(parts: ArrayLike<number>[]): Float32Array {
+  const out = new Float32Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
+}
 
 type HostMatrix = { name: string; data: Uint16Array | Float32Array; n: number; k: number };
 
@@ -140,6 +171,27 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     return { buffer: uploadBuffer(device, label, data, STORAGE), segs };
   };
 
+  /** RWKV-7a: every layer's table and gate vectors, and the s_emb_x matrices grouped so each group binds whole. */
+  function uploadDeepEmbed(): DeepEmbedWeights {
+    const layers: DeepEmbedLayer[] = [];
+    for (let l = 0; l < info.nLayer; l++) {
+      const f = `blocks.${l}.ffn.`;
+      const table = linear(`${f}s_emb.weight`); // [V, 1024]: the tensor check above bounds its size
+      layers.push({
+        table: group(`${f}s_emb.weight`, [table]).buffer,
+        gate: f32(`${f}gate`, concat([vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)])),
+      });
+    }
+    const matrixBytes = DEEP_EMBED_ROW * C * (precision === 'f32' ? 4 : 2);
+    const perGroup = Math.max(1, Math.min(4, Math.floor(maxBinding / matrixBytes)));
+    const sx: DeepEmbedWeights['sx'] = [];
+    for (let l = 0; l < info.nLayer; l += perGroup) {
+      const names = Array.from({ length: Math.min(perGroup, info.nLayer - l) }, (_, i) => `blocks.${l + i}.ffn.s_emb_x.weight`);
+      sx.push({ group: group(`s_emb_x ${l}..${l + names.length - 1}`, names.map(linear)), firstLayer: l });
+    }
+    return { layers, sx };
+  }
+
   // The reference normalizes the embedding with blocks.0.ln0 once at load time; do the same.
   const embT = get('emb.weight');
   const [V] = embT.shape;
@@ -179,10 +231,12 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       ffnV: group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)]),
     });
   }
+  const deepEmbed = info.version === 'v7a' ? uploadDeepEmbed() : undefined;
   const embGroup = group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C }]);
   const head = group('head.weight', [linear('head.weight')]);
   return {
     precision,
+    deepEmbed,
     emb: embGroup,
     layers,
     lnOut: [f32('ln_out.weight', Float32Array.from(vals('ln_out.weight'))), f32('ln_out.bias', Float32Array.from(vals('ln_out.bias')))],

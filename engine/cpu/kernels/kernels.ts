@@ -689,3 +689,110 @@ export function post(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, o
     }
   }
 }
+
+/**
+ * RWKV-7a's DeepEmbed gate on the channel mix's hidden layer (shaders/rwkv7a_gate.wgsl has the math), for T
+ * tokens: h[t] *= (u · SE) · s2 + s0, with u = xn[t] · s1 [32] and SE = table[ids[t]] + se[t] [1024] viewed 32×32.
+ * p = [s1 [C, 32], s2 [32, F], s0 [F]] f32; the table is f16 (f32 when wide); F a multiple of 4; scratch 64 floats.
+ */
+export function deepEmbedGate(
+  T: i32, C: i32, F: i32, ids: usize, table: usize, wide: i32, se: usize, xn: usize, p: usize, h: usize, scratch: usize,
+): void {
+  const u = scratch;
+  const ss = scratch + 128;
+  const s2 = p + ((<usize>C * 32) << 2);
+  const s0 = s2 + ((<usize>F * 32) << 2);
+  const sc = f32x4.splat(F16_SCALE);
+  for (let t = 0; t < T; t++) {
+    // u = xn[t] · s1: s1's rows are 32 floats, 8 vectors.
+    const x = xn + ((<usize>t * <usize>C) << 2);
+    let u0 = f32x4.splat(0), u1 = f32x4.splat(0), u2 = f32x4.splat(0), u3 = f32x4.splat(0);
+    let u4 = f32x4.splat(0), u5 = f32x4.splat(0), u6 = f32x4.splat(0), u7 = f32x4.splat(0);
+    for (let c = 0; c < C; c++) {
+      const xc = v128.load32_splat(x + (<usize>c << 2));
+      const row = p + (<usize>c << 7);
+      u0 = madd(xc, v128.load(row), u0);
+      u1 = madd(xc, v128.load(row, 16), u1);
+      u2 = madd(xc, v128.load(row, 32), u2);
+      u3 = madd(xc, v128.load(row, 48), u3);
+      u4 = madd(xc, v128.load(row, 64), u4);
+      u5 = madd(xc, v128.load(row, 80), u5);
+      u6 = madd(xc, v128.load(row, 96), u6);
+      u7 = madd(xc, v128.load(row, 112), u7);
+    }
+    v128.store(u, u0);
+    v128.store(u, u1, 16);
+    v128.store(u, u2, 32);
+    v128.store(u, u3, 48);
+    v128.store(u, u4, 64);
+    v128.store(u, u5, 80);
+    v128.store(u, u6, 96);
+    v128.store(u, u7, 112);
+    // ss = u · SE (32×32): row m of SE scaled by u[m], summed over m.
+    const id = <usize>load<i32>(ids + (<usize>t << 2));
+    const seRow = se + ((<usize>t * 1024) << 2);
+    let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+    let a4 = f32x4.splat(0), a5 = f32x4.splat(0), a6 = f32x4.splat(0), a7 = f32x4.splat(0);
+    for (let m = 0; m < 32; m++) {
+      const um = v128.load32_splat(u + (<usize>m << 2));
+      const e = seRow + (<usize>m << 7);
+      let w0: v128, w1: v128, w2: v128, w3: v128, w4: v128, w5: v128, w6: v128, w7: v128;
+      if (wide) {
+        const r = table + ((id * 1024 + (<usize>m << 5)) << 2);
+        w0 = v128.load(r); w1 = v128.load(r, 16); w2 = v128.load(r, 32); w3 = v128.load(r, 48);
+        w4 = v128.load(r, 64); w5 = v128.load(r, 80); w6 = v128.load(r, 96); w7 = v128.load(r, 112);
+      } else {
+        const r = table + ((id * 1024 + (<usize>m << 5)) << 1);
+        w0 = f32x4.mul(halfLo(r), sc); w1 = f32x4.mul(halfHi(r), sc);
+        w2 = f32x4.mul(halfLo(r + 16), sc); w3 = f32x4.mul(halfHi(r + 16), sc);
+        w4 = f32x4.mul(halfLo(r + 32), sc); w5 = f32x4.mul(halfHi(r + 32), sc);
+        w6 = f32x4.mul(halfLo(r + 48), sc); w7 = f32x4.mul(halfHi(r + 48), sc);
+      }
+      a0 = madd(um, f32x4.add(w0, v128.load(e)), a0);
+      a1 = madd(um, f32x4.add(w1, v128.load(e, 16)), a1);
+      a2 = madd(um, f32x4.add(w2, v128.load(e, 32)), a2);
+      a3 = madd(um, f32x4.add(w3, v128.load(e, 48)), a3);
+      a4 = madd(um, f32x4.add(w4, v128.load(e, 64)), a4);
+      a5 = madd(um, f32x4.add(w5, v128.load(e, 80)), a5);
+      a6 = madd(um, f32x4.add(w6, v128.load(e, 96)), a6);
+      a7 = madd(um, f32x4.add(w7, v128.load(e, 112)), a7);
+    }
+    v128.store(ss, a0);
+    v128.store(ss, a1, 16);
+    v128.store(ss, a2, 32);
+    v128.store(ss, a3, 48);
+    v128.store(ss, a4, 64);
+    v128.store(ss, a5, 80);
+    v128.store(ss, a6, 96);
+    v128.store(ss, a7, 112);
+    // h[t] *= s0 + ss · s2: sixteen hidden units at a time (one cache line of each s2 row per j), then by four.
+    const hRow = h + ((<usize>t * <usize>F) << 2);
+    const rowB = <usize>F << 2;
+    let f = 0;
+    for (; f + 16 <= F; f += 16) {
+      const fo = <usize>f << 2;
+      let g0 = v128.load(s0 + fo), g1 = v128.load(s0 + fo, 16), g2 = v128.load(s0 + fo, 32), g3 = v128.load(s0 + fo, 48);
+      let r = s2 + fo;
+      for (let j = 0; j < 32; j++) {
+        const sj = v128.load32_splat(ss + (<usize>j << 2));
+        g0 = madd(sj, v128.load(r), g0);
+        g1 = madd(sj, v128.load(r, 16), g1);
+        g2 = madd(sj, v128.load(r, 32), g2);
+        g3 = madd(sj, v128.load(r, 48), g3);
+        r += rowB;
+      }
+      v128.store(hRow + fo, f32x4.mul(v128.load(hRow + fo), g0));
+      v128.store(hRow + fo, f32x4.mul(v128.load(hRow + fo, 16), g1), 16);
+      v128.store(hRow + fo, f32x4.mul(v128.load(hRow + fo, 32), g2), 32);
+      v128.store(hRow + fo, f32x4.mul(v128.load(hRow + fo, 48), g3), 48);
+    }
+    for (; f < F; f += 4) {
+      const fo = <usize>f << 2;
+      let g = v128.load(s0 + fo);
+      for (let j = 0; j < 32; j++) {
+        g = madd(v128.load32_splat(ss + (<usize>j << 2)), v128.load(s2 + ((<usize>j * <usize>F) << 2) + fo), g);
+      }
+      v128.store(hRow + fo, f32x4.mul(v128.load(hRow + fo), g));
+    }
+  }
+}
