@@ -18,6 +18,8 @@ export interface CpuKernels {
   prep(tm: number, region: number, T: number, C: number, N: number, p: number, vfirst: number, first: number): void;
   wkv(tm: number, region: number, C: number, N: number, head: number, t0: number, n: number, s: number): void;
   post(tm: number, region: number, T: number, C: number, N: number, p: number, out: number): void;
+  /** exp of n floats (n a multiple of 4): the kernels' vector exp, for its accuracy test. */
+  expInto(x: number, n: number, out: number): void;
 }
 
 /** Where the built modules live: beside this file in dist/. */
