@@ -1,20 +1,22 @@
 // `npm run bench -- --sections cpu`: the CPU backend (WebAssembly SIMD, engine/rwkv7/cpu-runtime.ts) on the
 // bundled model and a random model of the official 0.1B shape, with 1 thread and with every core: decode
 // tok/s of 1 and 8 sequences (output 'top', as the engine decodes) and prefill tok/s of a 512-token prompt.
-// Each figure is the median of --cpu-reps runs (default 3); --cpu-models default,0.1b, --cpu-threads 1,2,4 and
-// --cpu-precisions f16,int8 (default both) choose.
+// Each figure is the median of --cpu-reps runs (default 3) in each of --cpu-rounds rounds (default 1);
+// --cpu-models default,default-world,0.1b, --cpu-threads 1,2,4 and --cpu-precisions f16,int8 (default both) choose.
+// 'default-world' is the bundled model with its embedding and head scattered to the 65,536-row World
+// vocabulary, as its GGUF conversion has them: the like-for-like decode comparison with llama.cpp.
 //
-// node-llama-cpp on the same weights (../shared/cpu-baseline/, README there) runs in the same bench when
-// NLC_DIR (its install folder) and NLC_GGUF_DEFAULT / NLC_GGUF_01B (the models as GGUF, made with
-// rwkv7_to_gguf.py) are set; the ratios are then printed beside the figures. int8 rows compare with q8_0 GGUFs
-// (NLC_GGUF_DEFAULT_Q8 / NLC_GGUF_01B_Q8).
+// node-llama-cpp on the same weights (bench/cpu-baseline.ts, ../shared/cpu-baseline/) runs in the same bench,
+// alternating with ours round by round, when NLC_DIR (its install folder) is set: the GGUF files are made
+// with Python's `gguf` and cached (NLC_GGUF_DIR), or given as NLC_GGUF_DEFAULT / NLC_GGUF_01B (f16) and
+// NLC_GGUF_DEFAULT_Q8 / NLC_GGUF_01B_Q8 (q8_0, compared with our int8). Ratios are printed beside the figures.
 
-import { spawnSync } from 'child_process';
-import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
 import { packageRoot } from '../engine/package-root';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { loadCheckpoint } from '../engine/loader/checkpoint';
+import { checkpointFile, ggufFor, type NlcResult, type NlcSetup, nlcSetup, runNlc, worldVocabCheckpoint } from './cpu-baseline';
 import { defaultCpuThreads } from '../engine/rwkv7/cpu-runtime';
 import type { Checkpoint } from '../engine/types';
 
@@ -72,54 +74,57 @@ interface ModelCase {
   name: string;
   model: string | Checkpoint;
   steps: number;
-  gguf?: string;
-  /** The same model as q8_0, for the int8 rows. */
-  ggufQ8?: string;
-}
-
-/** node-llama-cpp on the same weights, when installed and the GGUF given (see the header). */
-function nodeLlamaCpp(gguf: string | undefined, model: string | Checkpoint, threads: number): Record<string, number> | null {
-  const nlc = process.env.NLC_DIR;
-  if (!nlc || !gguf || typeof model !== 'string') return null;
-  const shared = process.env.RWKV_SHARED ?? path.resolve(__dirname, '../../../shared');
-  const tools = path.join(shared, 'cpu-baseline');
-  const prompts = path.join(fs.mkdtempSync('/tmp/rwkv-cpu-bench-'), 'prompts.json');
-  const src = path.resolve(__dirname, '../../README.md');
-  const p = spawnSync(process.execPath, [path.join(tools, 'make-prompts.js'), path.resolve(__dirname, '../..'), model, src], { encoding: 'utf8' });
-  if (p.status !== 0) throw new Error(`make-prompts failed: ${p.stderr}`);
-  fs.writeFileSync(prompts, p.stdout);
-  const r = spawnSync(process.execPath, [path.join(tools, 'nlc-bench.mjs'), gguf, prompts, '3', String(threads)], { encoding: 'utf8', env: process.env });
-  if (r.status !== 0) throw new Error(`nlc-bench failed: ${r.stderr}`);
-  const j = JSON.parse(r.stdout.trim().split('\n').pop()!);
-  return {
-    decode_b1: median(j.gen.slice(1).map((g: { decode_tok_s: number }) => g.decode_tok_s)),
-    prefill_512: median(j.prefill.map((g: { tok_s: number }) => g.tok_s)),
-  };
+  /** The checkpoint file the GGUF is made from (and the prompts' tokenizer read from); null: none for this case. */
+  file: () => string | null;
+  /** GGUFs given in the environment (f16, q8_0). */
+  given: [string | undefined, string | undefined];
 }
 
 export async function benchCpu(): Promise<Record<string, unknown>> {
   const reps = Number(arg('cpu-reps') ?? 3);
+  const rounds = Number(arg('cpu-rounds') ?? 1);
   const all = defaultCpuThreads();
   const threadCounts = arg('cpu-threads')?.split(',').map(Number) ?? [...new Set([1, all])];
   const which = (arg('cpu-models') ?? 'default,0.1b').split(',');
+  const setup = nlcSetup();
+  const nlc: NlcSetup | null = typeof setup === 'string' ? null : setup;
+  if (typeof setup === 'string') console.log(`cpu: node-llama-cpp comparison off: ${setup}`);
+  else if (!setup.canConvert) console.log('cpu: python3 with gguf and numpy not found: only GGUFs given as NLC_GGUF_* are compared');
+  const bundled = path.join(packageRoot(), 'models', 'default.st');
   const cases: ModelCase[] = [];
-  if (which.includes('default')) cases.push({ name: 'default (17M)', model: path.join(packageRoot(), 'models', 'default.st'), steps: 64, gguf: process.env.NLC_GGUF_DEFAULT, ggufQ8: process.env.NLC_GGUF_DEFAULT_Q8 });
-  if (which.includes('0.1b'))
-    cases.push({ name: '0.1B shape, random', model: randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 }), steps: 16, gguf: process.env.NLC_GGUF_01B, ggufQ8: process.env.NLC_GGUF_01B_Q8 });
+  const given = (v: string): [string | undefined, string | undefined] => [process.env[`NLC_GGUF_${v}`], process.env[`NLC_GGUF_${v}_Q8`]];
+  if (which.includes('default')) cases.push({ name: 'default (17M)', model: bundled, steps: 64, file: () => bundled, given: given('DEFAULT') });
+  if (which.includes('default-world'))
+    cases.push({ name: 'default (17M), World head', model: worldVocabCheckpoint(loadCheckpoint(bundled)), steps: 64, file: () => bundled, given: given('DEFAULT') });
+  if (which.includes('0.1b')) {
+    const ck = randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 });
+    cases.push({ name: '0.1B shape, random', model: ck, steps: 16, file: () => (nlc ? checkpointFile(nlc, ck, 'rwkv7-0.1b-random-seed7') : null), given: given('01B') });
+  }
   const precisions = (arg('cpu-precisions') ?? 'f16,int8').split(',') as ('f16' | 'int8')[];
-  const results: Record<string, unknown> = { machine: `${all} cores available to the process; other processes may share them`, reps };
+  const results: Record<string, unknown> = { machine: `${all} cores available to the process; other processes may share them`, reps, rounds };
   for (const c of cases) {
+    let file: string | null | undefined;
     for (const threads of threadCounts) for (const precision of precisions) {
+      let gguf: string | null = null;
+      if (nlc) {
+        file ??= c.file();
+        const type = precision === 'int8' ? 'q8_0' : 'f16';
+        gguf = file ? ggufFor(nlc, file, type, c.given[type === 'f16' ? 0 : 1]) : null;
+      }
       const be = await createBackend({ model: c.model, slots: 8, device: 'cpu', threads, precision, maxTokens: 512, maxRows: 64 });
       try {
         await decodeTokS(be, 1, 4); // warm-up: worker threads started, code compiled
         const d1: Rate[] = [];
         const d8: Rate[] = [];
         const pf: Rate[] = [];
-        for (let r = 0; r < reps; r++) {
-          d1.push(await decodeTokS(be, 1, c.steps));
-          d8.push(await decodeTokS(be, 8, Math.max(4, c.steps / 4)));
-          pf.push(await prefillTokS(be, 512));
+        const theirs: NlcResult[] = [];
+        for (let round = 0; round < rounds; round++) {
+          for (let r = 0; r < reps; r++) {
+            d1.push(await decodeTokS(be, 1, c.steps));
+            d8.push(await decodeTokS(be, 8, Math.max(4, c.steps / 4)));
+            pf.push(await prefillTokS(be, 512));
+          }
+          if (nlc && gguf && file) theirs.push(runNlc(nlc, gguf, file, threads, reps));
         }
         const wall = (rs: Rate[]) => +median(rs.map((r) => r.wall)).toFixed(1);
         const cpu = (rs: Rate[]) => +median(rs.map((r) => r.cpu)).toFixed(1);
@@ -132,11 +137,13 @@ export async function benchCpu(): Promise<Record<string, unknown>> {
           per_cpu_second: { decode_b1: cpu(d1), decode_b8: cpu(d8), prefill_512: cpu(pf) },
           runs: { decode_b1: d1.map((x) => +x.wall.toFixed(1)), decode_b8: d8.map((x) => +x.wall.toFixed(1)), prefill_512: pf.map((x) => +x.wall.toFixed(1)) },
         };
-        const nlc = nodeLlamaCpp(precision === 'int8' ? c.ggufQ8 : c.gguf, c.model, threads);
-        if (nlc) {
-          row.node_llama_cpp = nlc;
-          row.ratio_decode_b1 = +(wall(d1) / nlc.decode_b1).toFixed(2);
-          row.ratio_prefill = +(wall(pf) / nlc.prefill_512).toFixed(2);
+        if (theirs.length) {
+          const d = theirs.flatMap((t) => t.runs.decode_b1);
+          const p = theirs.flatMap((t) => t.runs.prefill_512);
+          const them = { gguf: path.basename(gguf!), decode_b1: median(d), prefill_512: median(p), runs: { decode_b1: d, prefill_512: p } };
+          row.node_llama_cpp = them;
+          row.ratio_decode_b1 = +(wall(d1) / them.decode_b1).toFixed(2);
+          row.ratio_prefill = +(wall(pf) / them.prefill_512).toFixed(2);
         }
         results[`${c.name}, ${precision}, ${threads} thread${threads > 1 ? 's' : ''}`] = row;
         console.log(`${c.name}, ${precision}, threads ${threads}: ${JSON.stringify(row)}`);

@@ -39,23 +39,54 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
   return f32x4.add(acc, f32x4.mul(a, b));
 }
 
-/** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
-@inline function activate(v: f32, act: i32): f32 {
-  if (act == 1) return tanhf(v);
-  if (act == 2) return 1.0 / (1.0 + Mathf.exp(-v));
-  if (act == 3) {
-    const r = max(v, 0);
-    return r * r;
-  }
-  return v;
+// exp over four lanes: exp(x) = 2^n e^r with n = round(x / ln 2) and |r| <= ln 2 / 2, e^r by Cephes' degree-7
+// polynomial (within 2 ulp of the true value over the clamped range), 2^n put into the exponent bits. The
+// per-token RWKV-7 work calls exp four times per channel (three sigmoids and the decay); one scalar exp per
+// lane took as long as a quarter of the matrix products in prefill. Inputs are clamped to [-87, 88], where
+// 2^n stays a normal f32: exp(-87) = 1.6e-38 stands for 0 and exp(88) = 1.7e38 for +inf, which the sigmoid
+// and tanh built on it turn into their exact limits 0, 1, -1.
+@inline function vexp(x: v128): v128 {
+  x = f32x4.min(f32x4.max(x, f32x4.splat(-87)), f32x4.splat(88));
+  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(1.44269504088896341)));
+  // r = x - n ln 2 in two steps (ln 2's leading bits exactly, then the rest), so r keeps its low bits.
+  let r = madd(n, f32x4.splat(-0.693359375), x);
+  r = madd(n, f32x4.splat(2.12194440e-4), r);
+  let p = f32x4.splat(1.9875691500e-4);
+  p = madd(p, r, f32x4.splat(1.3981999507e-3));
+  p = madd(p, r, f32x4.splat(8.3334519073e-3));
+  p = madd(p, r, f32x4.splat(4.1665795894e-2));
+  p = madd(p, r, f32x4.splat(1.6666665459e-1));
+  p = madd(p, r, f32x4.splat(5.0000001201e-1));
+  p = madd(p, f32x4.mul(r, r), f32x4.add(r, f32x4.splat(1)));
+  const pow2n = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  return f32x4.mul(p, pow2n);
 }
 
-function tanhf(v: f32): f32 {
-  // tanh through exp, guarded against overflow; f32 accuracy is what the GPU kernel has too.
-  if (v > 15) return 1;
-  if (v < -15) return -1;
-  const e = Mathf.exp(2 * v);
-  return (e - 1) / (e + 1);
+@inline function vsigmoid(x: v128): v128 {
+  const one = f32x4.splat(1);
+  return f32x4.div(one, f32x4.add(one, vexp(f32x4.neg(x))));
+}
+
+/** tanh(x) = 1 - 2 / (e^2x + 1): no cancellation for large |x|, exactly ±1 at the clamp. */
+@inline function vtanh(x: v128): v128 {
+  const one = f32x4.splat(1);
+  return f32x4.sub(one, f32x4.div(f32x4.splat(2), f32x4.add(vexp(f32x4.add(x, x)), one)));
+}
+
+/** exp of n floats at x into out (n a multiple of 4): the kernels' exp, exported for its accuracy test. */
+export function expInto(x: usize, n: i32, out: usize): void {
+  for (let i = 0; i < n; i += 4) v128.store(out + (<usize>i << 2), vexp(v128.load(x + (<usize>i << 2))));
+}
+
+/** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
+@inline function activate(v: v128, act: i32): v128 {
+  if (act == 1) return vtanh(v);
+  if (act == 2) return vsigmoid(v);
+  if (act == 3) {
+    const r = f32x4.max(v, f32x4.splat(0));
+    return f32x4.mul(r, r);
+  }
+  return v;
 }
 
 /**
@@ -63,17 +94,9 @@ function tanhf(v: f32): f32 {
  * matrix's last row.
  */
 @inline function store8(y: usize, lo: v128, hi: v128, sl: v128, sh: v128, act: i32, accum: i32, valid: i32): void {
-  lo = f32x4.mul(lo, sl);
-  hi = f32x4.mul(hi, sh);
-  if (act == 3 && valid >= 8) {
-    // relu squared (the FFN key), in vectors.
-    lo = f32x4.max(lo, f32x4.splat(0));
-    hi = f32x4.max(hi, f32x4.splat(0));
-    lo = f32x4.mul(lo, lo);
-    hi = f32x4.mul(hi, hi);
-    act = 0;
-  }
-  if (act == 0 && valid >= 8) {
+  lo = activate(f32x4.mul(lo, sl), act);
+  hi = activate(f32x4.mul(hi, sh), act);
+  if (valid >= 8) {
     if (accum) {
       lo = f32x4.add(lo, v128.load(y));
       hi = f32x4.add(hi, v128.load(y, 16));
@@ -82,10 +105,11 @@ function tanhf(v: f32): f32 {
     v128.store(y, hi, 16);
     return;
   }
-  store8Slow(y, lo, hi, act, accum, valid);
+  store8Slow(y, lo, hi, accum, valid);
 }
 
-function store8Slow(y: usize, lo: v128, hi: v128, act: i32, accum: i32, valid: i32): void {
+/** The rows of a matrix's last, partial panel, one at a time (values already activated). */
+function store8Slow(y: usize, lo: v128, hi: v128, accum: i32, valid: i32): void {
   for (let r = 0; r < valid && r < 8; r++) {
     let v: f32 = r < 4 ? f32x4.extract_lane(lo, 0) : 0;
     // Lanes need constant indices.
@@ -96,7 +120,6 @@ function store8Slow(y: usize, lo: v128, hi: v128, act: i32, accum: i32, valid: i
     else if (r == 5) v = f32x4.extract_lane(hi, 1);
     else if (r == 6) v = f32x4.extract_lane(hi, 2);
     else if (r == 7) v = f32x4.extract_lane(hi, 3);
-    v = activate(v, act);
     const at = y + (<usize>r << 2);
     if (accum) v += load<f32>(at);
     store<f32>(at, v);
@@ -566,10 +589,6 @@ export function embed(table: usize, wide: i32, ids: usize, T: i32, C: i32, out: 
   }
 }
 
-@inline function sigmoid(v: f32): f32 {
-  return 1.0 / (1.0 + Mathf.exp(-v));
-}
-
 /**
  * RWKV-7 per-token quantities before the state update (one token t, all heads), in the time-mix regions
  * (floats, each `region` apart): 0 r, 1 w, 2 k, 3 v, 4 a, 5 g, 6 kk, 7 y, 8 v LoRA. p = [w0, a0, v0, k_k, k_a].
@@ -579,33 +598,37 @@ export function embed(table: usize, wide: i32, ids: usize, T: i32, C: i32, out: 
 export function prep(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, vfirst: usize, first: i32): void {
   const reg = <usize>region << 2;
   const cb = <usize>C << 2;
+  const one = f32x4.splat(1);
+  const decayScale = f32x4.splat(-0.606531);
   for (let t = 0; t < T; t++) {
-    const base = <usize>t * cb;
+    const base = tm + <usize>t * cb;
+    const vf = vfirst + <usize>t * cb;
     for (let h = 0; h < C / N; h++) {
       const h0 = <usize>(h * N) << 2;
-      let ss: f32 = 0;
-      for (let i = 0; i < N; i++) {
+      // The removal key's length over the head, in four partial sums.
+      let ssv = f32x4.splat(0);
+      for (let i = 0; i < N; i += 4) {
         const o = h0 + (<usize>i << 2);
-        const kkv = load<f32>(tm + 2 * reg + base + o) * load<f32>(p + 3 * cb + o);
-        ss += kkv * kkv;
+        const kkv = f32x4.mul(v128.load(base + 2 * reg + o), v128.load(p + 3 * cb + o));
+        ssv = madd(kkv, kkv, ssv);
       }
-      const inv: f32 = 1 / max(Mathf.sqrt(ss), 1e-12);
-      for (let i = 0; i < N; i++) {
+      const ss: f32 = f32x4.extract_lane(ssv, 0) + f32x4.extract_lane(ssv, 1) + f32x4.extract_lane(ssv, 2) + f32x4.extract_lane(ssv, 3);
+      const inv = f32x4.splat(1 / max(Mathf.sqrt(ss), 1e-12));
+      for (let i = 0; i < N; i += 4) {
         const o = h0 + (<usize>i << 2);
-        const at = base + o;
-        const kv = load<f32>(tm + 2 * reg + at);
-        const av = sigmoid(load<f32>(p + cb + o) + load<f32>(tm + 4 * reg + at));
-        const kkn = kv * load<f32>(p + 3 * cb + o) * inv;
-        store<f32>(tm + 6 * reg + at, kkn);
-        store<f32>(tm + 4 * reg + at, kkn * av);
-        store<f32>(tm + 2 * reg + at, kv * (1 + (av - 1) * load<f32>(p + 4 * cb + o)));
-        store<f32>(tm + reg + at, Mathf.exp(<f32>-0.606531 * sigmoid(load<f32>(p + o) + load<f32>(tm + reg + at))));
+        const kv = v128.load(base + 2 * reg + o);
+        const av = vsigmoid(f32x4.add(v128.load(p + cb + o), v128.load(base + 4 * reg + o)));
+        const kkn = f32x4.mul(f32x4.mul(kv, v128.load(p + 3 * cb + o)), inv);
+        v128.store(base + 6 * reg + o, kkn);
+        v128.store(base + 4 * reg + o, f32x4.mul(kkn, av));
+        v128.store(base + 2 * reg + o, f32x4.mul(kv, madd(f32x4.sub(av, one), v128.load(p + 4 * cb + o), one)));
+        v128.store(base + reg + o, vexp(f32x4.mul(decayScale, vsigmoid(f32x4.add(v128.load(p + o), v128.load(base + reg + o))))));
+        const vv = v128.load(base + 3 * reg + o);
         if (first) {
-          store<f32>(vfirst + at, load<f32>(tm + 3 * reg + at));
+          v128.store(vf + o, vv);
         } else {
-          const vv = load<f32>(tm + 3 * reg + at);
-          const mixv = sigmoid(load<f32>(p + 2 * cb + o) + load<f32>(tm + 8 * reg + at));
-          store<f32>(tm + 3 * reg + at, vv + (load<f32>(vfirst + at) - vv) * mixv);
+          const mixv = vsigmoid(f32x4.add(v128.load(p + 2 * cb + o), v128.load(base + 8 * reg + o)));
+          v128.store(base + 3 * reg + o, madd(f32x4.sub(v128.load(vf + o), vv), mixv, vv));
         }
       }
     }
@@ -641,8 +664,9 @@ export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, 
         sa = madd(v128.load(row + o), kv, sa);
         sa1 = madd(v128.load(row1 + o), kv, sa1);
       }
-      const saS = f32x4.splat(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3));
-      const saS1 = f32x4.splat(f32x4.extract_lane(sa1, 0) + f32x4.extract_lane(sa1, 1) + f32x4.extract_lane(sa1, 2) + f32x4.extract_lane(sa1, 3));
+      // Negated, so the update is one product and two multiply-adds per vector.
+      const saS = f32x4.splat(-(f32x4.extract_lane(sa, 0) + f32x4.extract_lane(sa, 1) + f32x4.extract_lane(sa, 2) + f32x4.extract_lane(sa, 3)));
+      const saS1 = f32x4.splat(-(f32x4.extract_lane(sa1, 0) + f32x4.extract_lane(sa1, 1) + f32x4.extract_lane(sa1, 2) + f32x4.extract_lane(sa1, 3)));
       const vi = v128.load32_splat(v + (<usize>i << 2));
       const vi1 = v128.load32_splat(v + (<usize>i << 2), 4);
       let out = f32x4.splat(0);
@@ -653,8 +677,8 @@ export function wkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, 
         const bv = v128.load(b + o);
         const kv = v128.load(k + o);
         const rv = v128.load(r + o);
-        const nv = f32x4.add(f32x4.sub(f32x4.mul(v128.load(row + o), wv), f32x4.mul(saS, bv)), f32x4.mul(vi, kv));
-        const nv1 = f32x4.add(f32x4.sub(f32x4.mul(v128.load(row1 + o), wv), f32x4.mul(saS1, bv)), f32x4.mul(vi1, kv));
+        const nv = madd(v128.load(row + o), wv, madd(vi, kv, f32x4.mul(saS, bv)));
+        const nv1 = madd(v128.load(row1 + o), wv, madd(vi1, kv, f32x4.mul(saS1, bv)));
         v128.store(row + o, nv);
         v128.store(row1 + o, nv1);
         out = madd(nv, rv, out);
@@ -675,16 +699,19 @@ export function post(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, o
       const at = (<usize>t * <usize>C + <usize>h * <usize>N) << 2;
       const po = <usize>(h * N) << 2;
       stats(tm + 7 * reg + at, N, 64e-5);
-      let bonus: f32 = 0;
-      for (let i = 0; i < N; i++) {
+      let bv = f32x4.splat(0);
+      for (let i = 0; i < N; i += 4) {
         const o = <usize>i << 2;
-        bonus += load<f32>(tm + at + o) * load<f32>(tm + 2 * reg + at + o) * load<f32>(p + po + o);
+        bv = madd(f32x4.mul(v128.load(tm + at + o), v128.load(tm + 2 * reg + at + o)), v128.load(p + po + o), bv);
       }
-      for (let i = 0; i < N; i++) {
+      const bonus = f32x4.splat(f32x4.extract_lane(bv, 0) + f32x4.extract_lane(bv, 1) + f32x4.extract_lane(bv, 2) + f32x4.extract_lane(bv, 3));
+      const mean = f32x4.splat(statMean);
+      const inv = f32x4.splat(statInv);
+      for (let i = 0; i < N; i += 4) {
         const o = <usize>i << 2;
-        const d = (load<f32>(tm + 7 * reg + at + o) - statMean) * statInv;
-        const v = d * load<f32>(p + cb + po + o) + load<f32>(p + 2 * cb + po + o) + bonus * load<f32>(tm + 3 * reg + at + o);
-        store<f32>(out + at + o, v * load<f32>(tm + 5 * reg + at + o));
+        const d = f32x4.mul(f32x4.sub(v128.load(tm + 7 * reg + at + o), mean), inv);
+        const v = madd(bonus, v128.load(tm + 3 * reg + at + o), madd(d, v128.load(p + cb + po + o), v128.load(p + 2 * cb + po + o)));
+        v128.store(out + at + o, f32x4.mul(v, v128.load(tm + 5 * reg + at + o)));
       }
     }
   }
