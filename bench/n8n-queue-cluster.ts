@@ -20,10 +20,12 @@ export interface QueueClusterOptions {
   engine: 'server' | 'process';
   /** Model file; both modes load the same file with the same settings. */
   model: string;
+  /** Weight precision (default f16, the engine's and the credential's default); both modes use the same. */
+  precision?: 'f16' | 'f32';
   workers: number;
   /** Executions one worker runs at once (`n8n worker --concurrency`). */
   concurrency: number;
-  /** Slots of the engine: the server's, or each worker's own. */
+  /** Slots of the engine: the server's, or each worker's own (so with the server, set it to what all workers run at once). */
   maxBatch: number;
   /** Engine settings of the server beyond the model and max batch (its --config), e.g. maxTokensLimit. */
   serverConfig?: Record<string, unknown>;
@@ -251,13 +253,13 @@ export class N8nQueueCluster {
 
       let server: ManagedProcess | undefined;
       let serverUrl: string | undefined;
-      const engineSettings = { modelPath: opts.model, maxBatch: opts.maxBatch, precision: 'f32', device: 'auto' };
+      const engineSettings = { modelPath: opts.model, maxBatch: opts.maxBatch, precision: opts.precision ?? 'f16', device: 'auto' };
       if (opts.engine === 'server') {
         const serverPort = await freePort();
         const cli = path.join(ext, 'bin', 'rwkv-flow');
         const configFile = path.join(root, 'serve-config.json');
-        fs.writeFileSync(configFile, JSON.stringify({ device: engineSettings.device, ...opts.serverConfig }));
-        const args = [cli, 'serve', '--model', opts.model, '--port', String(serverPort), '--max-batch', String(opts.maxBatch), '--f32', '--config', configFile];
+        fs.writeFileSync(configFile, JSON.stringify({ device: engineSettings.device, precision: engineSettings.precision, ...opts.serverConfig }));
+        const args = [cli, 'serve', '--model', opts.model, '--port', String(serverPort), '--max-batch', String(opts.maxBatch), '--config', configFile];
         server = launch('rwkv-flow serve', opts.nodeBin, args, {
           ...env,
           RWKV_FLOW_API_KEY: opts.apiKey ?? '',
@@ -269,7 +271,7 @@ export class N8nQueueCluster {
       }
 
       const { n8n } = n8nCli(opts.nodeBin, opts.n8nBin, () => env);
-      const data = opts.engine === 'server' ? { engineMode: 'server', serverUrl, apiKey: opts.apiKey ?? '' } : { engineMode: 'process', ...engineSettings, cacheMiB: 0 };
+      const data = opts.engine === 'server' ? { engineMode: 'server', serverUrl, apiKey: opts.apiKey ?? '' } : { engineMode: 'process', ...engineSettings };
       fs.writeFileSync(path.join(root, 'creds.json'), JSON.stringify([{ ...CREDENTIAL, type: 'rwkvModelApi', data }]));
       n8n('import:credentials', `--input=${path.join(root, 'creds.json')}`);
       const webhooks = opts.webhooks ?? [COMPLETION_WEBHOOK];
