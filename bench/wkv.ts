@@ -5,8 +5,10 @@
 // queries (bench/device/gpu-span-timer.ts): µs per dispatch, the state's bytes moved per second (decode),
 // and µs per token (prefill). The variants the engine picks are marked.
 // Cases: decode of 1, 8 and 64 jobs, prefill chunks of 128 and 512 tokens of one job, for the 1.5B shape
-// (32 heads of 64) and the 0.1B one (12 heads). --wkv-shapes 0.1B,1.5B chooses shapes; --wkv-cases names cases.
+// (32 heads of 64) and the 0.1B one (12 heads); a CPU driver runs the 0.1B shape up to 128 tokens unless told.
+// --wkv-shapes 0.1B,1.5B chooses shapes; --wkv-cases 'decode J=1,prefill T=128' chooses cases.
 
+import { isCpuDriverName } from '../engine/gpu/capabilities';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { chooseWkv, wkvCandidates, wkvDevice, wkvVariantName, type WkvVariant } from '../engine/rwkv7/wkv';
 import { GpuSpanTimer, calibrateRepetitions, median } from './device/gpu-span-timer';
@@ -120,15 +122,22 @@ export async function benchWkv(
   return { device: gpu.adapterName, rows };
 }
 
+/** The command line's shapes and cases; a CPU driver by default runs the 0.1B shape without the 512-token chunk. */
+function selection(onGpu: boolean): { shapes?: string[]; cases?: string[] } {
+  const shapes = arg('wkv-shapes')?.split(',') ?? (onGpu ? undefined : ['0.1B']);
+  const cases = arg('wkv-cases')?.split(',') ?? (onGpu ? undefined : WKV_CASES.map((c) => c.name).filter((n) => n !== 'prefill T=512'));
+  return { shapes, cases };
+}
+
 export function registerSection(register: (name: string, section: (ctx: { gpu: GpuContext; onGpu: boolean }) => Promise<Record<string, unknown>>) => void): void {
-  register('wkv', ({ gpu }) => benchWkv(gpu, { shapes: arg('wkv-shapes')?.split(','), cases: arg('wkv-cases')?.split(',') }));
+  register('wkv', ({ gpu, onGpu }) => benchWkv(gpu, selection(onGpu)));
 }
 
 if (require.main === module) {
   (async () => {
     const gpu = await acquireGpu({ exactTimestamps: true });
     console.log(`adapter: ${gpu.adapterName}`);
-    await benchWkv(gpu, { shapes: arg('wkv-shapes')?.split(','), cases: arg('wkv-cases')?.split(',') });
+    await benchWkv(gpu, selection(!isCpuDriverName(gpu.adapterName)));
     process.exit(0);
   })().catch((e) => {
     console.error(e);

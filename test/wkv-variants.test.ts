@@ -12,6 +12,7 @@ import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { stateLayout } from '../engine/state-layout';
 import {
   chooseWkv,
+  describeWkv,
   parseWkvVariant,
   wkvDevice,
   wkvUnsupported,
@@ -59,6 +60,8 @@ describe('WKV kernel variants: the choice', () => {
     assert.equal(name(1, { ...GPU32, headSize: 6 }), 'row-staged');
     assert.equal(name(512, { ...GPU32, headSize: 6 }), 'row');
     assert.equal(name(512, { ...GPU32, cpuDriver: true }), 'row');
+    assert.equal(describeWkv(GPU32, null), `WKV split16x4-subgroup, split8x8-subgroup from ${WKV_PREFILL_TOKENS} tokens a job`);
+    assert.equal(describeWkv({ ...GPU32, cpuDriver: true }, null), 'WKV row');
     for (const tokens of [1, 512]) for (const headSize of [6, 16, 32, 48, 64, 128]) {
       const d = { ...GPU32, headSize };
       assert.equal(wkvUnsupported(chooseWkv(tokens, d), d), null, `${tokens} tokens, head size ${headSize}`);

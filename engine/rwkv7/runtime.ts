@@ -27,8 +27,6 @@ export interface RuntimeOptions {
   vecMaxRows?: number;
   /** Tokens per tile of the tiled kernel: 64 (default) or 16 (more workgroups for mid-size batches). */
   gemmTile?: 16 | 64;
-  /** The WKV kernel for every batch (engine/rwkv7/wkv.ts); default: chosen per sub-pass by its longest job. */
-  wkv?: WkvVariant;
   /** The runtime acquired the device itself: dispose() destroys it. A device lent from outside is left alone. */
   ownsDevice?: boolean;
 }
@@ -138,7 +136,6 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.stateSize = info.nLayer * this.layerStride;
     this.ownsDevice = opts.ownsDevice ?? false;
     this.wkvFacts = wkvDevice(gpu, N);
-    this.wkvVariant = opts.wkv ?? null;
     this.unwatch = watchGpu(gpu, (reason) => {
       for (const fn of this.brokenListeners) fn(reason);
     });

@@ -108,9 +108,10 @@ export function wkvCandidates(d: WkvDevice): WkvVariant[] {
  * vec4 each for decode, where moving the state is the cost (a 32-lane subgroup loads two whole 256-byte rows
  * at once); 8 lanes of two vec4s for long jobs, where a token's serial chain is (one shuffle step fewer per
  * token than 16 lanes, half the loads per lane of 4). To be confirmed on the H200 with bench/wkv.ts.
- * CPU drivers (lavapipe) keep the first kernel: there no variant was clearly faster (2-core CPU: decode of 8
- * jobs ×0.3–1.3, prefill of 128 tokens ×0.3–1.3 against it), and each new WKV kernel costs seconds to tens of
- * seconds of LLVM compilation per model shape, where the first one takes about one.
+ * CPU drivers (lavapipe) keep the first kernel: no variant is faster there overall (bench/wkv.ts, 0.1B shape,
+ * shared 2-core CPU; best other variant against it: decode of 1/8/64 jobs ×0.63/×1.39/×0.59, prefill of
+ * 128/512 tokens ×1.29/×1.05), and each split kernel costs several seconds of LLVM compilation per model
+ * shape where the first one takes about one.
  */
 const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill', string[]>> = {
   gpu: {
@@ -157,5 +158,5 @@ export function describeWkv(d: WkvDevice, forced: WkvVariant | null): string {
   if (forced) return `WKV ${wkvVariantName(forced)}`;
   const decode = wkvVariantName(chooseWkv(1, d));
   const prefill = wkvVariantName(chooseWkv(WKV_PREFILL_TOKENS, d));
-  return `WKV ${decode}, ${prefill} from ${WKV_PREFILL_TOKENS} tokens a job`;
+  return decode === prefill ? `WKV ${decode}` : `WKV ${decode}, ${prefill} from ${WKV_PREFILL_TOKENS} tokens a job`;
 }
