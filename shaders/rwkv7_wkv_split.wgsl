@@ -62,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   for (var t = job.y; t < end; t++) {
     let head = t * C + h * N;
     let more = t + 1u < end;
-    let nhead = select(head, head + C, more);
+    let nhead = select(head, head + C, more); // the last token reloads itself: harmless, and no branch
     var py = 0.0;
     var pn = 0.0;
     for (var m = 0u; m < Q; m++) {
