@@ -12,6 +12,7 @@ import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, type SegmentIO } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
+import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
 export interface RuntimeOptions {
   slots: number;
@@ -96,6 +97,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Tuning knobs (benchmarks): see RuntimeOptions. */
   vecMaxRows: number;
   gemmTile: 16 | 64;
+  private readonly wkvFacts: WkvDevice;
+  private wkvForced: WkvVariant | null = null;
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -132,6 +135,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.layerStride = 2 * this.C + H * N * N;
     this.stateSize = info.nLayer * this.layerStride;
     this.ownsDevice = opts.ownsDevice ?? false;
+    this.wkvFacts = wkvDevice(gpu, N);
     this.unwatch = watchGpu(gpu, (reason) => {
       for (const fn of this.brokenListeners) fn(reason);
     });
@@ -216,9 +220,25 @@ export class Rwkv7Runtime implements InferenceBackend {
     return u;
   }
 
-  /** The kernels this runtime's products run, as one line (`rwkv-flow info`, benchmark records). */
+  /** The kernels this runtime's products and WKV recurrence run, as one line (`rwkv-flow info`, benchmark records). */
   get kernelPath(): string {
-    return describeKernels(this.matmulConfig);
+    return `${describeKernels(this.matmulConfig)}; ${this.wkvPath}`;
+  }
+
+  /** The WKV kernel forced for every batch (tests, benchmarks), or null: chosen per sub-pass (wkv.ts). */
+  get wkvVariant(): WkvVariant | null {
+    return this.wkvForced;
+  }
+
+  set wkvVariant(v: WkvVariant | null) {
+    const why = v && wkvUnsupported(v, this.wkvFacts);
+    if (v && why) throw new Error(`WKV kernel ${wkvVariantName(v)} cannot run here: ${why}`);
+    this.wkvForced = v;
+  }
+
+  /** The WKV kernels this runtime runs, as one line. */
+  get wkvPath(): string {
+    return describeWkv(this.wkvFacts, this.wkvForced);
   }
 
   private get matmulConfig() {
@@ -264,10 +284,13 @@ export class Rwkv7Runtime implements InferenceBackend {
    * they are recorded once per shape and replayed: per-step encoding is then a bare loop of native calls.
    */
   private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass): GPUCommandEncoder {
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile}`;
+    // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
+    const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
+    const wkv = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${wkvVariantName(wkv)}`;
     let ops = this.recorded.get(key);
     if (!ops) {
-      ops = this.record(sp.tokens, sp.segments.length, sp.rows);
+      ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
       if (this.recorded.size >= 64) this.recorded.delete(this.recorded.keys().next().value!);
       this.recorded.set(key, ops);
     }
@@ -305,7 +328,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     return enc;
   }
 
-  private record(T: number, J: number, R: number): Op[] {
+  private record(T: number, J: number, R: number, wkvVariant: WkvVariant): Op[] {
     const { device, C, TMAX, weights, buf } = this;
     const H = this.info.nHead;
     const cs = this.consts;
@@ -347,9 +370,12 @@ export class Rwkv7Runtime implements InferenceBackend {
       this.kernel(`prep${first}`, () =>
         makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_prep'], { ...cs, WG: cs.N, FIRST: first }, ['uniform', 'rw', 'rw', 'read']),
       );
-    const wkv = this.kernel('wkv', () =>
-      makeKernel(device, ['head_common', 'rwkv7_wkv'], cs, ['uniform', 'uniform', 'read', 'rw', 'rw']),
-    );
+    const wkvName = wkvVariantName(wkvVariant);
+    const wkv = this.kernel(`wkv:${wkvName}`, () => {
+      const shader = wkvShader(wkvVariant, cs);
+      return makeKernel(device, shader.parts, shader.constants, ['uniform', 'uniform', 'read', 'rw', 'rw']);
+    });
+    const [wkvX, wkvY] = wkvDispatch(wkvVariant, H, cs.N, J);
     const post = this.kernel('post', () =>
       makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }, ['uniform', 'read', 'read', 'rw']),
     );
@@ -391,8 +417,9 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.setBindGroup(0, this.group(`${key}:prep`, pk, [buf.batch, buf.tm, buf.vfirst, L.prep]));
       pass.dispatchWorkgroups(H, T);
       pass.setPipeline(wkv.pipeline);
-      pass.setBindGroup(0, this.group(`${key}:wkv`, wkv, [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state]));
-      pass.dispatchWorkgroups(H, J);
+      pass.setBindGroup(0, this.group(`${key}:wkv:${wkvName}`, wkv, [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state]));
+      pass.label('rwkv7_wkv'); // one profiler label for every variant, so profiles compare across them
+      pass.dispatchWorkgroups(wkvX, wkvY);
       pass.setPipeline(post.pipeline);
       pass.setBindGroup(0, this.group(`${key}:post`, post, [buf.batch, buf.tm, L.post, buf.xx]));
       pass.dispatchWorkgroups(H, T);

@@ -1,0 +1,162 @@
+// The kernel variants of the RWKV-7 WKV recurrence (the per-head state update walked token by token), what
+// each needs from a device, and which one runs for a batch. All of them read and write the state in its
+// official layout ([head, value-index, key-index], as readState/writeState, state files and the prefix cache
+// see it) and use the same five bindings, so one bind group serves every variant.
+//
+//   row          shaders/rwkv7_wkv.wgsl: one workgroup of N lanes per (head, job), lane i owns row i. The
+//                first kernel and the reference the others are checked against; its state loads are
+//                uncoalesced (each lane walks its own 256-byte row).
+//   row-staged   shaders/rwkv7_wkv_staged.wgsl: the same arithmetic, bit for bit, with the state moved
+//                through padded workgroup memory so loads and stores are coalesced.
+//   split        shaders/rwkv7_wkv_split.wgsl: each row over `lanes` lanes of a vec4 column each (or more),
+//                `rows` rows per workgroup, so a head spreads over N/rows workgroups and a token's serial
+//                work per lane shrinks from ~3N multiply-adds to ~3N/lanes plus a log2(lanes)-step sum.
+//                The sum runs on subgroup shuffles ('subgroup') or through workgroup memory ('shared').
+
+import type { GpuContext } from '../gpu/device';
+import { isCpuDriverName } from '../gpu/capabilities';
+
+export type WkvVariant =
+  | { kind: 'row' }
+  | { kind: 'row-staged' }
+  | { kind: 'split'; lanes: number; rows: number; reduce: 'subgroup' | 'shared' };
+
+/** What the choice reads from a device and model (plain data, so the choice is testable without a GPU). */
+export interface WkvDevice {
+  /** Head size N of the model. */
+  headSize: number;
+  /** Smallest subgroup the device may run, 0 without the 'subgroups' feature. */
+  subgroupMinSize: number;
+  maxWorkgroupStorage: number;
+  maxInvocations: number;
+  /** A CPU driver (lavapipe, SwiftShader): its own preference order. */
+  cpuDriver: boolean;
+}
+
+/** Jobs of at least this many tokens in a sub-pass choose the prefill variant; shorter ones the decode variant. */
+export const WKV_PREFILL_TOKENS = 16;
+
+export function wkvDevice(gpu: GpuContext, headSize: number): WkvDevice {
+  const { device } = gpu;
+  const info = (device as GPUDevice & { adapterInfo?: { subgroupMinSize?: number } }).adapterInfo;
+  const reported = info?.subgroupMinSize ?? (gpu.subgroup32 ? 32 : 0);
+  return {
+    headSize,
+    subgroupMinSize: gpu.features.has('subgroups') ? reported : 0,
+    maxWorkgroupStorage: device.limits.maxComputeWorkgroupStorageSize,
+    maxInvocations: Math.min(device.limits.maxComputeInvocationsPerWorkgroup, device.limits.maxComputeWorkgroupSizeX),
+    cpuDriver: isCpuDriverName(gpu.adapterName),
+  };
+}
+
+export function wkvVariantName(v: WkvVariant): string {
+  return v.kind === 'split' ? `split${v.lanes}x${v.rows}-${v.reduce}` : v.kind;
+}
+
+/** The variant a name (wkvVariantName's form, e.g. 'split16x4-subgroup') stands for; an unknown name is an error. */
+export function parseWkvVariant(name: string): WkvVariant {
+  if (name === 'row' || name === 'row-staged') return { kind: name };
+  const m = /^split(\d+)x(\d+)-(subgroup|shared)$/.exec(name);
+  if (!m) throw new RangeError(`unknown WKV kernel variant '${name}'; expected row, row-staged or splitLxR-subgroup|shared (e.g. split16x4-subgroup)`);
+  return { kind: 'split', lanes: Number(m[1]), rows: Number(m[2]), reduce: m[3] as 'subgroup' | 'shared' };
+}
+
+const isPow2 = (x: number) => Number.isInteger(x) && x > 0 && (x & (x - 1)) === 0;
+
+/** Why a device cannot run a variant for this model, or null when it can. */
+export function wkvUnsupported(v: WkvVariant, d: WkvDevice): string | null {
+  const N = d.headSize;
+  if (N > d.maxInvocations) return `head size ${N} exceeds the device's ${d.maxInvocations} invocations per workgroup`;
+  if (v.kind === 'row') return null;
+  if (v.kind === 'row-staged') {
+    if (N % 2 !== 0) return `head size ${N} is odd`;
+    const bytes = (N * (N + 1) + 5 * N) * 4;
+    return bytes > d.maxWorkgroupStorage ? `it needs ${bytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}` : null;
+  }
+  const { lanes, rows, reduce } = v;
+  if (!isPow2(lanes) || !isPow2(rows)) return `lanes (${lanes}) and rows (${rows}) must be powers of two`;
+  if (N % (4 * lanes) !== 0) return `head size ${N} is not a multiple of 4 × ${lanes} lanes`;
+  if (N % rows !== 0) return `head size ${N} is not a multiple of ${rows} rows`;
+  if (lanes * rows > d.maxInvocations) return `${lanes * rows} invocations exceed the device's ${d.maxInvocations} per workgroup`;
+  if (reduce === 'subgroup') {
+    if (d.subgroupMinSize === 0) return 'the device has no subgroups';
+    if (d.subgroupMinSize < lanes) return `its subgroups may be ${d.subgroupMinSize} lanes, fewer than ${lanes}`;
+  } else if (lanes * rows * 8 > d.maxWorkgroupStorage) {
+    return `it needs ${lanes * rows * 8} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}`;
+  }
+  return null;
+}
+
+/** Every variant worth timing (the benchmark's list, what the tests force one by one), supported or not. */
+export function wkvVariants(): WkvVariant[] {
+  const all: WkvVariant[] = [{ kind: 'row' }, { kind: 'row-staged' }];
+  for (const reduce of ['subgroup', 'shared'] as const) {
+    // 64-lane workgroups, and one of 256 lanes to see whether fewer, larger workgroups pay.
+    for (const lanes of [4, 8, 16, 32]) all.push({ kind: 'split', lanes, rows: 64 / lanes, reduce });
+    all.push({ kind: 'split', lanes: 16, rows: 16, reduce });
+  }
+  return all;
+}
+
+/** wkvVariants() that this device runs for this model. */
+export function wkvCandidates(d: WkvDevice): WkvVariant[] {
+  return wkvVariants().filter((v) => wkvUnsupported(v, d) === null);
+}
+
+/**
+ * Preference orders, best first; the first variant the device supports runs. GPUs: a row over 16 lanes of one
+ * vec4 each for decode, where moving the state is the cost (a 32-lane subgroup loads two whole 256-byte rows
+ * at once); 8 lanes of two vec4s for long jobs, where a token's serial chain is (one shuffle step fewer per
+ * token than 16 lanes, half the loads per lane of 4). To be confirmed on the H200 with bench/wkv.ts.
+ * CPU drivers (lavapipe) keep the first kernel: no variant is faster there overall (bench/wkv.ts, 0.1B shape,
+ * shared 2-core CPU; best other variant against it: decode of 1/8/64 jobs ×0.63/×1.39/×0.59, prefill of
+ * 128/512 tokens ×1.29/×1.05), and each split kernel costs several seconds of LLVM compilation per model
+ * shape where the first one takes about one.
+ */
+const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill', string[]>> = {
+  gpu: {
+    decode: ['split16x4-subgroup', 'split8x8-subgroup', 'split4x16-subgroup', 'split16x4-shared', 'row-staged'],
+    prefill: ['split8x8-subgroup', 'split16x4-subgroup', 'split4x16-subgroup', 'split8x8-shared', 'split4x16-shared'],
+  },
+  cpu: { decode: ['row'], prefill: ['row'] },
+};
+
+/** The variant for a sub-pass whose longest job has `longestJob` tokens. */
+export function chooseWkv(longestJob: number, d: WkvDevice): WkvVariant {
+  const order = PREFERENCE[d.cpuDriver ? 'cpu' : 'gpu'][longestJob >= WKV_PREFILL_TOKENS ? 'prefill' : 'decode'];
+  for (const name of order) {
+    const v = parseWkvVariant(name);
+    if (wkvUnsupported(v, d) === null) return v;
+  }
+  return { kind: 'row' };
+}
+
+/** Constants every WKV variant's shader needs (head_common.wgsl's, and the state stride). */
+export interface WkvConstants {
+  C: number;
+  N: number;
+  TMAX: number;
+  STATE: number;
+}
+
+export function wkvShader(v: WkvVariant, c: WkvConstants): { parts: string[]; constants: Record<string, number> } {
+  if (v.kind === 'row') return { parts: ['head_common', 'rwkv7_wkv'], constants: { ...c } };
+  if (v.kind === 'row-staged') return { parts: ['head_common', 'rwkv7_wkv_staged'], constants: { ...c } };
+  return {
+    parts: ['head_common', v.reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'rwkv7_wkv_split'],
+    constants: { ...c, L: v.lanes, ROWS: v.rows },
+  };
+}
+
+/** Workgroups for H heads and J jobs. */
+export function wkvDispatch(v: WkvVariant, H: number, N: number, J: number): [number, number] {
+  return v.kind === 'split' ? [(H * N) / v.rows, J] : [H, J];
+}
+
+/** One line for `rwkv-flow info` and benchmark records. */
+export function describeWkv(d: WkvDevice, forced: WkvVariant | null): string {
+  if (forced) return `WKV ${wkvVariantName(forced)}`;
+  const decode = wkvVariantName(chooseWkv(1, d));
+  const prefill = wkvVariantName(chooseWkv(WKV_PREFILL_TOKENS, d));
+  return decode === prefill ? `WKV ${decode}` : `WKV ${decode}, ${prefill} from ${WKV_PREFILL_TOKENS} tokens a job`;
+}
