@@ -1,8 +1,7 @@
 // Uploading a checkpoint's tensors in the layout the shared kernels read: matrices as [out, in] row-major in a
 // group buffer (f16 packed two per u32, or f32), with the input width padded to a multiple of 32; small
-// vectors as f32 stacked [M, C]. With 'int8' or 'nf4' the large matrices (`linear`: the time mix's receptance,
-// key, value, gate, output, the channel mix's matrices, the head) are quantised (quant/gpu-matrix-group.ts);
-// LoRA-like matrices and the embedding (`host`, `transposed`) stay f16. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
+// vectors as f32 stacked [M, C]. With 'int8' or 'nf4' the large matrices (quant/quantised-matrices.ts) are
+// quantised (quant/gpu-matrix-group.ts); LoRA-like matrices and the embedding stay f16. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
@@ -11,6 +10,7 @@ import { uploadBuffer } from './kernel';
 import { floatFormat, matrixSegments, type MatrixGroup, type WeightPrecision } from '../rwkv7/weights';
 import { SEGMENT_ALIGN } from '../rwkv7/matmul';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
+import { isQuantisedMatrix } from '../quant/quantised-matrices';
 import type { CommonWeights } from './slot-runtime';
 
 const STORAGE = 0x80; // GPUBufferUsage.STORAGE, spelled out so this file loads before Dawn's globals exist.
@@ -72,11 +72,12 @@ export class WeightUploader {
     return this.f32(label, out);
   }
 
-  /** A large matrix stored [out, in] (torch Linear), in the model's precision (quantised for int8 / nf4). */
+  /** A matrix stored [out, in] (torch Linear), in the model's precision: quantised for int8 / nf4 if it is a large one. */
   linear(name: string): HostMatrix {
     const t = this.tensor(name);
     const [n, k] = t.shape;
-    return { name, data: this.precision === 'f16' ? toF16Bits(t) : toF32(t), n, k, format: this.precision };
+    const format = isQuantisedMatrix(name) ? this.precision : floatFormat(this.precision);
+    return { name, data: format === 'f16' ? toF16Bits(t) : toF32(t), n, k, format };
   }
 
   /** A host f32 matrix [n, k] as a HostMatrix in float storage (f16, or f32 for 'f32'). */

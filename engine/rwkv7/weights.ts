@@ -14,6 +14,7 @@ import { uploadBuffer } from '../gpu/kernel';
 import { SEGMENT_ALIGN } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
+import { isQuantisedMatrix } from '../quant/quantised-matrices';
 import type { Precision } from '../precision';
 
 /** How weights are stored on the GPU: the model's precision (engine/precision.ts), and each matrix group's format. */
@@ -157,11 +158,12 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
   };
 
   const inPrecision = (data: Float32Array) => (small === 'f16' ? f32ToF16(data) : data);
-  /** A large [out, in] matrix stored as such (torch Linear): in the model's precision, quantised or not. */
+  /** A [out, in] matrix stored as such (torch Linear): in the model's precision, quantised if it is a large one. */
   const linear = (name: string): HostMatrix => {
     const t = get(name);
     const [n, k] = t.shape;
-    return { name, data: precision === 'f16' ? toF16Bits(t) : toF32(t), n, k, format: precision };
+    const format = isQuantisedMatrix(name) ? precision : small;
+    return { name, data: format === 'f16' ? toF16Bits(t) : toF32(t), n, k, format };
   };
   /** A LoRA matrix stored [in, out]: transposed to [out, in], and the LoRA side padded to 32. */
   const lora = (name: string, loraIsOut: boolean): HostMatrix => {
