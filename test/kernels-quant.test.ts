@@ -7,7 +7,7 @@
 import { strict as assert } from 'assert';
 import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
 import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
-import { groupUniform, matmulDispatch, matmulShader, SEGMENT_ALIGN, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
+import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, SEGMENT_ALIGN, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
 import { packQuantizedGroup, type QuantizedFormat } from '../engine/quant/gpu-matrix-group';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
 import { dequantizeNf4, quantizeNf4 } from '../engine/quant/nf4-blocks';
@@ -118,6 +118,22 @@ async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: Mat
   for (const b of [wBuf, xBuf, yBuf, batch, uBuf]) b.destroy();
   return { got, want, quantError: Math.sqrt(qNum / qDen) };
 }
+
+describe('kernel choice for quantised groups', () => {
+  it('reads int8 and nf4 through their includes, never on the f16-only subgroup-matrix kernel', () => {
+    const c = { kernelPath: 'subgroup-matrix' as const, subgroup32: true, vecMaxRows: 8, gemmTile: 64 as const };
+    assert.equal(chooseMatmul(64, { ...c, precision: 'f16' }).kind, 'sgmat');
+    for (const precision of ['int8', 'nf4'] as const) {
+      assert.deepEqual(chooseMatmul(64, { ...c, precision }), { kind: 'gemm', tile: 64 });
+      assert.equal(chooseMatmul(8, { ...c, precision }).kind, 'vec');
+      const include = precision === 'int8' ? 'weights_i8' : 'weights_nf4';
+      assert.ok(matmulShader({ kind: 'vec', tb: 4 }, { ...c, precision }).parts.includes(include));
+      assert.ok(matmulShader({ kind: 'gemm', tile: 16 }, { ...c, precision }).parts.includes(include));
+      assert.throws(() => matmulShader({ kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 }, { ...c, precision }), /needs f16 weights/);
+      assert.match(describeKernels({ ...c, precision }), new RegExp(`${precision} weights.*the f16 matrices: subgroup matrices`));
+    }
+  });
+});
 
 describe('matrix kernels on int8 and nf4 weights', function () {
   this.timeout(300_000);

@@ -146,5 +146,8 @@ export function describeKernels(c: MatmulConfig): string {
     : c.kernelPath === 'f32' ? 'f16 weights unpacked from u32' : 'f16 weights read as f16';
   const tiles = `f32 multiply-adds in ${c.gemmTile}-token tiles`;
   const above = usesSubgroupMatrix(c) ? `subgroup matrices (f16×f16→f32, 16×16×16) up to 128 rows, ${tiles} above` : tiles;
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}`;
+  // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
+  const quantised = c.precision === 'int8' || c.precision === 'nf4';
+  const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}`;
 }
