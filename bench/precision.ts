@@ -16,7 +16,7 @@
 //        --vocab-map models/default.st --out .carry/heldout/valid.default.u16
 // and carried to a machine without network as the folder .carry/heldout. Perplexity is scored as train.py
 // scores it (train/RESULTS.md): non-overlapping windows of 512 input tokens, each from the zero state, every
-// next token predicted (the first N windows of the split when --heldout-windows limits them).
+// next token predicted (N windows spread evenly over the split when --heldout-windows limits them).
 
 import * as fs from 'fs';
 import * as path from 'path';
@@ -36,7 +36,10 @@ function arg(name: string): string | undefined {
 /** Window length of the held-out score (train.py --ctx). */
 const WINDOW = 512;
 
-/** Mean negative log-likelihood (nats/token) of each next token over `windows` windows of the held-out rows. */
+/**
+ * Mean negative log-likelihood (nats/token) of each next token over `windows` windows of the held-out rows,
+ * spread evenly over the split when fewer than all are scored (its texts come package by package).
+ */
 export async function heldoutNll(be: Backend, rows: Uint16Array, windows: number, log: (s: string) => void): Promise<{ nll: number; tokens: number }> {
   const V = be.info.vocabSize;
   const available = Math.floor((rows.length - 1) / WINDOW);
@@ -46,8 +49,9 @@ export async function heldoutNll(be: Backend, rows: Uint16Array, windows: number
   let count = 0;
   const perCall = Math.min(be.slots, 4); // 4 windows a call: their logits (4 x 512 rows) are read back at once
   const t0 = performance.now();
+  const picked = Array.from({ length: n }, (_, i) => Math.floor((i * available) / n));
   for (let w0 = 0; w0 < n; w0 += perCall) {
-    const ws = Array.from({ length: Math.min(perCall, n - w0) }, (_, i) => w0 + i);
+    const ws = picked.slice(w0, w0 + perCall);
     ws.forEach((_, s) => be.resetState(s));
     const outs = await be.run(ws.map((w, s) => ({ slot: s, tokens: Array.from(rows.subarray(w * WINDOW, w * WINDOW + WINDOW)), output: 'all' as const })));
     ws.forEach((w, s) => {
