@@ -131,7 +131,7 @@ export async function benchMatmul(
       const readBuf = device.createBuffer({ size: Math.ceil(yBytes / 16) * 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
       const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       device.queue.writeBuffer(batch, 0, new Uint32Array([c.rows, 1, c.rows, 0]));
-      const group: MatrixGroup = { buffer: wBuf, segs: [{ name: 'W', n: c.n, k: c.k, wOff: 0 }] };
+      const group: MatrixGroup = { buffer: wBuf, segs: [{ name: 'W', n: c.n, k: c.k, wOff: 0 }], format: 'f16' };
       const u = groupUniform(name, group, [{ xOff: 0, yOff: 0 }], false);
       const uBuf = createBuffer(device, 'group', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       device.queue.writeBuffer(uBuf, 0, u.words);

@@ -7,15 +7,17 @@ import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { listAdapters } from '../engine/gpu/device';
 import { describeModel } from '../engine/model-spec';
 import { serve, SERVE_OPTIONS, SERVE_USAGE } from './serve';
+import { cliPrecision } from './precision-flag';
 
 const USAGE = `usage:
   rwkv-flow adapters
-  rwkv-flow info [--model FILE] [--device auto|gpu|cpu] [--adapter N|NAME]
-  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--f32] [--device auto|gpu|cpu]
-  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--f32] [--device auto|gpu|cpu]
+  rwkv-flow info [--model FILE] [--precision P] [--device auto|gpu|cpu] [--adapter N|NAME]
+  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--precision P] [--device auto|gpu|cpu]
+  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--precision P] [--device auto|gpu|cpu]
 ${SERVE_USAGE}
 \`adapters\` lists the WebGPU adapters with their buffer limits; --adapter picks one by index or name substring.
-Without --model, the bundled default model (models/default.st) is used. --device auto (default) runs on the GPU
+Without --model, the bundled default model (models/default.st) is used. --precision f16 (default), f32, int8 or
+nf4 (GPU only) stores the weights so; --f32 is --precision f32. --device auto (default) runs on the GPU
 when the machine has a hardware one, else on the CPU backend.`;
 
 const OPTIONS = {
@@ -23,6 +25,7 @@ const OPTIONS = {
   tokens: { type: 'string' },
   chunk: { type: 'string' },
   f32: { type: 'boolean' },
+  precision: { type: 'string' },
   device: { type: 'string' },
   adapter: { type: 'string' },
   prompt: { type: 'string' },
@@ -69,7 +72,7 @@ export async function main(argv: string[]): Promise<number> {
   // An index when it is all digits, else part of the adapter's name.
   const adapter = values.adapter === undefined ? undefined : /^\d+$/.test(values.adapter) ? Number(values.adapter) : values.adapter;
   const modelPath = resolveModelPath({ modelPath: values.model });
-  const precision = values.f32 ? 'f32' : 'f16';
+  const precision = cliPrecision(values);
   const device = values.device as 'auto' | 'gpu' | 'cpu' | undefined;
   if (device !== undefined && !['auto', 'gpu', 'cpu'].includes(device)) throw new Error(`--device must be auto, gpu or cpu, got '${device}'`);
   switch (cmd) {

@@ -58,10 +58,11 @@ export class RwkvModelApi implements ICredentialType {
       options: [
         { name: 'F16 (Half the Memory)', value: 'f16' },
         { name: 'F32', value: 'f32' },
-        { name: 'Int8 (CPU Backend Only)', value: 'int8' },
+        { name: 'Int8 (Quarter of F32 Memory)', value: 'int8' },
+        { name: 'NF4 (4-Bit, GPU Only)', value: 'nf4' },
       ],
       default: 'f16',
-      description: 'Weight precision. Int8 (one scale per output row) runs on the CPU backend only: Auto then takes the CPU, GPU refuses it',
+      description: 'Weight precision. Int8 (one scale per output row) and NF4 (4 bits, one scale per 64 weights) quantise the large matrices at load; NF4 runs on the GPU only, the CPU backend refuses it',
     },
     {
       displayName: 'Device',

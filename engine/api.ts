@@ -1,11 +1,13 @@
 // The one small interface the host adapters (n8n, Node-RED) use. Everything here is plain data so
 // the nodes never touch GPU or scheduler internals.
 
+import type { Precision } from './precision';
+
 export interface EngineConfig {
   /** Path to a .pth or .st model; undefined = the bundled default model. */
   modelPath?: string;
-  /** Weight storage; 'int8' (per-row scales) runs on the CPU backend only. */
-  precision?: 'f16' | 'f32' | 'int8';
+  /** Weight storage (engine/precision.ts): 'f16' (default), 'f32', 'int8' (per-row scales) or 'nf4' (GPU backend only). */
+  precision?: Precision;
   /** Where the model runs: 'auto' (default) = the GPU when a hardware one exists, else the CPU backend. */
   device?: 'auto' | 'gpu' | 'cpu';
   maxBatch?: number;

@@ -8,15 +8,16 @@ import { describeModel } from './model-spec';
 import { checkAdapterFits, GpuContext, releaseGpu } from './gpu/device';
 import type { WeightPrecision } from './rwkv7/weights';
 import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
-import { cpuRuns, modelVersion, type ModelVersion } from './versions';
+import { cpuRuns as cpuRunsVersion, modelVersion, type ModelVersion } from './versions';
 import { embeddedInitialState } from './initial-states';
 import { applyLoraFiles, type LoraFile } from './lora';
+import { cpuRefusal, isPrecision, precisionList } from './precision';
 
 export interface BackendOptions {
   model: string | Checkpoint;
   slots: number;
-  /** 'int8' (per-row scales): the CPU backend only. */
-  precision?: WeightPrecision | 'int8';
+  /** 'f16' (default), 'f32', 'int8' (per-row scales) or 'nf4' (GPU only): engine/precision.ts. */
+  precision?: WeightPrecision;
   /** Most tokens one GPU pass processes; larger calls are split into several passes (still one round trip). */
   maxTokens?: number;
   /** Most logits rows one pass returns. */
@@ -49,8 +50,7 @@ export type Backend = InferenceBackend & {
 export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const precision = opts.precision ?? 'f16';
-  if (precision !== 'f16' && precision !== 'f32' && precision !== 'int8') throw new RangeError(`precision must be 'f16', 'f32' or 'int8', got ${precision}`);
-  if (precision === 'int8' && opts.device === 'gpu') throw new RangeError("precision 'int8' runs on the CPU backend only; use device 'cpu' or 'auto'");
+  if (!isPrecision(precision)) throw new RangeError(`precision must be ${precisionList()}, got ${precision}`);
   // The tensor index first: the model is described, and checked against the adapter's limits, before its bytes are read.
   const reader = typeof opts.model === 'string' ? openCheckpoint(opts.model) : null;
   let ck: Checkpoint;
@@ -61,12 +61,15 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     const index = reader ?? (opts.model as Checkpoint);
     info = describeModel(index);
     version = modelVersion(info);
-    // The GPU path has no int8 weights: int8 means the CPU backend, also under 'auto'.
-    const needs = precision === 'int8' ? null : weightBufferNeeds(index, precision);
+    // The CPU backend runs neither every version nor nf4: either sends 'auto' to the GPU and refuses 'cpu' by name.
+    const versionOnCpu = cpuRunsVersion(info);
+    const precisionOnCpu = cpuRefusal(precision);
+    const cpuRuns = versionOnCpu.ok && precisionOnCpu ? { ok: false, why: precisionOnCpu } : versionOnCpu;
+    const needs = weightBufferNeeds(index, precision);
     // The limits are checked once the GPU is chosen: on 'auto', a software adapter's limits must not refuse a
     // model the CPU backend then runs.
-    chosen = await chooseDevice(precision === 'int8' && (opts.device ?? 'auto') === 'auto' ? 'cpu' : opts.device, opts.gpu, cpuRuns(info), { adapter: opts.adapter });
-    if (chosen.device === 'gpu' && needs) {
+    chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns, { adapter: opts.adapter });
+    if (chosen.device === 'gpu') {
       try {
         checkAdapterFits(chosen.gpu.device.limits, chosen.gpu.adapterName, needs); // a lent device too
       } catch (e) {
@@ -97,7 +100,6 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     if (!version.cpu) throw new Error(`internal: ${version.name} reached the CPU backend`);
     return withDefaultState(await version.cpu(ck, info, { ...opts, precision }, chosen.reason));
   }
-  if (precision === 'int8') throw new Error('internal: int8 weights reached the GPU path');
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
   const gpu = chosen.gpu;

@@ -5,6 +5,7 @@
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS } from './engine';
 import { checkLoraConfig } from './lora';
+import { isPrecision, precisionList } from './precision';
 
 /** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
 export const MAX_CHUNK_TOKENS = 8192;
@@ -52,8 +53,8 @@ export function checkEngineConfig(config: EngineConfig): void {
     const ok = typeof adapter === 'number' ? Number.isInteger(adapter) && adapter >= 0 : typeof adapter === 'string' && adapter.trim() !== '' && adapter.length <= 256 && !adapter.includes('\0');
     if (!ok) throw new TypeError(`engine config: adapter must be an adapter index (integer >= 0) or part of its name, got ${JSON.stringify(adapter)}`);
   }
-  if (config.precision !== undefined && config.precision !== 'f16' && config.precision !== 'f32' && config.precision !== 'int8') {
-    throw new RangeError(`engine config: precision must be 'f16', 'f32' or 'int8', got ${JSON.stringify(config.precision)}`);
+  if (config.precision !== undefined && !isPrecision(config.precision)) {
+    throw new RangeError(`engine config: precision must be ${precisionList()}, got ${JSON.stringify(config.precision)}`);
   }
   integerIn(config, 'maxBatch', 1, MAX_BATCH);
   integerIn(config, 'chunkSize', 1, MAX_CHUNK_TOKENS);

@@ -3,6 +3,7 @@
 // rwkv{5,6,7}/weights.ts and gpu/weight-upload.ts refuse the same tensors, later).
 
 import type { TensorIndex } from './model-spec';
+import type { Precision } from './precision';
 
 export interface WeightBufferNeeds {
   /** Bytes of the largest weight buffer (it is bound whole). */
@@ -12,7 +13,8 @@ export interface WeightBufferNeeds {
   largest: string;
 }
 
-export function weightBufferNeeds(index: TensorIndex, precision: 'f16' | 'f32'): WeightBufferNeeds {
+/** int8 and nf4 shrink the large matrices but keep the embedding f16, and it is as large as the head: f16 sizes bound them. */
+export function weightBufferNeeds(index: TensorIndex, precision: Precision): WeightBufferNeeds {
   let most = 0;
   let largest = '';
   for (const t of index.tensors.values()) {

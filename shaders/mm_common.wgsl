@@ -5,6 +5,7 @@
 // straddles two segments. Weights of all segments sit in one buffer at w_off (in units of 8 elements).
 struct Batch { T: u32, J: u32, R: u32, pad: u32 }
 struct Seg { row0: u32, n: u32, k: u32, w_off: u32, x_off: u32, y_off: u32, act: u32, flags: u32 }
+// p0: the word where a quantised group's scales start (weights_i8 / weights_nf4), else 0.
 struct Group { segs: array<Seg, 4>, count: u32, use_r: u32, p0: u32, p1: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
@@ -27,7 +28,7 @@ fn find_seg(vrow: u32) -> Seg {
 }
 
 fn store(s: Seg, t: u32, o: u32, v0: f32) {
-  var v = v0;
+  var v = v0 * weight_row_scale(s.row0 + o);
   if (s.act == 1u) { v = tanh(v); }
   else if (s.act == 2u) { v = 1.0 / (1.0 + exp(-v)); }
   else if (s.act == 3u) { let r = max(v, 0.0); v = r * r; }

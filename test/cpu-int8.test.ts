@@ -1,9 +1,10 @@
-// int8 weights on the CPU backend (precision 'int8'): the per-row quantizer's round trip, the kernels' int8
+// int8 weights on the CPU backend (precision 'int8'; the per-row quantizer's round trip is in quant.test.ts): the kernels' int8
 // product against a float64 reference (every code path: one token over two panels and a partial one, many
 // tokens four at a time and singly), and the backend's logits against f32 weights.
 
 import { strict as assert } from 'assert';
-import { dequantizeRowsInt8, int8Panels, quantizeRowsInt8 } from '../engine/cpu/int8-quant';
+import { int8Panels } from '../engine/cpu/int8-quant';
+import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
 import { instantiateKernels } from '../engine/cpu/wasm-kernels';
 import { createBackend } from '../engine/backend';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
@@ -15,35 +16,6 @@ function seeded(seed: number) {
   return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
 }
 
-describe('CPU int8 weights: quantizer', () => {
-  it('round-trips every weight within half its row scale, extremes exactly, zero rows as zero', () => {
-    const n = 5;
-    const k = 300;
-    const rnd = seeded(7);
-    // Rows of very different magnitudes: a per-row scale keeps small rows precise.
-    const w = Float32Array.from({ length: n * k }, (_, j) => (j < k ? 0 : (rnd() - 0.5) * 10 ** (((j / k) | 0) - 2)));
-    const { q, scales } = quantizeRowsInt8(n, k, (r, i) => w[r * k + i]);
-    const back = dequantizeRowsInt8(q, scales, k);
-    assert.equal(scales[0], 0);
-    for (let r = 0; r < n; r++) {
-      let max = 0;
-      for (let i = 0; i < k; i++) max = Math.max(max, Math.abs(w[r * k + i]));
-      assert.ok(Math.abs(scales[r] - max / 127) <= 1e-7 * max, `row ${r} scale`);
-      let worst = 0;
-      for (let i = 0; i < k; i++) {
-        const e = Math.abs(back[r * k + i] - w[r * k + i]);
-        worst = Math.max(worst, e);
-        assert.ok(e <= scales[r] * 0.5 * (1 + 1e-6), `row ${r} input ${i}: error ${e} over half the scale ${scales[r]}`);
-        assert.ok(Math.abs(q[r * k + i]) <= 127);
-      }
-      if (r > 0) {
-        assert.ok(worst > 0, `row ${r}: quantization should lose something`);
-        assert.ok(Array.from(q.subarray(r * k, r * k + k)).some((v) => Math.abs(v) === 127), `row ${r}: its largest weight maps to ±127`);
-      }
-    }
-  });
-});
-
 describe('CPU int8 weights: kernels', () => {
   // 43 rows: five whole panels and one of three rows; k not a multiple of 4 or 8.
   const n = 43;
@@ -53,8 +25,8 @@ describe('CPU int8 weights: kernels', () => {
   const w = Float32Array.from({ length: n * k }, () => (rnd() - 0.5) * 2);
   const x = Float32Array.from({ length: T * k }, () => (rnd() - 0.5) * 4);
   const panels = Math.ceil(n / 8);
-  const packed = int8Panels(n, k, (r, i) => w[r * k + i]);
-  const { q, scales } = quantizeRowsInt8(n, k, (r, i) => w[r * k + i]);
+  const packed = int8Panels(w, n, k);
+  const { q, scales } = quantizeRowsInt8(w, n, k);
   const deq = dequantizeRowsInt8(q, scales, k);
 
   function run(tokens: number, p0 = 0, p1 = panels, first = 0): Float32Array {
@@ -123,7 +95,7 @@ describe('CPU int8 weights: backend', function () {
   const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 1000, seed: 11 });
   const prompt = Array.from({ length: 40 }, (_, i) => (i * 37 + 5) % 1000);
 
-  it('runs int8 weights on the CPU (also under auto), close to f32, and refuses them on the GPU', async () => {
+  it('runs int8 weights on the CPU (also under auto on a software adapter), close to f32, and refuses nf4', async () => {
     const full = await createBackend({ model: ck, slots: 1, device: 'cpu', threads: 1, precision: 'f32' });
     const q8 = await createBackend({ model: ck, slots: 1, threads: 1, precision: 'int8' });
     try {
@@ -141,7 +113,7 @@ describe('CPU int8 weights: backend', function () {
       full.dispose();
       q8.dispose();
     }
-    await assert.rejects(createBackend({ model: ck, slots: 1, device: 'gpu', precision: 'int8' }), /int8' runs on the CPU backend only/);
+    await assert.rejects(createBackend({ model: ck, slots: 1, device: 'cpu', precision: 'nf4' }), /'nf4' runs on the GPU backend only/);
   });
 
   it('gives the same bits on 1 and 2 threads, alone and batched, in one call or in chunks', async () => {
@@ -165,8 +137,8 @@ describe('CPU int8 weights: backend', function () {
 describe('CPU int8 weights: configuration', () => {
   it("admits precision 'int8' in the model configuration and the engine config, and still names bad values", () => {
     assert.equal(parseModelConfig({ precision: 'int8' }).precision, 'int8');
-    assert.throws(() => parseModelConfig({ precision: 'int4' }), /precision.*"f16", "f32" or "int8"/);
+    assert.throws(() => parseModelConfig({ precision: 'int4' }), /precision.*"f16", "f32", "int8" or "nf4"/);
     checkEngineConfig({ precision: 'int8' });
-    assert.throws(() => checkEngineConfig({ precision: 'q8' as never }), /precision must be 'f16', 'f32' or 'int8'/);
+    assert.throws(() => checkEngineConfig({ precision: 'q8' as never }), /precision must be 'f16', 'f32', 'int8' or 'nf4'/);
   });
 });

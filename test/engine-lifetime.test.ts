@@ -98,7 +98,7 @@ describe('engine lifetime', function () {
         [{ decodeKeep: 2 }, /decodeKeep must be a number in \(0, 1\)/],
         [{ cacheBytes: -5 }, /cacheBytes must be a finite number >= 0/],
         [{ maxQueue: 1.5 }, /maxQueue must be an integer/],
-        [{ precision: 'f8' as 'f16' }, /precision must be 'f16', 'f32' or 'int8'/],
+        [{ precision: 'f8' as 'f16' }, /precision must be 'f16', 'f32', 'int8' or 'nf4'/],
         [{ stateDir: '' }, /stateDir must be a non-empty path/],
       ];
       for (const [fields, message] of bad) {

@@ -132,7 +132,7 @@ async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number): 
     { xOff: 0, yOff: 0, act: 1 },
     { xOff: xs[0].length, yOff: y0, accum: true },
   ];
-  const group = { buffer: wBuf, segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }] };
+  const group = { buffer: wBuf, segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }], format: 'f16' as const };
   const u = groupUniform('test', group, io, false);
   const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   device.queue.writeBuffer(uBuf, 0, u.words);

@@ -167,7 +167,7 @@ describe('n8n nodes (fake engine)', function () {
     it('reports a bad credential as a node error', async () => {
       await assert.rejects(
         run(new RwkvGenerate(), { params: { ...GENERATE, prompt: 'x' }, credentials: { precision: 'f64' } }),
-        /RWKV Model credential: precision: must be "f16", "f32" or "int8"/,
+        /RWKV Model credential: precision: must be "f16", "f32", "int8" or "nf4"/,
       );
       assert.strictEqual(provider.acquired, 0);
     });

@@ -110,7 +110,7 @@ describe('Node-RED nodes (fake engine)', function () {
       await helper.load(ALL_NODES, [{ ...MODEL, precision: 'f8' }, { id: 'n1', type: 'rwkv-embed', model: 'm1', wires: [[]] }]);
       const err = nextError('n1');
       helper.getNode('n1')!.receive({ payload: 'hi' });
-      assert.match(String(await err), /precision: must be "f16", "f32" or "int8"/);
+      assert.match(String(await err), /precision: must be "f16", "f32", "int8" or "nf4"/);
       assert.strictEqual(provider.acquired, 0);
     });
 

@@ -10,7 +10,8 @@ import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, State
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from '../rwkv7/top-logits';
-import type { MatrixGroup } from '../rwkv7/weights';
+import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
+import { groupUniform } from '../rwkv7/matmul';
 
 export interface SlotRuntimeOptions {
   slots: number;
@@ -28,7 +29,7 @@ export interface SlotRuntimeOptions {
 
 /** What every version's weights hold besides its layers. */
 export interface CommonWeights {
-  precision: 'f16' | 'f32';
+  precision: WeightPrecision;
   /** The embedding, already layer-normed with blocks.0.ln0. */
   emb: MatrixGroup;
   lnOut: [GPUBuffer, GPUBuffer];
@@ -163,8 +164,14 @@ export abstract class SlotRuntime implements InferenceBackend {
     return g;
   }
 
+  /** Weight access of the embedding (f16 or f32 whatever the precision). */
   protected get wprelude() {
-    return this.common.precision === 'f16' ? 'weights_f16' : 'weights_f32';
+    return this.common.emb.format === 'f32' ? 'weights_f32' : 'weights_f16';
+  }
+
+  /** Weight access of a matrix group, by its storage (int8 and nf4 models keep f16 LoRA groups). */
+  private static weightInclude(format: WeightPrecision): string {
+    return format === 'f32' ? 'weights_f32' : format === 'int8' ? 'weights_i8' : format === 'nf4' ? 'weights_nf4' : 'weights_f16';
   }
 
   /** Constants every shader may name. */
@@ -172,12 +179,13 @@ export abstract class SlotRuntime implements InferenceBackend {
     return { C: this.C, N: this.info.headSize, TMAX: this.TMAX, STATE: this.stateSize };
   }
 
-  private matmulKernel(variant: 'mm_vec' | 'mm_gemm' | 'mm_gemm16', tb: number) {
+  private matmulKernel(variant: 'mm_vec' | 'mm_gemm' | 'mm_gemm16', tb: number, format: WeightPrecision) {
     const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
     const parts = variant === 'mm_vec' ? [variant] : ['gemm_tiles', variant];
-    const key = variant === 'mm_vec' ? `${variant}${tb}` : variant;
+    const w = SlotRuntime.weightInclude(format);
+    const key = `${variant === 'mm_vec' ? `${variant}${tb}` : variant}:${w}`;
     return this.kernel(key, () =>
-      makeKernel(this.device, [sub, this.wprelude, 'mm_common', ...parts], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
+      makeKernel(this.device, [sub, w, 'mm_common', ...parts], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 
@@ -185,21 +193,10 @@ export abstract class SlotRuntime implements InferenceBackend {
   private groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR: boolean): { buffer: GPUBuffer; virtualRows: number } {
     let u = this.matUniforms.get(key);
     if (!u) {
-      if (io.length !== g.segs.length) throw new Error(`${key}: ${g.segs.length} matrices but ${io.length} inputs`);
-      if (g.segs.length > 4) throw new Error(`${key}: a matrix group holds at most 4 matrices, got ${g.segs.length}`);
-      const words = new Uint32Array(36);
-      let row0 = 0;
-      g.segs.forEach((seg, i) => {
-        const x = io[i].xOff;
-        if (x % 4 !== 0) throw new Error(`${key}: input offset ${x} is not a multiple of 4`);
-        words.set([row0, seg.n, seg.k, seg.wOff, x / 4, io[i].yOff, io[i].act ?? 0, io[i].accum ? 1 : 0], i * 8);
-        row0 += Math.ceil(seg.n / 64) * 64;
-      });
-      words.set([g.segs.length, useR ? 1 : 0], 32);
-      const last = g.segs[g.segs.length - 1];
+      const { words, virtualRows } = groupUniform(key, g, io, useR); // the layout RWKV-7's products use too
       const buffer = createBuffer(this.device, `group:${key}`, words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       this.device.queue.writeBuffer(buffer, 0, words);
-      u = { buffer, virtualRows: row0 - Math.ceil(last.n / 64) * 64 + last.n };
+      u = { buffer, virtualRows };
       this.matUniforms.set(key, u);
     }
     return u;
@@ -209,7 +206,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   protected matmul(pass: Recorder, key: string, g: MatrixGroup, x: GPUBuffer, y: GPUBuffer, rows: number, io: SegmentIO[], useR = false) {
     const variant = rows <= this.vecMaxRows ? 'mm_vec' : this.gemmTile === 16 ? 'mm_gemm16' : 'mm_gemm';
     const tb = rows <= 4 ? 4 : 8;
-    const k = this.matmulKernel(variant, tb);
+    const k = this.matmulKernel(variant, tb, g.format);
     const u = this.groupUniform(key, g, io, useR);
     const group = this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]);
     if (variant === 'mm_vec') pass.dispatch(k.pipeline, group, Math.ceil(u.virtualRows / 8), Math.ceil(rows / tb));
@@ -359,7 +356,9 @@ export abstract class SlotRuntime implements InferenceBackend {
    * (f16 weights unpacked in the shader) on every adapter; the subgroup-matrix variants are RWKV-7's so far.
    */
   get kernelPath(): string {
-    return 'f32 path: RWKV-4/5/6 products compute in f32 (f16 weights unpacked in the shader) on every adapter';
+    const p = this.common.precision;
+    const loads = p === 'int8' || p === 'nf4' ? `${p} weights (small matrices f16)` : p === 'f32' ? 'f32 weights' : 'f16 weights unpacked in the shader';
+    return `f32 path: RWKV-4/5/6 products compute in f32 (${loads}) on every adapter`;
   }
 
   get lost(): string | null {

@@ -1,24 +1,29 @@
 // Uploading a checkpoint's tensors in the layout the shared kernels read: matrices as [out, in] row-major in a
 // group buffer (f16 packed two per u32, or f32), with the input width padded to a multiple of 32; small
-// vectors as f32 stacked [M, C]. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
+// vectors as f32 stacked [M, C]. With 'int8' or 'nf4' the large matrices (quant/quantised-matrices.ts) are
+// quantised (quant/gpu-matrix-group.ts); LoRA-like matrices and the embedding stay f16. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from './kernel';
-import type { MatrixGroup, MatrixSegment, WeightPrecision } from '../rwkv7/weights';
+import { floatFormat, matrixSegments, type MatrixGroup, type WeightPrecision } from '../rwkv7/weights';
+import { SEGMENT_ALIGN } from '../rwkv7/matmul';
+import { packQuantizedGroup } from '../quant/gpu-matrix-group';
+import { isQuantisedMatrix } from '../quant/quantised-matrices';
 import type { CommonWeights } from './slot-runtime';
 
 const STORAGE = 0x80; // GPUBufferUsage.STORAGE, spelled out so this file loads before Dawn's globals exist.
 
 export const pad32 = (n: number) => Math.ceil(n / 32) * 32;
 
-/** A matrix on the host, [n out, k in] row-major, in the upload precision. */
+/** A matrix on the host, [n out, k in] row-major: f16 bits for 'f16', f32 values for 'f32' and the quantised formats. */
 export interface HostMatrix {
   name: string;
   data: Uint16Array | Float32Array;
   n: number;
   k: number;
+  format: WeightPrecision;
 }
 
 export class WeightUploader {
@@ -32,6 +37,7 @@ export class WeightUploader {
     private readonly C: number,
   ) {
     const maxBinding = device.limits.maxStorageBufferBindingSize;
+    // int8 and nf4 keep the embedding f16, as large as the head: f16 sizes bound every buffer.
     for (const t of ck.tensors.values()) {
       const gpuBytes = (t.bytes.byteLength / (t.dtype === 'f32' ? 4 : 2)) * (precision === 'f32' ? 4 : 2);
       if (gpuBytes > maxBinding)
@@ -66,20 +72,18 @@ export class WeightUploader {
     return this.f32(label, out);
   }
 
-  private inPrecision(data: Float32Array): Uint16Array | Float32Array {
-    return this.precision === 'f16' ? f32ToF16(data) : data;
-  }
-
-  /** A matrix stored [out, in] (torch Linear). */
+  /** A matrix stored [out, in] (torch Linear), in the model's precision: quantised for int8 / nf4 if it is a large one. */
   linear(name: string): HostMatrix {
     const t = this.tensor(name);
     const [n, k] = t.shape;
-    return { name, data: this.precision === 'f16' ? toF16Bits(t) : toF32(t), n, k };
+    const format = isQuantisedMatrix(name) ? this.precision : floatFormat(this.precision);
+    return { name, data: format === 'f16' ? toF16Bits(t) : toF32(t), n, k, format };
   }
 
-  /** A host f32 matrix [n, k] as a HostMatrix. */
+  /** A host f32 matrix [n, k] as a HostMatrix in float storage (f16, or f32 for 'f32'). */
   host(name: string, data: Float32Array, n: number, k: number): HostMatrix {
-    return { name, data: this.inPrecision(data), n, k };
+    const format = floatFormat(this.precision);
+    return { name, data: format === 'f16' ? f32ToF16(data) : data, n, k, format };
   }
 
   /**
@@ -94,26 +98,27 @@ export class WeightUploader {
   }
 
   group(label: string, mats: HostMatrix[]): MatrixGroup {
+    const format = mats[0].format;
+    if (mats.some((m) => m.format !== format)) throw new Error(`${label}: one group holds one storage format`);
+    const segs = matrixSegments(mats);
+    if (format === 'int8' || format === 'nf4') {
+      const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
+      this.bytes += packed.modelBytes;
+      return { buffer: uploadBuffer(this.device, label, packed.words, STORAGE), segs, format, scaleWord: packed.scaleWord };
+    }
     const total = mats.reduce((s, m) => s + m.data.length, 0);
     let data: Uint16Array | Float32Array;
     if (mats.length === 1) data = mats[0].data;
     else {
-      data = this.precision === 'f16' ? new Uint16Array(total) : new Float32Array(total);
+      data = format === 'f16' ? new Uint16Array(total) : new Float32Array(total);
       let off = 0;
       for (const m of mats) {
         data.set(m.data, off);
         off += m.data.length;
       }
     }
-    const segs: MatrixSegment[] = [];
-    let off = 0;
-    for (const m of mats) {
-      if (m.k % 32 !== 0) throw new Error(`${m.name}: input width ${m.k} is not a multiple of 32`);
-      segs.push({ name: m.name, n: m.n, k: m.k, wOff: off / 8 });
-      off += m.n * m.k;
-    }
     this.bytes += data.byteLength;
-    return { buffer: uploadBuffer(this.device, label, data, STORAGE), segs };
+    return { buffer: uploadBuffer(this.device, label, data, STORAGE), segs, format };
   }
 
   /** The embedding layer-normed with blocks.0.ln0 (as every reference does once at load), the output norm and head. */

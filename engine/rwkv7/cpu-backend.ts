@@ -3,13 +3,16 @@
 import type { Checkpoint, ModelInfo } from '../types';
 import type { Backend, BackendOptions } from '../backend';
 import { Rwkv7CpuRuntime } from './cpu-runtime';
+import { cpuRefusal } from '../precision';
 
 export async function createCpuBackend(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> {
+  const precision = opts.precision ?? 'f16';
+  if (precision === 'nf4') throw new RangeError(`${cpuRefusal(precision)}; the CPU backend was chosen: ${reason}`);
   const runtime = await Rwkv7CpuRuntime.create(ck, info, {
     slots: opts.slots,
     maxTokens: opts.maxTokens ?? 256,
     maxRows: opts.maxRows ?? 64,
-    precision: opts.precision ?? 'f16',
+    precision,
     threads: opts.threads,
   });
   const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';

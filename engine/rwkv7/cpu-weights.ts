@@ -148,7 +148,13 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
     const panels = Math.ceil(s.n / 8);
     if (int8) {
       const { data, n, k, transposed } = s;
-      return { w: place(int8Panels(n, k, transposed ? (r, i) => data[i * n + r] : (r, i) => data[r * k + i])), n, k, panels };
+      let rows = data as Float32Array;
+      if (transposed) {
+        // LoRA matrices are stored [in, out]: rows of the output side first (they are small).
+        rows = new Float32Array(n * k);
+        for (let r = 0; r < n; r++) for (let i = 0; i < k; i++) rows[r * k + i] = data[i * n + r];
+      }
+      return { w: place(int8Panels(rows, n, k)), n, k, panels };
     }
     const out = wide ? new Float32Array(panels * 8 * s.k) : new Uint16Array(panels * 8 * s.k);
     const { data, n, k, transposed } = s;

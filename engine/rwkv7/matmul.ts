@@ -6,10 +6,12 @@
 //   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode.
 //   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
 //   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
+// Each reads its weights through a prelude chosen by the group's storage format (shaders/weights_*.wgsl): f16,
+// f32, int8 (row scales applied once per output) or nf4; mm_vec and mm_gemm run every format, mm_sgmat f16 only.
 
 import type { KernelPath } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
-import type { MatrixGroup } from './weights';
+import type { MatrixGroup, WeightPrecision } from './weights';
 
 export type MatmulVariant =
   | { kind: 'vec'; tb: 4 | 8 }
@@ -31,7 +33,8 @@ export interface SegmentIO {
 export interface MatmulConfig {
   /** The device's path (GpuContext.kernelPath). */
   kernelPath: KernelPath;
-  precision: 'f16' | 'f32';
+  /** How the group's weights are stored (MatrixGroup.format). */
+  precision: WeightPrecision;
   /** Subgroups of exactly 32 lanes: mm_vec sums a row's lanes with subgroupAdd. */
   subgroup32: boolean;
   /** Up to this many rows the streaming kernel runs. */
@@ -69,6 +72,8 @@ export function chooseMatmul(rows: number, c: MatmulConfig): MatmulVariant {
 function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
   if (v.kind === 'sgmat') return 'weights_f16_matrix';
   if (c.precision === 'f32') return 'weights_f32';
+  if (c.precision === 'int8') return 'weights_i8';
+  if (c.precision === 'nf4') return 'weights_nf4';
   return c.kernelPath === 'f32' ? 'weights_f16' : 'weights_f16_native';
 }
 
@@ -127,15 +132,22 @@ export function groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR:
     words.set([row0, seg.n, seg.k, seg.wOff, x / 4, io[i].yOff, io[i].act ?? 0, io[i].accum ? 1 : 0], i * SEG_WORDS);
     row0 += Math.ceil(seg.n / SEGMENT_ALIGN) * SEGMENT_ALIGN;
   });
-  words.set([g.segs.length, useR ? 1 : 0], MAX_SEGS * SEG_WORDS);
+  words.set([g.segs.length, useR ? 1 : 0, g.scaleWord ?? 0], MAX_SEGS * SEG_WORDS);
   const last = g.segs[g.segs.length - 1];
   return { words, virtualRows: row0 - Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN + last.n };
 }
 
 /** One line for `rwkv-flow info` and benchmark records: which kernels run for how many rows. */
 export function describeKernels(c: MatmulConfig): string {
-  const loads = c.precision === 'f32' ? 'f32 weights' : c.kernelPath === 'f32' ? 'f16 weights unpacked from u32' : 'f16 weights read as f16';
+  const loads =
+    c.precision === 'f32' ? 'f32 weights'
+    : c.precision === 'int8' ? 'int8 weights (f16 row scales), small matrices f16'
+    : c.precision === 'nf4' ? 'nf4 weights (f16 absmax per 64), small matrices f16'
+    : c.kernelPath === 'f32' ? 'f16 weights unpacked from u32' : 'f16 weights read as f16';
   const tiles = `f32 multiply-adds in ${c.gemmTile}-token tiles`;
   const above = usesSubgroupMatrix(c) ? `subgroup matrices (f16×f16→f32, 16×16×16) up to 128 rows, ${tiles} above` : tiles;
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}`;
+  // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
+  const quantised = c.precision === 'int8' || c.precision === 'nf4';
+  const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}`;
 }

@@ -199,9 +199,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     return g;
   }
 
-  /** Weight access of the non-matrix kernels (the embedding): native f16 where the device has it. */
+  /** Weight access of the non-matrix kernels (the embedding, f16 or f32 whatever the precision): native f16 where the device has it. */
   private get wprelude() {
-    if (this.weights.precision === 'f32') return 'weights_f32';
+    if (this.weights.emb.format === 'f32') return 'weights_f32';
     return this.gpu.kernelPath === 'f32' ? 'weights_f16' : 'weights_f16_native';
   }
 
@@ -246,6 +246,11 @@ export class Rwkv7Runtime implements InferenceBackend {
     return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile };
   }
 
+  /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */
+  private matmulConfigOf(g: MatrixGroup) {
+    return { ...this.matmulConfig, precision: g.format };
+  }
+
   /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
   private matmul(
     pass: Recorder,
@@ -257,7 +262,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     io: SegmentIO[],
     useR = false,
   ) {
-    const config = this.matmulConfig;
+    const config = this.matmulConfigOf(g);
     const variant = chooseMatmul(rows, config);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));

@@ -1,8 +1,11 @@
 // Uploads an RWKV-7 checkpoint to the GPU in the layout the kernels read: every matrix as [out, in] row-major
 // (LoRA matrices transposed from their [in, out] storage and padded to a multiple of 32 so the kernels need no
-// edge cases), weights as f16 or f32, small vectors always f32. Matrices used side by side (receptance, key,
-// value; the four LoRA stages) share one buffer so one dispatch computes them all. RWKV-7a adds each layer's
-// DeepEmbed table and gate vectors, and its s_emb_x matrices grouped a few layers to a buffer.
+// edge cases), weights as f16 or f32, small vectors always f32. With 'int8' or 'nf4' the large matrices
+// (quant/quantised-matrices.ts: receptance, key, value, output, the channel mix's key and value, the head) are
+// quantised at load (quant/gpu-matrix-group.ts); the LoRA matrices, the embedding and RWKV-7a's DeepEmbed
+// tables and matrices stay f16. Matrices used side by side (receptance, key, value; the four LoRA stages) share
+// one buffer so one dispatch computes them all. RWKV-7a adds each layer's DeepEmbed table and gate vectors, and
+// its s_emb_x matrices grouped a few layers to a buffer.
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
@@ -10,8 +13,17 @@ import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from '../gpu/kernel';
 import { SEGMENT_ALIGN } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
+import { packQuantizedGroup } from '../quant/gpu-matrix-group';
+import { isQuantisedMatrix } from '../quant/quantised-matrices';
+import type { Precision } from '../precision';
 
-export type WeightPrecision = 'f16' | 'f32';
+/** How weights are stored on the GPU: the model's precision (engine/precision.ts), and each matrix group's format. */
+export type WeightPrecision = Precision;
+
+/** The storage of the matrices a precision does not quantise (LoRA stages, embedding). */
+export function floatFormat(precision: WeightPrecision): 'f16' | 'f32' {
+  return precision === 'f32' ? 'f32' : 'f16';
+}
 
 /** One matrix inside a group buffer. */
 export interface MatrixSegment {
@@ -27,6 +39,10 @@ export interface MatrixSegment {
 export interface MatrixGroup {
   buffer: GPUBuffer;
   segs: MatrixSegment[];
+  /** How the buffer stores the weights: the weight include the kernels read it through (matmul.ts). */
+  format: WeightPrecision;
+  /** Quantised formats: the u32 word of the buffer where the scales start (quant/gpu-matrix-group.ts). */
+  scaleWord?: number;
 }
 
 export interface LayerWeights {
@@ -96,14 +112,29 @@ function concat(parts: ArrayLike<number>[]): Float32Array {
   return out;
 }
 
-type HostMatrix = { name: string; data: Uint16Array | Float32Array; n: number; k: number };
+/** The segments of matrices stored back to back in one group buffer (offsets in units of 8 elements). */
+export function matrixSegments(mats: readonly { name: string; n: number; k: number }[]): MatrixSegment[] {
+  const segs: MatrixSegment[] = [];
+  let off = 0;
+  for (const m of mats) {
+    if (m.k % 32 !== 0) throw new Error(`${m.name}: input width ${m.k} is not a multiple of 32`);
+    segs.push({ name: m.name, n: m.n, k: m.k, wOff: off / 8 });
+    off += m.n * m.k;
+  }
+  return segs;
+}
+
+/** A matrix on the host: f16 bits for 'f16', f32 values for 'f32' and for the quantised formats (quantised in group()). */
+type HostMatrix = { name: string; data: Uint16Array | Float32Array; n: number; k: number; format: WeightPrecision };
 
 export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): ModelWeights {
   const C = info.nEmbd;
   let bytes = 0;
   const maxBinding = device.limits.maxStorageBufferBindingSize;
+  // int8 and nf4 keep the embedding f16, and it is as large as the head: f16 sizes bound every buffer.
+  const small = floatFormat(precision);
   for (const t of ck.tensors.values()) {
-    const gpuBytes = (t.bytes.byteLength / (t.dtype === 'f32' ? 4 : 2)) * (precision === 'f32' ? 4 : 2);
+    const gpuBytes = (t.bytes.byteLength / (t.dtype === 'f32' ? 4 : 2)) * (small === 'f32' ? 4 : 2);
     if (gpuBytes > maxBinding)
       throw new Error(
         `tensor ${t.name} needs ${gpuBytes} bytes as ${precision} but this GPU binds at most ${maxBinding} bytes per buffer` +
@@ -126,12 +157,13 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     return f32(label, out);
   };
 
-  const inPrecision = (data: Float32Array) => (precision === 'f16' ? f32ToF16(data) : data);
-  /** A [out, in] matrix stored as such (torch Linear). */
+  const inPrecision = (data: Float32Array) => (small === 'f16' ? f32ToF16(data) : data);
+  /** A [out, in] matrix stored as such (torch Linear): in the model's precision, quantised if it is a large one. */
   const linear = (name: string): HostMatrix => {
     const t = get(name);
     const [n, k] = t.shape;
-    return { name, data: precision === 'f16' ? toF16Bits(t) : toF32(t), n, k };
+    const format = isQuantisedMatrix(name) ? precision : small;
+    return { name, data: format === 'f16' ? toF16Bits(t) : toF32(t), n, k, format };
   };
   /** A LoRA matrix stored [in, out]: transposed to [out, in], and the LoRA side padded to 32. */
   const lora = (name: string, loraIsOut: boolean): HostMatrix => {
@@ -142,33 +174,33 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     const k = loraIsOut ? inDim : pad32(inDim);
     const out = new Float32Array(n * k);
     for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[o * k + i] = src[i * outDim + o];
-    return { name, data: inPrecision(out), n, k };
+    return { name, data: inPrecision(out), n, k, format: small };
   };
   const group = (label: string, mats: HostMatrix[]): MatrixGroup => {
+    const format = mats[0].format;
+    const segs = matrixSegments(mats);
+    if (format === 'int8' || format === 'nf4') {
+      const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
+      bytes += packed.modelBytes;
+      return { buffer: uploadBuffer(device, label, packed.words, STORAGE), segs, format, scaleWord: packed.scaleWord };
+    }
     // Kernels that load whole 16×16 tiles (mm_sgmat) read up to the segment alignment (64 rows) past a
     // matrix's last row; f16 buffers (the only ones it reads) get zero rows at the end so those reads stay inside.
     const last = mats[mats.length - 1];
-    const padRows = precision === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
+    const padRows = format === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
     const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
     let data: Uint16Array | Float32Array;
     if (mats.length === 1 && padRows === 0) data = mats[0].data;
     else {
-      data = precision === 'f16' ? new Uint16Array(total) : new Float32Array(total);
+      data = format === 'f16' ? new Uint16Array(total) : new Float32Array(total);
       let off = 0;
       for (const m of mats) {
         data.set(m.data, off);
         off += m.data.length;
       }
     }
-    const segs: MatrixSegment[] = [];
-    let off = 0;
-    for (const m of mats) {
-      if (m.k % 32 !== 0) throw new Error(`${m.name}: input width ${m.k} is not a multiple of 32`);
-      segs.push({ name: m.name, n: m.n, k: m.k, wOff: off / 8 });
-      off += m.n * m.k;
-    }
     bytes += data.byteLength - padRows * last.k * data.BYTES_PER_ELEMENT; // the model's bytes, not the padding
-    return { buffer: uploadBuffer(device, label, data, STORAGE), segs };
+    return { buffer: uploadBuffer(device, label, data, STORAGE), segs, format };
   };
 
   /** RWKV-7a: every layer's table and gate vectors, and the s_emb_x matrices grouped so each group binds whole. */
@@ -232,7 +264,7 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     });
   }
   const deepEmbed = info.version === 'v7a' ? uploadDeepEmbed() : undefined;
-  const embGroup = group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C }]);
+  const embGroup = group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C, format: small }]);
   const head = group('head.weight', [linear('head.weight')]);
   return {
     precision,

@@ -6,6 +6,7 @@ import type { EngineConfig } from '../../engine/api';
 import type { RemoteEngineOptions } from '../../engine/remote-engine';
 import { optionalInteger, optionalName, optionalNumber } from './coerce';
 import { ParameterError } from './parameter-error';
+import { isPrecision, precisionList } from '../../engine/precision';
 
 export interface ModelConfigFields {
   /** .st or .pth file; empty = the bundled default model. */
@@ -66,8 +67,8 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): M
   if (modelPath !== undefined) config.modelPath = inside(baseDir, modelPath);
   const precision = optionalName('precision', fields.precision);
   if (precision !== undefined) {
-    if (precision !== 'f16' && precision !== 'f32' && precision !== 'int8') {
-      throw new ParameterError('precision', `must be "f16", "f32" or "int8" (CPU backend only), got ${JSON.stringify(precision)}`);
+    if (!isPrecision(precision)) {
+      throw new ParameterError('precision', `must be ${precisionList('"')} (nf4: GPU backend only), got ${JSON.stringify(precision)}`);
     }
     config.precision = precision;
   }

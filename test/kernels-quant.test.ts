@@ -1,0 +1,171 @@
+// The matrix kernels reading quantised weights (shaders/weights_i8.wgsl, weights_nf4.wgsl) on this device
+// (lavapipe here, the 'f32' kernel path): a group of two matrices (a tanh output, and one accumulating into y)
+// packed by quant/gpu-matrix-group.ts, on the streaming and both tiled kernels, against the float64 product of
+// the dequantised weights. The weights are exactly the dequantised values and the arithmetic is f32, so the
+// bound is f32 rounding (1e-6), far below any quantisation error: a misplaced scale or code fails it.
+
+import { strict as assert } from 'assert';
+import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
+import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
+import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, SEGMENT_ALIGN, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
+import { packQuantizedGroup, type QuantizedFormat } from '../engine/quant/gpu-matrix-group';
+import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
+import { dequantizeNf4, quantizeNf4 } from '../engine/quant/nf4-blocks';
+import { matrixSegments, type MatrixGroup } from '../engine/rwkv7/weights';
+
+/** Deterministic values in [-1, 1). */
+function values(count: number, seed: number, scale = 1): Float32Array {
+  let s = seed >>> 0 || 1;
+  return Float32Array.from({ length: count }, () => (((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1) * scale);
+}
+
+async function readBuffer(device: GPUDevice, buf: GPUBuffer, bytes: number): Promise<Float32Array> {
+  const rb = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+  const enc = device.createCommandEncoder();
+  enc.copyBufferToBuffer(buf, 0, rb, 0, bytes);
+  device.queue.submit([enc.finish()]);
+  await rb.mapAsync(GPUMapMode.READ);
+  const out = new Float32Array(rb.getMappedRange().slice(0));
+  rb.destroy();
+  return out;
+}
+
+/** The weights the kernels should see: each matrix dequantised as packQuantizedGroup quantised it. */
+function dequantised(mats: { data: Float32Array; n: number; k: number }[], format: QuantizedFormat): Float32Array[] {
+  if (format === 'int8') return mats.map((m) => {
+    const { q, scales } = quantizeRowsInt8(m.data, m.n, m.k);
+    return dequantizeRowsInt8(q, scales, m.k);
+  });
+  const flat = new Float32Array(mats.reduce((a, m) => a + m.data.length, 0));
+  let off = 0;
+  for (const m of mats) (flat.set(m.data, off), (off += m.data.length));
+  const back = dequantizeNf4(quantizeNf4(flat), flat.length);
+  off = 0;
+  return mats.map((m) => back.slice(off, (off += m.data.length)));
+}
+
+async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: MatmulVariant, rows: number) {
+  const { device } = gpu;
+  // 72 rows (a second 64-row block of virtual rows) and 96 rows starting at virtual row 128; rows of different
+  // magnitudes so a scale read from the wrong row shows.
+  const mats = [
+    { name: 'a', n: 72, k: 96, data: values(72 * 96, 3).map((x, i) => x * (1 + Math.floor(i / 96) % 7)) },
+    { name: 'b', n: 96, k: 64, data: values(96 * 64, 4, 0.1).map((x, i) => x * (1 + Math.floor(i / 64) % 5)) },
+  ];
+  const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
+  const deq = dequantised(mats, format);
+  const xs = mats.map((m, i) => values(rows * m.k, 7 + i));
+  const yAcc = values(rows * mats[1].n, 11);
+  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const wBuf = createBuffer(device, 'W', packed.words.byteLength, S);
+  device.queue.writeBuffer(wBuf, 0, packed.words);
+  const xBuf = createBuffer(device, 'x', (xs[0].length + xs[1].length) * 4, S);
+  device.queue.writeBuffer(xBuf, 0, xs[0]);
+  device.queue.writeBuffer(xBuf, xs[0].length * 4, xs[1]);
+  const y0 = rows * mats[0].n;
+  const yLen = y0 + yAcc.length;
+  const yBuf = createBuffer(device, 'y', yLen * 4, S);
+  device.queue.writeBuffer(yBuf, 0, new Float32Array(y0).fill(NaN)); // every output must be written
+  device.queue.writeBuffer(yBuf, y0 * 4, yAcc);
+  const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+  device.queue.writeBuffer(batch, 0, new Uint32Array([rows, 1, rows, 0]));
+  const io: SegmentIO[] = [
+    { xOff: 0, yOff: 0, act: 1 },
+    { xOff: xs[0].length, yOff: y0, accum: true },
+  ];
+  const group: MatrixGroup = { buffer: wBuf, segs: matrixSegments(mats), format, scaleWord: packed.scaleWord };
+  const u = groupUniform('test', group, io, false);
+  const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+  device.queue.writeBuffer(uBuf, 0, u.words);
+  const shader = matmulShader(v, { kernelPath: gpu.kernelPath, precision: format, subgroup32: gpu.subgroup32 });
+  const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
+  const enc = device.createCommandEncoder();
+  const pass = enc.beginComputePass();
+  pass.setPipeline(kernel.pipeline);
+  pass.setBindGroup(0, bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]));
+  pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
+  pass.end();
+  device.queue.submit([enc.finish()]);
+  const got = await readBuffer(device, yBuf, yLen * 4);
+  const want = new Float64Array(yLen);
+  mats.forEach((m, s) => {
+    for (let t = 0; t < rows; t++) {
+      for (let o = 0; o < m.n; o++) {
+        let acc = 0;
+        for (let k = 0; k < m.k; k++) acc += deq[s][o * m.k + k] * xs[s][t * m.k + k];
+        if (s === 0) want[t * m.n + o] = Math.tanh(acc);
+        else want[y0 + t * m.n + o] = acc + yAcc[t * m.n + o];
+      }
+    }
+  });
+  // The same product with the unquantised weights: the quantisation error must be there, and small.
+  let qNum = 0;
+  let qDen = 0;
+  mats.forEach((m, s) => {
+    for (let t = 0; t < rows; t++) {
+      for (let o = 0; o < m.n; o++) {
+        let exact = 0;
+        let approx = 0;
+        for (let k = 0; k < m.k; k++) {
+          exact += m.data[o * m.k + k] * xs[s][t * m.k + k];
+          approx += deq[s][o * m.k + k] * xs[s][t * m.k + k];
+        }
+        qNum += (exact - approx) ** 2;
+        qDen += exact ** 2;
+      }
+    }
+  });
+  for (const b of [wBuf, xBuf, yBuf, batch, uBuf]) b.destroy();
+  return { got, want, quantError: Math.sqrt(qNum / qDen) };
+}
+
+describe('kernel choice for quantised groups', () => {
+  it('reads int8 and nf4 through their includes, never on the f16-only subgroup-matrix kernel', () => {
+    const c = { kernelPath: 'subgroup-matrix' as const, subgroup32: true, vecMaxRows: 8, gemmTile: 64 as const };
+    assert.equal(chooseMatmul(64, { ...c, precision: 'f16' }).kind, 'sgmat');
+    for (const precision of ['int8', 'nf4'] as const) {
+      assert.deepEqual(chooseMatmul(64, { ...c, precision }), { kind: 'gemm', tile: 64 });
+      assert.equal(chooseMatmul(8, { ...c, precision }).kind, 'vec');
+      const include = precision === 'int8' ? 'weights_i8' : 'weights_nf4';
+      assert.ok(matmulShader({ kind: 'vec', tb: 4 }, { ...c, precision }).parts.includes(include));
+      assert.ok(matmulShader({ kind: 'gemm', tile: 16 }, { ...c, precision }).parts.includes(include));
+      assert.throws(() => matmulShader({ kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 }, { ...c, precision }), /needs f16 weights/);
+      assert.match(describeKernels({ ...c, precision }), new RegExp(`${precision} weights.*the f16 matrices: subgroup matrices`));
+    }
+  });
+});
+
+describe('matrix kernels on int8 and nf4 weights', function () {
+  this.timeout(300_000);
+  let gpu: GpuContext;
+  before(async () => {
+    gpu = await acquireGpu({ kernelPath: 'f32' });
+  });
+  after(() => gpu && releaseGpu(gpu));
+
+  const variants: [MatmulVariant, number][] = [
+    [{ kind: 'vec', tb: 4 }, 3],
+    [{ kind: 'vec', tb: 8 }, 13],
+    [{ kind: 'gemm', tile: 64 }, 70],
+    [{ kind: 'gemm', tile: 16 }, 21],
+  ];
+  for (const format of ['int8', 'nf4'] as const) {
+    for (const [v, rows] of variants) {
+      const label = v.kind === 'vec' ? `streaming (${v.tb} tokens a pass)` : `tiled (${v.kind === 'gemm' ? v.tile : 0}-token tiles)`;
+      it(`${format}, ${label}, ${rows} tokens: the product of the dequantised weights, every output written`, async () => {
+        const { got, want, quantError } = await quantisedProduct(gpu, format, v, rows);
+        let num = 0;
+        let den = 0;
+        for (let i = 0; i < want.length; i++) {
+          assert.ok(Number.isFinite(got[i]), `output ${i} not written`);
+          num += (got[i] - want[i]) ** 2;
+          den += want[i] ** 2;
+        }
+        const err = Math.sqrt(num / den);
+        assert.ok(err < 1e-6, `relative L2 error ${err} against the dequantised product`);
+        // The scheme's own error, for scale: int8 ~5e-3, nf4 ~1e-1 on these uniform weights.
+        assert.ok(quantError > 1e-4 && quantError < (format === 'int8' ? 2e-2 : 2e-1), `quantisation error ${quantError}`);
+      });
+    }
+  }
+});
