@@ -51,16 +51,16 @@ describe('WKV kernel variants: the choice', () => {
 
   it('a GPU runs split rows, chosen by the longest job; CPU drivers and odd heads fall back', () => {
     const name = (tokens: number, d: WkvDevice) => wkvVariantName(chooseWkv(tokens, d));
-    assert.equal(name(1, GPU32), 'split16x4-subgroup');
-    assert.equal(name(WKV_PREFILL_TOKENS - 1, GPU32), 'split16x4-subgroup');
-    assert.equal(name(WKV_PREFILL_TOKENS, GPU32), 'split8x8-subgroup');
-    assert.equal(name(1, { ...GPU32, subgroupMinSize: 0 }), 'split16x4-shared');
-    assert.equal(name(512, { ...GPU32, subgroupMinSize: 8 }), 'split8x8-subgroup');
-    assert.equal(name(512, { ...GPU32, headSize: 16 }), 'split4x16-subgroup');
+    assert.equal(name(1, GPU32), 'split4x16-subgroup');
+    assert.equal(name(WKV_PREFILL_TOKENS - 1, GPU32), 'split4x16-subgroup');
+    assert.equal(name(WKV_PREFILL_TOKENS, GPU32), 'split8x8-shared');
+    assert.equal(name(1, { ...GPU32, subgroupMinSize: 0 }), 'split4x16-shared');
+    assert.equal(name(1, { ...GPU32, subgroupMinSize: 8 }), 'split4x16-subgroup');
+    assert.equal(name(512, { ...GPU32, headSize: 16 }), 'split4x16-shared');
     assert.equal(name(1, { ...GPU32, headSize: 6 }), 'row-staged');
     assert.equal(name(512, { ...GPU32, headSize: 6 }), 'row');
     assert.equal(name(512, { ...GPU32, cpuDriver: true }), 'row');
-    assert.equal(describeWkv(GPU32, null), `WKV split16x4-subgroup, split8x8-subgroup from ${WKV_PREFILL_TOKENS} tokens a job`);
+    assert.equal(describeWkv(GPU32, null), `WKV split4x16-subgroup, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job`);
     assert.equal(describeWkv({ ...GPU32, cpuDriver: true }, null), 'WKV row');
     for (const tokens of [1, 512]) for (const headSize of [6, 16, 32, 48, 64, 128]) {
       const d = { ...GPU32, headSize };

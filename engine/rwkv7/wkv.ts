@@ -104,10 +104,11 @@ export function wkvCandidates(d: WkvDevice): WkvVariant[] {
 }
 
 /**
- * Preference orders, best first; the first variant the device supports runs. GPUs: a row over 16 lanes of one
- * vec4 each for decode, where moving the state is the cost (a 32-lane subgroup loads two whole 256-byte rows
- * at once); 8 lanes of two vec4s for long jobs, where a token's serial chain is (one shuffle step fewer per
- * token than 16 lanes, half the loads per lane of 4). To be confirmed on the H200 with bench/wkv.ts.
+ * Preference orders, best first; the first variant the device supports runs. Measured on the H200 with
+ * bench/wkv.ts (bench/RESULTS.md, 2026-12-03 ≈08:05 UTC): for decode the 4-lane rows with a subgroup reduction
+ * (1.5B, 64 jobs: 34.5 µs against 157 for the first kernel; 1 and 8 jobs within 0.2 µs of the best); for long
+ * jobs the 8-lane rows reduced through workgroup memory (1.5B, 512 tokens: 198 µs against 621, and 1.8× the
+ * 8-lane subgroup reduction, whose shuffles sit on the token's serial chain).
  * CPU drivers (lavapipe) keep the first kernel: no variant is faster there overall (bench/wkv.ts, 0.1B shape,
  * shared 2-core CPU; best other variant against it: decode of 1/8/64 jobs ×0.63/×1.39/×0.59, prefill of
  * 128/512 tokens ×1.29/×1.05), and each split kernel costs several seconds of LLVM compilation per model
@@ -115,8 +116,8 @@ export function wkvCandidates(d: WkvDevice): WkvVariant[] {
  */
 const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill', string[]>> = {
   gpu: {
-    decode: ['split16x4-subgroup', 'split8x8-subgroup', 'split4x16-subgroup', 'split16x4-shared', 'row-staged'],
-    prefill: ['split8x8-subgroup', 'split16x4-subgroup', 'split4x16-subgroup', 'split8x8-shared', 'split4x16-shared'],
+    decode: ['split4x16-subgroup', 'split4x16-shared', 'split8x8-shared', 'split16x4-shared', 'row-staged'],
+    prefill: ['split8x8-shared', 'split16x4-shared', 'split4x16-shared', 'split8x8-subgroup'],
   },
   cpu: { decode: ['row'], prefill: ['row'] },
 };
