@@ -8,6 +8,7 @@
 //   --jsb DIR     guidance-ai/jsonschemabench's root (data/* for JSONSchemaBench, maskbench/data for MaskBench)
 //   --limit N     at most N schemas per suite (evenly spread), --sample FILE a fixture of the same
 //                 shape as test/fixtures/schema-coverage-sample.json
+//   --slowest N   list the N slowest masks per suite (schema, instance, token position, text before it)
 // Without any, the committed sample (test/fixtures/) is run.
 
 import * as fs from 'fs';
@@ -80,6 +81,37 @@ function pct(sorted: number[], p: number): number {
   return sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : NaN;
 }
 
+/** Where a mask was computed, for the list of the slowest. */
+interface MaskPlace {
+  schema: string;
+  instance: number;
+}
+
+/** The N slowest masks seen, kept as a list trimmed when it doubles (cheap per mask). */
+class SlowestMasks {
+  private list: { micros: number; place: string }[] = [];
+  private floor = 0;
+  constructor(private n: number) {}
+
+  add(micros: number, where: MaskPlace, token: number, prefix: () => string): void {
+    if (this.n <= 0 || micros < this.floor) return;
+    const before = prefix();
+    this.list.push({ micros, place: `${where.schema} #${where.instance} token ${token} after …${JSON.stringify(before.slice(-40))}` });
+    if (this.list.length >= 2 * this.n) this.trim();
+  }
+
+  private trim(): void {
+    this.list.sort((a, b) => b.micros - a.micros);
+    this.list.length = Math.min(this.list.length, this.n);
+    if (this.list.length === this.n) this.floor = this.list[this.n - 1].micros;
+  }
+
+  top(): string[] {
+    this.trim();
+    return this.list.map((x) => `${x.micros.toFixed(0)} µs: ${x.place}`);
+  }
+}
+
 function ajvAccepts(c: CompiledConstraint, value: unknown): boolean {
   try {
     c.validateOutput(JSON.stringify(value));
@@ -93,19 +125,32 @@ function ajvAccepts(c: CompiledConstraint, value: unknown): boolean {
  * The grammar's verdict on a text, timing each mask: wall time, and this process's CPU time
  * (user + system), which a machine shared with other work inflates far less.
  */
-function grammarAccepts(c: CompiledConstraint, tok: WorldTokenizer, text: string, maskMicros: number[], maskCpuMicros: number[]): boolean {
+function grammarAccepts(
+  c: CompiledConstraint,
+  tok: WorldTokenizer,
+  text: string,
+  maskMicros: number[],
+  maskCpuMicros: number[],
+  slowest: SlowestMasks,
+  where: MaskPlace,
+): boolean {
   const m = c.newMatcher();
   const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+  const ids = tok.encode(text);
+  let at = 0;
   const step = () => {
     const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     m.fillMask(mask);
-    maskMicros.push(Number(process.hrtime.bigint() - t0) / 1000);
+    const micros = Number(process.hrtime.bigint() - t0) / 1000;
+    maskMicros.push(micros);
     const cpu = process.cpuUsage(c0);
     maskCpuMicros.push(cpu.user + cpu.system);
+    slowest.add(micros, where, at, () => tok.decode(ids.slice(0, at)));
   };
-  for (const id of tok.encode(text)) {
+  for (const id of ids) {
     step();
+    at++;
     if (!((mask[id >>> 5] >>> (id & 31)) & 1)) return false;
     m.accept(id);
   }
@@ -114,6 +159,7 @@ function grammarAccepts(c: CompiledConstraint, tok: WorldTokenizer, text: string
 }
 
 async function runSuite(name: string, cases: Case[], tok: WorldTokenizer): Promise<Record<string, unknown>> {
+  const slowest = new SlowestMasks(Number(arg('slowest') ?? 0));
   const compileMs: number[] = [];
   const maskMicros: number[] = [];
   const maskCpuMicros: number[] = [];
@@ -140,13 +186,13 @@ async function runSuite(name: string, cases: Case[], tok: WorldTokenizer): Promi
     compiled++;
     const keyRank = schemaKeyRank(c.schema as Parameters<typeof schemaKeyRank>[0]);
     let allRight = true;
-    for (const t of c.tests) {
+    for (const [k, t] of c.tests.entries()) {
       instances++;
       const want = ajvAccepts(constraint, t.data);
       if (want !== t.valid) suiteDisagrees++;
       let got: boolean;
       try {
-        got = grammarAccepts(constraint, tok, canonicalJson(t.data, keyRank), maskMicros, maskCpuMicros);
+        got = grammarAccepts(constraint, tok, canonicalJson(t.data, keyRank), maskMicros, maskCpuMicros, slowest, { schema: c.name, instance: k });
       } catch {
         got = false;
       }
@@ -191,6 +237,7 @@ async function runSuite(name: string, cases: Case[], tok: WorldTokenizer): Promi
     },
     topRefusals: [...refusals].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([w, n]) => `${n} × ${w}`),
     falseAcceptExamples: falseAcceptList.slice(0, 10),
+    slowestMasks: slowest.top(),
   };
   console.log(`schema-coverage ${name}: ${compiled}/${cases.length} compiled, ${agree}/${instances} instances agree with ajv, ${falseAccepts} false accepts, ${pass} schemas pass`);
   console.log(

@@ -32,6 +32,12 @@ export class StackAutomaton {
    * one buffer grown by doubling, not a small array per state for the collector to track.
    */
   private trans = new Int32Array(256 * 64);
+  /**
+   * Per (state, byte), like trans: bytes with the same class are in the same byte classes of
+   * every stack top of the state, so they lead to the same next state. One computed transition
+   * fills its whole class (the 64 continuation bytes of a UTF-8 character are usually one).
+   */
+  private byteClass = new Uint8Array(256 * 64);
   /** Per state: 1 when it contains the context marker (node 1). */
   readonly reachesContext: number[] = [];
   /** State ids by a hash of their stacks (collisions are told apart by comparing the stacks). */
@@ -65,8 +71,9 @@ export class StackAutomaton {
     const t = this.trans[at];
     if (t !== UNKNOWN) return t;
     const next = this.computeNext(state, byte);
-    // computeNext may have grown (replaced) the buffer.
-    this.trans[at] = next;
+    // computeNext may have grown (replaced) the buffers.
+    const trans = this.trans, cls = this.byteClass, base = state * 256, c = cls[at];
+    for (let b = 0; b < 256; b++) if (cls[base + b] === c) trans[base + b] = next;
     return next;
   }
 
@@ -195,18 +202,38 @@ export class StackAutomaton {
       const grown = new Int32Array(this.trans.length * 2);
       grown.set(this.trans);
       this.trans = grown;
+      const grownClass = new Uint8Array(this.byteClass.length * 2);
+      grownClass.set(this.byteClass);
+      this.byteClass = grownClass;
     }
     const base = state * 256;
     const row = this.trans;
     row.fill(DEAD, base, base + 256);
+    const cls = this.byteClass;
+    cls.fill(0, base, base + 256);
     const { arg, byteSets } = this.g;
     const sets = new Set<number>();
     for (const n of stacks) if (n > CONTEXT) sets.add(arg[this.nodePos[n]]);
+    // Classes refined set by set: (class so far, member or not) -> new class.
+    const split = this.classSplit;
+    let classes = 1;
     for (const set of sets) {
       const from = set * 256;
-      for (let b = 0; b < 256; b++) if (byteSets[from + b]) row[base + b] = UNKNOWN;
+      split.fill(-1, 0, 2 * classes);
+      let next = 0;
+      for (let b = 0; b < 256; b++) {
+        const member = byteSets[from + b] ? 1 : 0;
+        if (member) row[base + b] = UNKNOWN;
+        const key = cls[base + b] * 2 + member;
+        if (split[key] < 0) split[key] = next++;
+        cls[base + b] = split[key];
+      }
+      classes = next;
     }
   }
+
+  /** Scratch of initRow's class refinement (at most 256 classes, two halves each). */
+  private classSplit = new Int16Array(512);
 }
 
 function sameStacks(a: Int32Array, b: Int32Array): boolean {

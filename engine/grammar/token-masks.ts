@@ -10,8 +10,13 @@
 // under each first byte by the state that byte leads to, so walks from states that agree after
 // one byte (inside any key the schema does not declare) reuse each other's work. Final masks are
 // cached per real state, so steady-state steps are a copy. Every cache is bounded in bytes.
+//
+// Walks go over two tries (string-slice.ts): the tokens of whole string-safe characters, where
+// a state that loops on every such character takes the whole subtree below it at once, and the
+// thousand other tokens, walked node by node.
 
 import { DEAD, StackAutomaton } from './stack-automaton';
+import { loopsOverSafeChars, StringSlice } from './string-slice';
 import { TokenTrie } from './token-trie';
 
 export interface StateMask {
@@ -26,8 +31,19 @@ interface SharedMask {
   /** Tokens allowed whatever lies below the cut: a bitset, or their list when they are few. */
   mask: Uint32Array | null;
   tokens: Int32Array | null;
-  /** Trie nodes below which the tokens depend on the context under the cut. */
+  /** Trie nodes below which the tokens depend on the context under the cut (see crossingOf). */
   crossings: number[];
+}
+
+const NO_CROSSINGS = new Int32Array(0);
+
+/** Which of the two tries (string-slice.ts) a walk goes over. */
+const SAFE = 0;
+const REST = 1;
+
+/** A crossing names its trie node and the trie. */
+function crossingOf(trie: number, node: number): number {
+  return node * 2 + trie;
 }
 
 /** Masks kept per compiled constraint and layer: 8 KiB each for the World vocabulary. */
@@ -45,9 +61,14 @@ const TOP_FRAMES = 3;
 /** The tokens of one first-byte subtree of the trie that a state after that byte accepts. */
 interface SubtreeResult {
   tokens: Int32Array;
-  /** Trie nodes below which the tokens depend on the context under the cut. */
+  /** Trie nodes below which the tokens depend on the context under the cut (see crossingOf). */
   crossings: Int32Array;
 }
+
+/** Per automaton state: whether it loops on every string-safe character (LOOP_UNKNOWN until checked). */
+const LOOP_UNKNOWN = 0;
+const LOOPS = 1;
+const NO_LOOP = 2;
 
 export class TokenMasks {
   private finals = new Map<number, StateMask>();
@@ -60,6 +81,10 @@ export class TokenMasks {
   private subtrees = new Map<number, SubtreeResult>();
   private subtreeTokens = 0;
   private depthState: Int32Array;
+  private slice: StringSlice;
+  /** The safe-token trie and the rest, indexed by SAFE and REST. */
+  private tries: [TokenTrie, TokenTrie];
+  private loopFlags = new Uint8Array(1024);
   readonly words: number;
 
   constructor(
@@ -68,6 +93,24 @@ export class TokenMasks {
   ) {
     this.depthState = new Int32Array(trie.maxDepth + 1);
     this.words = (trie.vocabSize + 31) >>> 5;
+    this.slice = StringSlice.of(trie);
+    this.tries = [this.slice.safe, this.slice.rest];
+  }
+
+  /** The state loops on every string-safe character (checked once per state). */
+  private loops(state: number): boolean {
+    let f = state < this.loopFlags.length ? this.loopFlags[state] : LOOP_UNKNOWN;
+    if (f === LOOP_UNKNOWN) {
+      f = loopsOverSafeChars(this.automaton, state) ? LOOPS : NO_LOOP;
+      // The check may have added states: grow to cover them all.
+      if (state >= this.loopFlags.length) {
+        const grown = new Uint8Array(Math.max(2 * this.loopFlags.length, this.automaton.stateCount + 1024));
+        grown.set(this.loopFlags);
+        this.loopFlags = grown;
+      }
+      this.loopFlags[state] = f;
+    }
+    return f === LOOPS;
   }
 
   get(state: number): StateMask {
@@ -97,9 +140,11 @@ export class TokenMasks {
       for (const c of sh.crossings) crossings.add(c);
     }
     if (a.accepting(state)) mask[0] |= 1;
-    for (const node of crossings) {
-      const from = a.run(state, this.trie.pathBytes(node));
-      if (from !== DEAD) this.walk(from, node + 1, this.trie.skip[node], mask, null);
+    for (const c of crossings) {
+      const which = c & 1, node = c >>> 1;
+      const trie = this.tries[which];
+      const from = a.run(state, trie.pathBytes(node));
+      if (from !== DEAD) this.walk(which, from, node + 1, trie.skip[node], mask, null);
     }
     let count = 0;
     let some = -1;
@@ -117,20 +162,25 @@ export class TokenMasks {
   private walkShared(state: number): SharedMask {
     const mask = new Uint32Array(this.words);
     const crossings: number[] = [];
-    const { byte, skip } = this.trie;
     const a = this.automaton;
-    for (let i = 0; i < this.trie.nodeCount; i = skip[i]) {
-      const t = a.next(state, byte[i]);
-      if (t === DEAD) continue;
-      const key = t * 256 + byte[i];
-      let sub = lruGet(this.subtrees, key);
-      if (!sub) {
-        sub = this.collectSubtree(t, i);
-        this.rememberSubtree(key, sub);
+    // A state inside a string takes every safe token: only the rest is walked.
+    const allSafe = this.loops(state);
+    if (allSafe) mask.set(this.slice.safeMask);
+    for (let which = allSafe ? REST : SAFE; which <= REST; which++) {
+      const { byte, skip, nodeCount } = this.tries[which];
+      for (let i = 0; i < nodeCount; i = skip[i]) {
+        const t = a.next(state, byte[i]);
+        if (t === DEAD) continue;
+        const key = (t * 256 + byte[i]) * 2 + which;
+        let sub = lruGet(this.subtrees, key);
+        if (!sub) {
+          sub = this.collectSubtree(which, t, i);
+          this.rememberSubtree(key, sub);
+        }
+        const toks = sub.tokens;
+        for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
+        for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
       }
-      const toks = sub.tokens;
-      for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
-      for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
     }
     // Narrow walks (a key, a keyword) allow few tokens: a list ORs faster than 2,048 words.
     const few: number[] = [];
@@ -140,9 +190,14 @@ export class TokenMasks {
     return { mask, tokens: null, crossings };
   }
 
-  /** The tokens (and crossings) of the subtree of first-byte node `root`, reached in state `t`. */
-  private collectSubtree(t: number, root: number): SubtreeResult {
-    const { token, skip, duplicates } = this.trie;
+  /** The tokens (and crossings) of the subtree of first-byte node `root` of a trie, reached in state `t`. */
+  private collectSubtree(which: number, t: number, root: number): SubtreeResult {
+    const { token, skip, duplicates } = this.tries[which];
+    if (which === SAFE && this.slice.boundary[root] && this.loops(t)) {
+      const { tokensInOrder, firstToken } = this.slice;
+      // A view into the slice's own array: costs no memory (see rememberSubtree).
+      return { tokens: tokensInOrder.subarray(firstToken[root], firstToken[skip[root]]), crossings: NO_CROSSINGS };
+    }
     const tokens: number[] = [];
     const crossings: number[] = [];
     const tok = token[root];
@@ -152,13 +207,14 @@ export class TokenMasks {
       if (dup) tokens.push(...dup);
     }
     if (this.automaton.reachesContext[t]) {
-      if (skip[root] > root + 1) crossings.push(root);
-    } else if (skip[root] > root + 1) this.walk(t, root + 1, skip[root], null, crossings, tokens);
+      if (skip[root] > root + 1) crossings.push(crossingOf(which, root));
+    } else if (skip[root] > root + 1) this.walk(which, t, root + 1, skip[root], null, crossings, tokens);
     return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
   }
 
   private rememberSubtree(key: number, sub: SubtreeResult): void {
-    const size = (r: SubtreeResult) => r.tokens.length + r.crossings.length + 8;
+    const own = (a: Int32Array) => (a.buffer === this.slice.tokensInOrder.buffer ? 0 : a.length);
+    const size = (r: SubtreeResult) => own(r.tokens) + r.crossings.length + 8;
     while (this.subtrees.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
       const [k, old] = this.subtrees.entries().next().value!;
       this.subtrees.delete(k);
@@ -169,13 +225,15 @@ export class TokenMasks {
   }
 
   /**
-   * Walks trie nodes [from, to) (a run of whole subtrees whose parent is at `state`), setting
-   * the bits of tokens the automaton accepts in `mask`, or listing them in `list`. With
+   * Walks nodes [from, to) of a trie (a run of whole subtrees whose parent is at `state`),
+   * setting the bits of tokens the automaton accepts in `mask`, or listing them in `list`. With
    * `crossings`, a node whose state popped into the unknown context is recorded and its
    * children left to the caller.
    */
-  private walk(state: number, from: number, to: number, mask: Uint32Array | null, crossings: number[] | null, list: number[] | null = null): void {
-    const { byte, depth, token, skip, duplicates, hasDuplicates } = this.trie;
+  private walk(which: number, state: number, from: number, to: number, mask: Uint32Array | null, crossings: number[] | null, list: number[] | null = null): void {
+    const { byte, depth, token, skip, duplicates, hasDuplicates } = this.tries[which];
+    const { boundary, tokensInOrder, firstToken } = this.slice;
+    const safe = which === SAFE;
     const a = this.automaton;
     const ctx = a.reachesContext;
     const ds = this.depthState;
@@ -185,6 +243,17 @@ export class TokenMasks {
       const d = depth[i];
       const t = a.next(ds[d - 1], byte[i]);
       if (t === DEAD) {
+        i = skip[i];
+        continue;
+      }
+      if (safe && boundary[i] && this.loops(t)) {
+        // Every token below is whole safe characters, which lead back to t: all are allowed.
+        const end = firstToken[skip[i]];
+        for (let k = firstToken[i]; k < end; k++) {
+          const x = tokensInOrder[k];
+          if (list) list.push(x);
+          else mask![x >>> 5] |= 1 << (x & 31);
+        }
         i = skip[i];
         continue;
       }
@@ -200,7 +269,7 @@ export class TokenMasks {
       }
       if (crossings && ctx[t]) {
         // Some run popped into the unknown context: what may follow depends on it.
-        if (skip[i] > i + 1) crossings.push(i);
+        if (skip[i] > i + 1) crossings.push(crossingOf(which, i));
         i = skip[i];
         continue;
       }

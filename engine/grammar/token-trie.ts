@@ -32,7 +32,8 @@ export class TokenTrie {
   /** Every byte value is a token of its own (true of the full World vocabulary). */
   readonly hasAllBytes: boolean;
 
-  private constructor(vocab: VocabLike) {
+  /** `keep` picks the tokens of a partial trie (see string-slice.ts); ids stay the vocabulary's. */
+  private constructor(vocab: VocabLike, keep?: (bytes: Uint8Array) => boolean) {
     this.vocabSize = vocab.vocabSize;
     this.bytesOf = new Array(vocab.vocabSize);
     this.byteToken = new Int32Array(256).fill(-1);
@@ -40,7 +41,7 @@ export class TokenTrie {
     // Id 0 is the end of text, never a byte string.
     for (let id = 1; id < vocab.vocabSize; id++) {
       const b = vocab.tokenBytes(id);
-      if (b && b.length > 0) {
+      if (b && b.length > 0 && (!keep || keep(b))) {
         this.bytesOf[id] = b;
         ids.push(id);
         if (b.length === 1 && this.byteToken[b[0]] < 0) this.byteToken[b[0]] = id;
@@ -86,6 +87,11 @@ export class TokenTrie {
     for (const node of this.duplicates.keys()) this.hasDuplicates[node] = 1;
   }
 
+  /** The trie is a VocabLike itself, so partial tries can be built from it. */
+  tokenBytes(id: number): Uint8Array | undefined {
+    return this.bytesOf[id];
+  }
+
   /** The bytes on the path from the root to a node, the node's own byte included. */
   pathBytes(node: number): Uint8Array {
     const out = new Uint8Array(this.depth[node]);
@@ -95,6 +101,11 @@ export class TokenTrie {
 
   get nodeCount(): number {
     return this.byte.length;
+  }
+
+  /** A trie of the vocabulary's tokens that `keep` accepts (not cached: its owner keeps it). */
+  static subset(vocab: VocabLike, keep: (bytes: Uint8Array) => boolean): TokenTrie {
+    return new TokenTrie(vocab, keep);
   }
 
   private static cache = new WeakMap<object, TokenTrie>();

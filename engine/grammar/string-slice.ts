@@ -1,0 +1,131 @@
+// The vocabulary split in two, as llguidance's "slicer" does for JSON: tokens made only of whole
+// characters that a JSON string holds unescaped (64,491 of the World vocabulary's 65,529), and
+// the rest (quotes, backslashes, control characters, partial UTF-8: about a thousand). Inside a
+// string the automaton state loops on every such character, so a mask walk that reaches a loop
+// state at a character boundary takes the safe tokens below it as a block instead of visiting
+// every node (116k for the World vocabulary): walking the remaining thousand tokens is what a
+// string position costs. Whether a state loops is checked on the automaton itself, so this holds
+// for any grammar (a state that does not loop is walked as before) and masks stay exact.
+
+import { MAX_CODE_POINT, normalizeSet } from './code-point-set';
+import { TokenTrie } from './token-trie';
+import { ByteRangeSeq, utf8Sequences } from './utf8-sequences';
+
+/** Characters a JSON string holds raw: all but '"', '\' and the control characters. */
+const SAFE_CHARS = normalizeSet([0x20, 0x21, 0x23, 0x5b, 0x5d, MAX_CODE_POINT]);
+
+/** The safe characters as UTF-8 byte-range sequences (ASCII first: most states fail there). */
+const SAFE_SEQUENCES: ByteRangeSeq[] = [];
+for (let i = 0; i < SAFE_CHARS.length; i += 2) utf8Sequences(SAFE_CHARS[i], SAFE_CHARS[i + 1], SAFE_SEQUENCES);
+
+/**
+ * Distinct automaton states the loop check follows after one byte of a sequence: a state that
+ * loops has one per UTF-8 position, so more means it does not (and bounds the check's work).
+ */
+const MAX_LOOP_CHECK_STATES = 8;
+
+/** The bytes are valid UTF-8 made only of safe characters. */
+export function isStringSafe(bytes: Uint8Array): boolean {
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    let cp: number, n: number;
+    if (b < 0x80) (cp = b), (n = 1);
+    else if (b >= 0xc2 && b <= 0xdf) (cp = b & 0x1f), (n = 2);
+    else if (b >= 0xe0 && b <= 0xef) (cp = b & 0x0f), (n = 3);
+    else if (b >= 0xf0 && b <= 0xf4) (cp = b & 0x07), (n = 4);
+    else return false;
+    if (i + n > bytes.length) return false;
+    for (let k = 1; k < n; k++) {
+      const c = bytes[i + k];
+      if ((c & 0xc0) !== 0x80) return false;
+      cp = (cp << 6) | (c & 0x3f);
+    }
+    // Overlong forms, surrogates and values past U+10FFFF are malformed.
+    if ((n === 3 && cp < 0x800) || (n === 4 && (cp < 0x10000 || cp > MAX_CODE_POINT)) || (cp >= 0xd800 && cp <= 0xdfff)) return false;
+    if (cp < 0x20 || cp === 0x22 || cp === 0x5c) return false;
+    i += n;
+  }
+  return true;
+}
+
+export interface ByteAutomaton {
+  /** Next state, or a negative number when the byte is refused. */
+  next(state: number, byte: number): number;
+}
+
+/**
+ * Every safe character, read from `state`, leads back to `state`: then any run of whole safe
+ * characters is accepted from it. Follows each UTF-8 byte-range sequence through the automaton,
+ * one set of states per byte position.
+ */
+export function loopsOverSafeChars(a: ByteAutomaton, state: number): boolean {
+  for (const seq of SAFE_SEQUENCES) {
+    let states = [state];
+    for (const [lo, hi] of seq) {
+      const next = new Set<number>();
+      for (const s of states)
+        for (let b = lo; b <= hi; b++) {
+          const t = a.next(s, b);
+          if (t < 0) return false;
+          next.add(t);
+        }
+      if (next.size > MAX_LOOP_CHECK_STATES) return false;
+      states = [...next];
+    }
+    if (states.length !== 1 || states[0] !== state) return false;
+  }
+  return true;
+}
+
+export class StringSlice {
+  /** Tokens of whole safe characters. */
+  readonly safe: TokenTrie;
+  /** Every other token. */
+  readonly rest: TokenTrie;
+  /** The safe tokens as a bitset over the vocabulary. */
+  readonly safeMask: Uint32Array;
+  /** Per node of `safe`: its path ends between two characters (not inside one). */
+  readonly boundary: Uint8Array;
+  /**
+   * The safe tokens (duplicates included) in trie preorder: node n's subtree holds
+   * tokensInOrder[firstToken[n] .. firstToken[safe.skip[n]]).
+   */
+  readonly tokensInOrder: Int32Array;
+  readonly firstToken: Int32Array;
+
+  private constructor(trie: TokenTrie) {
+    const safe = (this.safe = TokenTrie.subset(trie, isStringSafe));
+    this.rest = TokenTrie.subset(trie, (b) => !isStringSafe(b));
+    const n = safe.nodeCount;
+    this.safeMask = new Uint32Array((trie.vocabSize + 31) >>> 5);
+    this.boundary = new Uint8Array(n);
+    this.firstToken = new Int32Array(n + 1);
+    const order: number[] = [];
+    // Continuation bytes still owed after each node (preorder visits a parent before its children).
+    const owed = new Uint8Array(n);
+    for (let i = 0; i < n; i++) {
+      const b = safe.byte[i];
+      const p = safe.parent[i];
+      owed[i] = p >= 0 && owed[p] > 0 ? owed[p] - 1 : b < 0x80 ? 0 : b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+      this.boundary[i] = owed[i] === 0 ? 1 : 0;
+      this.firstToken[i] = order.length;
+      const tok = safe.token[i];
+      if (tok >= 0) order.push(tok, ...(safe.duplicates.get(i) ?? []));
+    }
+    this.firstToken[n] = order.length;
+    this.tokensInOrder = Int32Array.from(order);
+    for (const t of order) this.safeMask[t >>> 5] |= 1 << (t & 31);
+  }
+
+  private static cache = new WeakMap<TokenTrie, StringSlice>();
+
+  /** One split per vocabulary trie. */
+  static of(trie: TokenTrie): StringSlice {
+    let s = StringSlice.cache.get(trie);
+    if (!s) {
+      s = new StringSlice(trie);
+      StringSlice.cache.set(trie, s);
+    }
+    return s;
+  }
+}
