@@ -76,11 +76,10 @@ export class GrammarMatcher implements ConstraintMatcher {
       mask.fill(0);
       return;
     }
-    const m = this.masks.get(this.state);
+    const m = this.masks.fill(this.state, mask);
     // Possible with a reduced vocabulary that lacks the bytes the grammar needs here.
     if (m.count === 0)
       throw new ConstraintError('no token of this vocabulary can continue the output here', `token ${this.tokensAccepted}`);
-    mask.set(m.mask);
     if (mask.length > this.masks.words) mask.fill(0, this.masks.words);
   }
 

@@ -33,11 +33,11 @@ export class StackAutomaton {
    */
   private trans = new Int32Array(256 * 64);
   /**
-   * Per (state, byte), like trans: bytes with the same class are in the same byte classes of
-   * every stack top of the state, so they lead to the same next state. One computed transition
-   * fills its whole class (the 64 continuation bytes of a UTF-8 character are usually one).
+   * Bytes of one class are in the same byte sets of the whole grammar, so from any state they
+   * lead to the same next state: one computed transition fills its whole class (the 64
+   * continuation bytes of a UTF-8 character are usually one class).
    */
-  private byteClass = new Uint8Array(256 * 64);
+  private readonly byteClass: Uint8Array;
   /** Per state: 1 when it contains the context marker (node 1). */
   readonly reachesContext: number[] = [];
   /** State ids by a hash of their stacks (collisions are told apart by comparing the stacks). */
@@ -46,6 +46,7 @@ export class StackAutomaton {
 
   constructor(readonly g: GrammarTables) {
     this.nPos = g.kind.length + 1;
+    this.byteClass = byteClasses(g.byteSets);
     const out = new Set<number>();
     const seen = new Set<number>();
     for (let k = g.ruleAltIndex[g.root]; k < g.ruleAltIndex[g.root + 1]; k++) this.closure(g.altStarts[k], 0, out, seen);
@@ -71,9 +72,9 @@ export class StackAutomaton {
     const t = this.trans[at];
     if (t !== UNKNOWN) return t;
     const next = this.computeNext(state, byte);
-    // computeNext may have grown (replaced) the buffers.
-    const trans = this.trans, cls = this.byteClass, base = state * 256, c = cls[at];
-    for (let b = 0; b < 256; b++) if (cls[base + b] === c) trans[base + b] = next;
+    // computeNext may have grown (replaced) the buffer.
+    const trans = this.trans, cls = this.byteClass, base = state * 256, c = cls[byte];
+    for (let b = 0; b < 256; b++) if (cls[b] === c) trans[base + b] = next;
     return next;
   }
 
@@ -111,6 +112,18 @@ export class StackAutomaton {
       for (let i = above.length - 1; i >= 0; i--) out = this.intern(above[i], out);
       s = this.internState(new Set([out]));
       this.topStates.set(key, s);
+    }
+    return s;
+  }
+
+  private wholeStates = new Map<number, number>();
+
+  /** The state of the one stack `node`, all of it (topState without a cut). */
+  wholeStack(node: number): number {
+    let s = this.wholeStates.get(node);
+    if (s === undefined) {
+      s = this.internState(new Set([node]));
+      this.wholeStates.set(node, s);
     }
     return s;
   }
@@ -202,38 +215,38 @@ export class StackAutomaton {
       const grown = new Int32Array(this.trans.length * 2);
       grown.set(this.trans);
       this.trans = grown;
-      const grownClass = new Uint8Array(this.byteClass.length * 2);
-      grownClass.set(this.byteClass);
-      this.byteClass = grownClass;
     }
     const base = state * 256;
     const row = this.trans;
     row.fill(DEAD, base, base + 256);
-    const cls = this.byteClass;
-    cls.fill(0, base, base + 256);
     const { arg, byteSets } = this.g;
     const sets = new Set<number>();
     for (const n of stacks) if (n > CONTEXT) sets.add(arg[this.nodePos[n]]);
-    // Classes refined set by set: (class so far, member or not) -> new class.
-    const split = this.classSplit;
-    let classes = 1;
     for (const set of sets) {
       const from = set * 256;
-      split.fill(-1, 0, 2 * classes);
-      let next = 0;
-      for (let b = 0; b < 256; b++) {
-        const member = byteSets[from + b] ? 1 : 0;
-        if (member) row[base + b] = UNKNOWN;
-        const key = cls[base + b] * 2 + member;
-        if (split[key] < 0) split[key] = next++;
-        cls[base + b] = split[key];
-      }
-      classes = next;
+      for (let b = 0; b < 256; b++) if (byteSets[from + b]) row[base + b] = UNKNOWN;
     }
   }
 
-  /** Scratch of initRow's class refinement (at most 256 classes, two halves each). */
-  private classSplit = new Int16Array(512);
+
+}
+
+/** Class per byte value: bytes in exactly the same byte sets share one (refined set by set). */
+function byteClasses(byteSets: Uint8Array): Uint8Array {
+  const cls = new Uint8Array(256);
+  const split = new Int16Array(512);
+  let classes = 1;
+  for (let from = 0; from < byteSets.length; from += 256) {
+    split.fill(-1, 0, 2 * classes);
+    let next = 0;
+    for (let b = 0; b < 256; b++) {
+      const key = cls[b] * 2 + (byteSets[from + b] ? 1 : 0);
+      if (split[key] < 0) split[key] = next++;
+      cls[b] = split[key];
+    }
+    classes = next;
+  }
+  return cls;
 }
 
 function sameStacks(a: Int32Array, b: Int32Array): boolean {

@@ -77,6 +77,9 @@ export function loopsOverSafeChars(a: ByteAutomaton, state: number): boolean {
   return true;
 }
 
+/** Blocks kept per vocabulary (8 KiB each for the World vocabulary). */
+const MAX_BLOCKS = 64;
+
 export class StringSlice {
   /** Tokens of whole safe characters. */
   readonly safe: TokenTrie;
@@ -115,6 +118,32 @@ export class StringSlice {
     this.firstToken[n] = order.length;
     this.tokensInOrder = Int32Array.from(order);
     for (const t of order) this.safeMask[t >>> 5] |= 1 << (t & 31);
+  }
+
+  private blocks = new Map<string, Uint32Array>();
+
+  /**
+   * The safe tokens whose first byte is in `firstBytes` (a 256-bit set of boundary first bytes:
+   * ASCII), as a bitset: what a state whose every such byte leads to a loop state allows among
+   * them. Kept per set of first bytes (few distinct ones occur: "any string character").
+   */
+  blockOf(firstBytes: Uint32Array): Uint32Array {
+    const key = firstBytes.join(',');
+    let block = this.blocks.get(key);
+    if (!block) {
+      block = new Uint32Array(this.safeMask.length);
+      const { byte, skip, nodeCount } = this.safe;
+      for (let i = 0; i < nodeCount; i = skip[i]) {
+        if (!((firstBytes[byte[i] >>> 5] >>> (byte[i] & 31)) & 1)) continue;
+        for (let k = this.firstToken[i]; k < this.firstToken[skip[i]]; k++) {
+          const t = this.tokensInOrder[k];
+          block[t >>> 5] |= 1 << (t & 31);
+        }
+      }
+      if (this.blocks.size >= MAX_BLOCKS) this.blocks.delete(this.blocks.keys().next().value!);
+      this.blocks.set(key, block);
+    }
+    return block;
   }
 
   private static cache = new WeakMap<TokenTrie, StringSlice>();

@@ -5,8 +5,10 @@
 // top frames (StackAutomaton.topState) and shared by every state holding a stack with those top
 // frames: "inside a JSON string" is one walk for all strings, a key position is one walk per key
 // rather than one per set of keys still allowed. Where a shared walk pops into the cut-off part
-// it records the trie node instead of deciding; those subtrees are then re-walked from the real
-// state (tokens that close the string and go on). A shared walk itself looks up the subtree
+// it records the trie node instead of deciding; those subtrees are then re-walked from the
+// stack with more of its frames (6, 12, then all: tokens that close the string and go on), so even
+// those walks are shared by every stack that agrees that deep, and a mask never builds automaton
+// states with a whole real stack under them. A shared walk itself looks up the subtree
 // under each first byte by the state that byte leads to, so walks from states that agree after
 // one byte (inside any key the schema does not declare) reuse each other's work. Final masks are
 // cached per real state, so steady-state steps are a copy. Every cache is bounded in bytes.
@@ -20,7 +22,9 @@ import { loopsOverSafeChars, StringSlice } from './string-slice';
 import { TokenTrie } from './token-trie';
 
 export interface StateMask {
-  mask: Uint32Array;
+  /** The allowed tokens as a bitset over the vocabulary, or null when `tokens` lists them (few). */
+  mask: Uint32Array | null;
+  tokens: Int32Array | null;
   /** Number of allowed tokens, end of text included. */
   count: number;
   /** Some allowed token (the only one when count is 1); -1 if none. */
@@ -53,10 +57,17 @@ const MASK_AS_LIST = 256;
 /** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
 const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
 /**
- * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk from the
- * real state; fewer, more states share a walk. 3 did best on MaskBench (counted work per mask).
+ * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk deeper;
+ * fewer, more states share a walk. 2 (a string's character and its loop, the same in every
+ * string of a schema) did best on MaskBench, with re-walks at 4, 8, then the whole stack
+ * (3 with re-walks from the real state before: masks over 1 ms 1.75% -> 1.21% on 100 schemas).
  */
-const TOP_FRAMES = 3;
+const TOP_FRAMES = 2;
+/** Frames kept when a crossing is re-walked, deeper each time it crosses again; WHOLE: all of them. */
+const WHOLE = 0;
+const DEEPER_FRAMES = [4, 8, WHOLE];
+/** Crossing nodes are below 2^18 (two tries of at most 2^17 nodes), for crossing-walk keys. */
+const CROSSING_KEYS = 1 << 18;
 
 /** The tokens of one first-byte subtree of the trie that a state after that byte accepts. */
 interface SubtreeResult {
@@ -79,12 +90,17 @@ export class TokenMasks {
    * character does), so a new state's full walk is mostly lookups.
    */
   private subtrees = new Map<number, SubtreeResult>();
+  /** Per (state at a crossing node, crossing): what the node's subtree holds from there. */
+  private crossingWalks = new Map<number, SubtreeResult>();
   private subtreeTokens = 0;
   private depthState: Int32Array;
   private slice: StringSlice;
   /** The safe-token trie and the rest, indexed by SAFE and REST. */
   private tries: [TokenTrie, TokenTrie];
   private loopFlags = new Uint8Array(1024);
+  private scratch: Uint32Array;
+  /** walkShared's set of first bytes whose subtrees are taken whole. */
+  private loopFirst = new Uint32Array(8);
   readonly words: number;
 
   constructor(
@@ -93,6 +109,7 @@ export class TokenMasks {
   ) {
     this.depthState = new Int32Array(trie.maxDepth + 1);
     this.words = (trie.vocabSize + 31) >>> 5;
+    this.scratch = new Uint32Array(this.words);
     this.slice = StringSlice.of(trie);
     this.tries = [this.slice.safe, this.slice.rest];
   }
@@ -124,8 +141,8 @@ export class TokenMasks {
 
   private compute(state: number): StateMask {
     const a = this.automaton;
-    const mask = new Uint32Array(this.words);
-    const crossings = new Set<number>();
+    // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
+    const mask = this.scratch.fill(0);
     for (const node of a.stateStacks[state]) {
       if (node === 0) continue;
       const key = a.topState(node, TOP_FRAMES);
@@ -137,15 +154,9 @@ export class TokenMasks {
       const m = sh.mask;
       if (m) for (let w = 0; w < m.length; w++) mask[w] |= m[w];
       else for (const t of sh.tokens!) mask[t >>> 5] |= 1 << (t & 31);
-      for (const c of sh.crossings) crossings.add(c);
+      if (sh.crossings.length) this.resolveCrossings(node, sh.crossings, 0, mask);
     }
     if (a.accepting(state)) mask[0] |= 1;
-    for (const c of crossings) {
-      const which = c & 1, node = c >>> 1;
-      const trie = this.tries[which];
-      const from = a.run(state, trie.pathBytes(node));
-      if (from !== DEAD) this.walk(which, from, node + 1, trie.skip[node], mask, null);
-    }
     let count = 0;
     let some = -1;
     for (let w = 0; w < mask.length; w++) {
@@ -156,7 +167,58 @@ export class TokenMasks {
       x = (x & 0x33333333) + ((x >>> 2) & 0x33333333);
       count += (((x + (x >>> 4)) & 0x0f0f0f0f) * 0x01010101) >>> 24;
     }
-    return { mask, count, some };
+    if (count > MASK_AS_LIST) return { mask: mask.slice(), tokens: null, count, some };
+    return { mask: null, tokens: listBits(mask, count), count, some };
+  }
+
+  /** Copies the state's mask into `out` (which has at least `words` words). */
+  fill(state: number, out: Uint32Array): StateMask {
+    const m = this.get(state);
+    if (m.mask) out.set(m.mask);
+    else {
+      out.fill(0, 0, this.words);
+      for (const t of m.tokens!) out[t >>> 5] |= 1 << (t & 31);
+    }
+    return m;
+  }
+
+  /**
+   * Sets the tokens of the crossings' subtrees that stack `node` accepts: each re-walked from
+   * the stack cut to DEEPER_FRAMES[level] frames, and what crosses that cut again one level
+   * deeper. The walks are cached by the state at the crossing node, so stacks that agree that
+   * deep share them.
+   */
+  private resolveCrossings(node: number, crossings: ArrayLike<number>, level: number, mask: Uint32Array): void {
+    const a = this.automaton;
+    const frames = DEEPER_FRAMES[level];
+    const cut = frames === WHOLE ? a.wholeStack(node) : a.topState(node, frames);
+    let again: number[] | null = null;
+    for (let k = 0; k < crossings.length; k++) {
+      const c = crossings[k];
+      const which = c & 1, at = c >>> 1;
+      const trie = this.tries[which];
+      const from = a.run(cut, trie.pathBytes(at));
+      if (from === DEAD) continue;
+      if (a.reachesContext[from]) {
+        // This cut is still too shallow for the node itself: its whole subtree goes one deeper.
+        (again ??= []).push(c);
+        continue;
+      }
+      const key = from * CROSSING_KEYS + c;
+      let sub = lruGet(this.crossingWalks, key);
+      if (!sub) {
+        const tokens: number[] = [];
+        const deeper: number[] = [];
+        this.walk(which, from, at + 1, trie.skip[at], null, deeper, tokens);
+        sub = { tokens: Int32Array.from(tokens), crossings: Int32Array.from(deeper) };
+        this.remember(this.crossingWalks, key, sub);
+      }
+      const toks = sub.tokens;
+      for (let i = 0; i < toks.length; i++) mask[toks[i] >>> 5] |= 1 << (toks[i] & 31);
+      if (sub.crossings.length) (again ??= []).push(...sub.crossings);
+    }
+    // The whole stack has no unknown context to cross into.
+    if (again) this.resolveCrossings(node, again, level + 1, mask);
   }
 
   private walkShared(state: number): SharedMask {
@@ -166,27 +228,39 @@ export class TokenMasks {
     // A state inside a string takes every safe token: only the rest is walked.
     const allSafe = this.loops(state);
     if (allSafe) mask.set(this.slice.safeMask);
+    const { boundary } = this.slice;
+    const loopFirst = this.loopFirst.fill(0);
+    let anyLoopFirst = false;
     for (let which = allSafe ? REST : SAFE; which <= REST; which++) {
       const { byte, skip, nodeCount } = this.tries[which];
       for (let i = 0; i < nodeCount; i = skip[i]) {
         const t = a.next(state, byte[i]);
         if (t === DEAD) continue;
+        if (which === SAFE && boundary[i] && this.loops(t)) {
+          // The whole subtree is allowed; such first bytes are added together as one block below.
+          loopFirst[byte[i] >>> 5] |= 1 << (byte[i] & 31);
+          anyLoopFirst = true;
+          continue;
+        }
         const key = (t * 256 + byte[i]) * 2 + which;
         let sub = lruGet(this.subtrees, key);
         if (!sub) {
           sub = this.collectSubtree(which, t, i);
-          this.rememberSubtree(key, sub);
+          this.remember(this.subtrees, key, sub);
         }
         const toks = sub.tokens;
         for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
         for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
       }
     }
+    if (anyLoopFirst) {
+      const block = this.slice.blockOf(loopFirst);
+      for (let w = 0; w < mask.length; w++) mask[w] |= block[w];
+    }
     // Narrow walks (a key, a keyword) allow few tokens: a list ORs faster than 2,048 words.
-    const few: number[] = [];
-    for (let w = 0; w < mask.length && few.length <= MASK_AS_LIST; w++)
-      for (let x = mask[w]; x !== 0 && few.length <= MASK_AS_LIST; x &= x - 1) few.push(w * 32 + 31 - Math.clz32(x & -x));
-    if (few.length <= MASK_AS_LIST) return { mask: null, tokens: Int32Array.from(few), crossings };
+    let count = 0;
+    for (let w = 0; w < mask.length && count <= MASK_AS_LIST; w++) for (let x = mask[w]; x !== 0; x &= x - 1) count++;
+    if (count <= MASK_AS_LIST) return { mask: null, tokens: listBits(mask, count), crossings };
     return { mask, tokens: null, crossings };
   }
 
@@ -212,15 +286,17 @@ export class TokenMasks {
     return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
   }
 
-  private rememberSubtree(key: number, sub: SubtreeResult): void {
+  /** Caches a walk's result in `cache`, both caches within MAX_CACHED_SUBTREE_TOKENS together. */
+  private remember(cache: Map<number, SubtreeResult>, key: number, sub: SubtreeResult): void {
     const own = (a: Int32Array) => (a.buffer === this.slice.tokensInOrder.buffer ? 0 : a.length);
     const size = (r: SubtreeResult) => own(r.tokens) + r.crossings.length + 8;
-    while (this.subtrees.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
-      const [k, old] = this.subtrees.entries().next().value!;
-      this.subtrees.delete(k);
-      this.subtreeTokens -= size(old);
-    }
-    this.subtrees.set(key, sub);
+    for (const from of [cache, cache === this.subtrees ? this.crossingWalks : this.subtrees])
+      while (from.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
+        const [k, old] = from.entries().next().value!;
+        from.delete(k);
+        this.subtreeTokens -= size(old);
+      }
+    cache.set(key, sub);
     this.subtreeTokens += size(sub);
   }
 
@@ -277,6 +353,15 @@ export class TokenMasks {
       i++;
     }
   }
+}
+
+/** The set bits of a bitset that has `count` of them, as a list of ids. */
+function listBits(mask: Uint32Array, count: number): Int32Array {
+  const out = new Int32Array(count);
+  let k = 0;
+  for (let w = 0; w < mask.length && k < count; w++)
+    for (let x = mask[w]; x !== 0; x &= x - 1) out[k++] = w * 32 + 31 - Math.clz32(x & -x);
+  return out;
 }
 
 function lruGet<V>(m: Map<number, V>, k: number): V | undefined {
