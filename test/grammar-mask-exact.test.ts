@@ -1,0 +1,223 @@
+// The fast masks (shared walks per stack top, string-safe tokens taken as blocks where a state
+// loops, crossings re-walked from deeper cuts of each stack) equal the slow reference: every
+// vocabulary token's bytes run through the automaton from the state, allowed when it survives.
+// States come from seeded random walks through random schemas and through hand-made cases that
+// take each path (strings that loop, strings that count or exclude characters, undeclared keys,
+// tokens that close many nesting levels at once).
+
+import * as assert from 'assert';
+import { compileConstraint } from '../engine/grammar';
+import type { CompiledGrammarConstraint } from '../engine/grammar/compiled-constraint';
+import { BYTES, END, REF } from '../engine/grammar/flat-grammar';
+import { DEAD, StackAutomaton } from '../engine/grammar/stack-automaton';
+import { TokenMasks } from '../engine/grammar/token-masks';
+import { utf8Sequences } from '../engine/grammar/utf8-sequences';
+import { isStringSafe, loopsOverSafeChars, StringSlice } from '../engine/grammar/string-slice';
+import { TokenTrie } from '../engine/grammar/token-trie';
+import { randomSchema } from './grammar-random-schemas';
+import { mulberry32 } from './grammar-sampler';
+import { worldTokenizer } from './grammar-vocab';
+
+type Matcher = ReturnType<CompiledGrammarConstraint['newMatcher']>;
+
+function stateOf(m: Matcher): number {
+  return (m as unknown as { state: number }).state;
+}
+
+function referenceMask(c: CompiledGrammarConstraint, state: number): Uint32Array {
+  const tok = worldTokenizer();
+  const a = c.automaton;
+  const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+  if (a.accepting(state)) mask[0] |= 1;
+  for (let id = 1; id < tok.vocabSize; id++) {
+    const b = tok.tokenBytes(id);
+    if (b && b.length > 0 && a.run(state, b) !== DEAD) mask[id >>> 5] |= 1 << (id & 31);
+  }
+  return mask;
+}
+
+function allowedIds(mask: Uint32Array): number[] {
+  const out: number[] = [];
+  for (let w = 0; w < mask.length; w++) for (let x = mask[w]; x !== 0; x &= x - 1) out.push(w * 32 + 31 - Math.clz32(x & -x));
+  return out;
+}
+
+/** Token ids whose bytes include a byte that is not a letter or digit: they leave strings and close values. */
+function structural(id: number): boolean {
+  const b = worldTokenizer().tokenBytes(id);
+  return !!b && b.some((x) => !((x >= 0x30 && x <= 0x39) || (x >= 0x41 && x <= 0x5a) || (x >= 0x61 && x <= 0x7a)));
+}
+
+/**
+ * Walks `steps` random tokens through the constraint, comparing every mask with the reference;
+ * `prefix` (text) is accepted first. Returns the number of masks compared.
+ */
+function compareAlongWalk(c: CompiledGrammarConstraint, seed: number, steps: number, prefix = ''): number {
+  const tok = worldTokenizer();
+  const rand = mulberry32(seed);
+  const m = c.newMatcher();
+  for (const id of tok.encode(prefix)) m.accept(id);
+  const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+  let compared = 0;
+  for (let step = 0; step < steps; step++) {
+    m.fillMask(mask);
+    const want = referenceMask(c, stateOf(m));
+    for (let w = 0; w < mask.length; w++)
+      if (mask[w] !== want[w]) {
+        const diff = allowedIds(new Uint32Array([mask[w] ^ want[w]])).map((i) => w * 32 + i);
+        const shown = diff.slice(0, 5).map((id) => `${id} ${JSON.stringify(tok.decode([id]))} (${(want[id >>> 5] >>> (id & 31)) & 1 ? 'missing' : 'extra'})`);
+        assert.fail(`seed ${seed}, step ${step}, after ${JSON.stringify(prefix)}: mask differs from the reference at ${shown.join(', ')}`);
+      }
+    compared++;
+    const ids = allowedIds(mask).filter((id) => id !== 0);
+    if (ids.length === 0) break;
+    // Half the time a structural token, so walks leave strings and go on through the document.
+    const pool = rand() < 0.5 ? ids.filter(structural) : ids;
+    const from = pool.length ? pool : ids;
+    m.accept(from[Math.floor(rand() * from.length)]);
+  }
+  return compared;
+}
+
+/**
+ * A byte-level grammar no text grammar lowers to: a lone UTF-8 lead byte 0xC3, then any run of
+ * whole safe characters. After 0xC3 the automaton loops, but a token such as "é" (C3 A9) goes on
+ * with a continuation byte there, which the loop does not take.
+ */
+function leadThenLoop(): StackAutomaton {
+  const kind: number[] = [], arg: number[] = [], sets: Uint8Array[] = [];
+  const set = (lo: number, hi: number) => {
+    const s = new Uint8Array(256);
+    s.fill(1, lo, hi + 1);
+    sets.push(s);
+    return sets.length - 1;
+  };
+  const at = (k: number, a = 0) => (kind.push(k), arg.push(a), kind.length - 1);
+  const rootAlt = at(BYTES, set(0xc3, 0xc3));
+  at(REF, 1);
+  at(END);
+  const loopAlts: number[] = [];
+  const safe = [0x20, 0x21, 0x23, 0x5b, 0x5d, 0xd7ff, 0xe000, 0x10ffff];
+  for (let i = 0; i < safe.length; i += 2)
+    for (const seq of utf8Sequences(safe[i], safe[i + 1])) {
+      loopAlts.push(kind.length);
+      for (const [lo, hi] of seq) at(BYTES, set(lo, hi));
+      at(REF, 1);
+      at(END);
+    }
+  loopAlts.push(at(END));
+  const byteSets = new Uint8Array(sets.length * 256);
+  sets.forEach((s, i) => byteSets.set(s, i * 256));
+  return new StackAutomaton({
+    kind: Uint8Array.from(kind),
+    arg: Int32Array.from(arg),
+    byteSets,
+    altStarts: Int32Array.from([rootAlt, ...loopAlts]),
+    ruleAltIndex: Int32Array.from([0, 1, 1 + loopAlts.length]),
+    root: 0,
+    minLen: Float64Array.from([1, 0]),
+    bestAlt: Int32Array.from([rootAlt, loopAlts[loopAlts.length - 1]]),
+  });
+}
+
+function compiled(spec: Parameters<typeof compileConstraint>[0]): CompiledGrammarConstraint {
+  return compileConstraint(spec, worldTokenizer()) as CompiledGrammarConstraint;
+}
+
+describe('token masks equal the reference masks', function () {
+  this.timeout(600000);
+
+  it('splits the vocabulary into string-safe tokens and the rest, with every token in exactly one', () => {
+    const tok = worldTokenizer();
+    const slice = StringSlice.of(TokenTrie.of(tok));
+    let safe = 0, rest = 0;
+    for (let id = 1; id < tok.vocabSize; id++) {
+      const b = tok.tokenBytes(id);
+      if (!b || b.length === 0) continue;
+      const inSafe = ((slice.safeMask[id >>> 5] >>> (id & 31)) & 1) === 1;
+      assert.strictEqual(inSafe, isStringSafe(b), `token ${id}`);
+      if (inSafe) safe++;
+      else rest++;
+    }
+    assert.strictEqual(slice.tokensInOrder.length, safe);
+    assert.ok(rest > 0 && rest < safe / 20, `${rest} tokens outside the safe slice, ${safe} in it`);
+    const bytes = (...b: number[]) => Uint8Array.from(b);
+    assert.ok(isStringSafe(bytes(0x61, 0x20, 0xc3, 0xa9, 0xf0, 0x9f, 0x98, 0x80, 0x7f)));
+    for (const bad of [bytes(0x22), bytes(0x5c), bytes(0x0a), bytes(0xc3), bytes(0xc0, 0x80), bytes(0xed, 0xa0, 0x80), bytes(0xf4, 0x90, 0x80, 0x80), bytes(0xe2, 0x82)])
+      assert.ok(!isStringSafe(bad), `${Array.from(bad)} is not string-safe`);
+  });
+
+  it('says a state loops over safe characters exactly when each of them leads back to it', () => {
+    const a = compiled({ jsonSchema: { type: 'string' } }).automaton;
+    const inString = a.run(a.initial, new TextEncoder().encode('"ab'));
+    assert.ok(loopsOverSafeChars(a, inString));
+    assert.ok(!loopsOverSafeChars(a, a.initial));
+    // A string that may not hold 'é' loops on ASCII but not on every character.
+    const noE = compiled({ jsonSchema: { type: 'string', pattern: '^[^é]*$' } }).automaton;
+    assert.ok(!loopsOverSafeChars(noE, noE.run(noE.initial, new TextEncoder().encode('"ab'))));
+    // A counted string never comes back to the same state.
+    const short = compiled({ jsonSchema: { type: 'string', maxLength: 50 } }).automaton;
+    assert.ok(!loopsOverSafeChars(short, short.run(short.initial, new TextEncoder().encode('"ab'))));
+  });
+
+  it('takes whole subtrees at loop states only between characters, not after a lone lead byte', () => {
+    const a = leadThenLoop();
+    const masks = new TokenMasks(a, TokenTrie.of(worldTokenizer()));
+    assert.ok(loopsOverSafeChars(a, a.next(a.initial, 0xc3)));
+    const got = masks.get(a.initial);
+    const want = referenceMask({ automaton: a } as CompiledGrammarConstraint, a.initial);
+    const gotIds = got.mask ? allowedIds(got.mask) : Array.from(got.tokens!).sort((x, y) => x - y);
+    assert.deepStrictEqual(gotIds, allowedIds(want));
+    const e = worldTokenizer().encode('é');
+    assert.ok(e.length === 1 && !gotIds.includes(e[0]), '"é" is not allowed: its second byte is a continuation byte');
+  });
+
+  it('on random walks through 25 random schemas', () => {
+    let compared = 0;
+    for (let seed = 1; seed <= 25; seed++) compared += compareAlongWalk(compiled({ jsonSchema: randomSchema(seed) }), seed, 24);
+    assert.ok(compared >= 300, `${compared} masks compared`);
+  });
+
+  it('where strings loop, count, exclude characters, and where keys are not declared', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        free: { type: 'string' },
+        short: { type: 'string', maxLength: 3 },
+        noAccent: { type: 'string', pattern: '^[^éè"]*$' },
+        word: { enum: ['naïve', 'say "hi"', 'back\\slash', '日本'] },
+        list: { type: 'array', items: { type: 'string' } },
+      },
+      additionalProperties: { type: 'string' },
+    };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['', '{"free":"', '{"free":"x', '{"short":"ab', '{"noAccent":"a', '{"word":"', '{"list":["a","', '{"fr', '{"other', '{"otherKey":"v'];
+    prefixes.forEach((p, k) => compareAlongWalk(c, 100 + k, 16, p));
+  });
+
+  it('where one token closes many nesting levels (crossings re-walked down to the whole stack)', () => {
+    // Arrays of objects twelve deep: a token such as "}]}]" pops more frames than any cut keeps.
+    let inner: object = { type: 'object', properties: { s: { type: 'string' }, n: { type: 'integer' } }, required: ['s'] };
+    for (let d = 0; d < 6; d++) inner = { type: 'array', items: { type: 'object', properties: { k: inner }, required: ['k'] } };
+    const c = compiled({ jsonSchema: inner });
+    const deep = '[{"k":'.repeat(6) + '{"s":"a';
+    for (let seed = 0; seed < 6; seed++) compareAlongWalk(c, 200 + seed, 20, deep);
+    // Recursive definitions: the same rules at every depth, so cuts agree while the stacks differ.
+    const $defs = (randomSchema(3) as { $defs: object }).$defs;
+    const tree = compiled({ jsonSchema: { $ref: '#/$defs/tree', $defs } });
+    compareAlongWalk(tree, 300, 24, '{"v":1,"kids":[{"v":2,"kids":[{"v":3,"kids":[{"v":4,"kids":[');
+  });
+
+  it('where one byte ends many rules at once (a crossing node itself past a deeper cut)', () => {
+    // Every level may end right after the one below it, so '>' ends twelve rules in one byte
+    // and '>.' is allowed only by the root: its node crosses every cut but the whole stack.
+    const levels = Array.from({ length: 12 }, (_, k) => `l${k} ::= l${k + 1} "${String.fromCharCode(0x61 + k)}"? ;`);
+    const c = compiled({ grammar: ['root ::= l0 "." ;', ...levels, 'l12 ::= "<" #"[a-z]*" ">" ;'].join('\n') });
+    compareAlongWalk(c, 500, 4, '<ab');
+  });
+
+  it('for grammars whose strings are not JSON strings', () => {
+    const c = compiled({ grammar: 'root ::= item ("," item)* ;\nitem ::= "<" #"[^<>]*" ">" | "\\"" #"[a-z\\u00e0-\\u00ff]*" "\\"" ;' });
+    for (let seed = 0; seed < 4; seed++) compareAlongWalk(c, 400 + seed, 20);
+  });
+});
