@@ -50,9 +50,9 @@ function crossingOf(trie: number, node: number): number {
   return node * 2 + trie;
 }
 
-/** Masks kept per compiled constraint and layer: 8 KiB each for the World vocabulary. */
+/** Masks kept per compiled constraint and layer: narrow ones as lists, wide ones 8 KiB each (World vocabulary). */
 const MAX_CACHED_MASKS = 2048;
-/** Shared masks with at most this many tokens are kept as a list. */
+/** Masks with at most this many tokens are kept as a list. */
 const MASK_AS_LIST = 256;
 /** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
 const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
