@@ -103,7 +103,7 @@ class SlowestMasks {
   private trim(): void {
     this.list.sort((a, b) => b.micros - a.micros);
     this.list.length = Math.min(this.list.length, this.n);
-    if (this.list.length === this.n) this.floor = this.list[this.n - 1].micros;
+    if (this.n > 0 && this.list.length === this.n) this.floor = this.list[this.n - 1].micros;
   }
 
   top(): string[] {
