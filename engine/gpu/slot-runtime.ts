@@ -27,6 +27,14 @@ export interface SlotRuntimeOptions {
   ownsDevice?: boolean;
 }
 
+/** A layer's channel-mix weights (RWKV-4/5/6): ln2, the k/r token-shift mixes, [key; receptance] and value. */
+export interface ChannelMixWeights {
+  ln2: GPUBuffer;
+  ffnShift: GPUBuffer;
+  ffnKR: MatrixGroup;
+  ffnV: MatrixGroup;
+}
+
 /** What every version's weights hold besides its layers. */
 export interface CommonWeights {
   precision: WeightPrecision;
@@ -233,6 +241,23 @@ export abstract class SlotRuntime implements InferenceBackend {
       makeKernel(this.device, ['save_shift'], { ...this.consts, FFN: ffn }, ['uniform', 'uniform', 'read', 'read', 'rw']),
     );
     pass.dispatch(s.pipeline, this.group(`${key}:save`, s, [buf.batch, this.layerUniforms[l], buf.jobs, buf.xn, buf.state]), Math.ceil(this.C / 64), J);
+  }
+
+  /**
+   * The channel mix of RWKV-4/5/6, after ln2 and its token shift: x += sigmoid(R xr) ⊙ V relu(K xk)²
+   * (shaders/rwkv6_ffn.wgsl). Needs the scratch `ffk` of TMAX·F + TMAX·C floats and `tm` of at least TMAX·C.
+   */
+  protected channelMix(pass: Recorder, key: string, T: number, J: number, l: number, L: ChannelMixWeights) {
+    const { buf, C, TMAX } = this;
+    const F = this.info.ffnDim;
+    this.normShift(pass, `${key}:ln2`, T, J, true, l, L.ln2, L.ffnShift, 2, buf.mix);
+    this.matmul(pass, `${key}:fkr`, L.ffnKR, buf.mix, buf.ffk, T, [
+      { xOff: 0, yOff: 0, act: 3 },
+      { xOff: TMAX * C, yOff: TMAX * F, act: 2 },
+    ]);
+    this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.tm, T, [{ xOff: 0, yOff: 0 }]);
+    const out = this.kernel('ffnOut', () => makeKernel(this.device, ['rwkv6_ffn'], { ...this.consts, F }, ['uniform', 'read', 'read', 'rw']));
+    pass.dispatch(out.pipeline, this.group(`${key}:ffnOut`, out, [buf.batch, buf.ffk, buf.tm, buf.x]), Math.ceil(C / 64), T);
   }
 
   // ---- the forward pass ---------------------------------------------------------------------------------

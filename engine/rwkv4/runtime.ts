@@ -38,7 +38,6 @@ export class Rwkv4Runtime extends SlotRuntime {
     const wkv = this.kernel('v4wkv', () =>
       makeKernel(device, ['rwkv4_wkv'], cs, ['uniform', 'uniform', 'read', 'read', 'rw', 'read', 'rw']),
     );
-    const ffnOut = this.kernel('v4ffn', () => makeKernel(device, ['rwkv6_ffn'], cs, ['uniform', 'read', 'read', 'rw']));
     const at = (m: number) => m * TMAX * C;
     const layersPerSubmit = 4;
     weights.layers.forEach((L, l) => {
@@ -52,14 +51,8 @@ export class Rwkv4Runtime extends SlotRuntime {
       pass.dispatch(wkv.pipeline, this.group(`${key}:wkv`, wkv, [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state, L.decay, buf.xx]), Math.ceil(C / 64), J);
       this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
 
-      // The channel mix, as RWKV-5/6's (shaders/rwkv6_ffn.wgsl adds r ⊙ (V relu(K k_x)²) into x).
-      this.normShift(pass, `${key}:ln2`, T, J, true, l, L.ln2, L.ffnShift, 2, buf.mix);
-      this.matmul(pass, `${key}:fkr`, L.ffnKR, buf.mix, buf.ffk, T, [
-        { xOff: at(0), yOff: 0, act: 3 },
-        { xOff: at(1), yOff: TMAX * F, act: 2 },
-      ]);
-      this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.tm, T, [{ xOff: 0, yOff: 0 }]);
-      pass.dispatch(ffnOut.pipeline, this.group(`${key}:ffnOut`, ffnOut, [buf.batch, buf.ffk, buf.tm, buf.x]), Math.ceil(C / 64), T);
+      // The channel mix, as RWKV-5/6's.
+      this.channelMix(pass, key, T, J, l, L);
       if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) pass.submit();
     });
   }

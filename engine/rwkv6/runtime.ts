@@ -51,7 +51,6 @@ export class Rwkv6Runtime extends SlotRuntime {
     const post = this.kernel('v6post', () =>
       makeKernel(device, ['wg_sum', ...common, 'rwkv6_post'], { ...cs, WG: cs.N }, ['uniform', 'read', 'read', 'rw']),
     );
-    const ffnOut = this.kernel('v6ffn', () => makeKernel(device, ['rwkv6_ffn'], cs, ['uniform', 'read', 'read', 'rw']));
     const at = (m: number) => m * REG;
     // Where the time mix's inputs are in `mix`.
     const input = this.dynamic ? { w: 2, k: 3, v: 4, r: 5, g: 6 } : { r: 0, k: 1, v: 2, g: 3, w: -1 };
@@ -84,13 +83,7 @@ export class Rwkv6Runtime extends SlotRuntime {
       pass.dispatch(post.pipeline, this.group(`${key}:post`, post, [buf.batch, buf.tm, L.lnx, buf.xx]), H, T);
       this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
 
-      this.normShift(pass, `${key}:ln2`, T, J, true, l, L.ln2, L.ffnShift, 2, buf.mix);
-      this.matmul(pass, `${key}:fkr`, L.ffnKR, buf.mix, buf.ffk, T, [
-        { xOff: at(0), yOff: 0, act: 3 },
-        { xOff: at(1), yOff: TMAX * F, act: 2 },
-      ]);
-      this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.tm, T, [{ xOff: 0, yOff: 0 }]);
-      pass.dispatch(ffnOut.pipeline, this.group(`${key}:ffnOut`, ffnOut, [buf.batch, buf.ffk, buf.tm, buf.x]), Math.ceil(C / 64), T);
+      this.channelMix(pass, key, T, J, l, L);
       if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) pass.submit();
     });
   }
