@@ -12,12 +12,12 @@ import {
   SUBGROUP_MATRIX_FEATURE,
 } from '../engine/gpu/capabilities';
 import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
-import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { shaderSource } from '../engine/gpu/shader-source';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
-import { chooseMatmul, groupUniform, matmulDispatch, matmulShader, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
+import { chooseMatmul, matmulShader, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { uploadRwkv7 } from '../engine/rwkv7/weights';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { runGroupedProduct, values } from './grouped-product';
 import { describeModel } from '../engine/model-spec';
 
 const H200: AdapterCapabilities = {
@@ -81,29 +81,11 @@ describe('kernel paths: chosen from what the adapter offers', () => {
   });
 });
 
-/** Deterministic values in [-1, 1). */
-function values(count: number, seed: number): Float32Array {
-  let s = seed >>> 0 || 1;
-  return Float32Array.from({ length: count }, () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1);
-}
-
-async function readBuffer(device: GPUDevice, buf: GPUBuffer, bytes: number): Promise<Float32Array> {
-  const rb = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(buf, 0, rb, 0, bytes);
-  device.queue.submit([enc.finish()]);
-  await rb.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(rb.getMappedRange().slice(0));
-  rb.destroy();
-  return out;
-}
-
 /**
  * Runs one grouped product on the device: two f16 matrices (40×64 with tanh, 96×32 accumulating into y) over
  * `rows` tokens; returns y and the float64 reference.
  */
 async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number): Promise<{ got: Float32Array; want: Float64Array }> {
-  const { device } = gpu;
   const mats = [
     { n: 40, k: 64 },
     { n: 96, k: 32 },
@@ -112,53 +94,14 @@ async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number): 
   const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
   wAll.set(bits[0]);
   wAll.set(bits[1], bits[0].length);
-  const xs = mats.map((m, i) => values(rows * m.k, 7 + i));
-  const yAcc = values(rows * mats[1].n, 11);
-  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-  const wBuf = createBuffer(device, 'W', wAll.byteLength, S);
-  device.queue.writeBuffer(wBuf, 0, wAll);
-  const xLen = xs[0].length + xs[1].length;
-  const xBuf = createBuffer(device, 'x', xLen * 4, S);
-  device.queue.writeBuffer(xBuf, 0, xs[0]);
-  device.queue.writeBuffer(xBuf, xs[0].length * 4, xs[1]);
-  const y0 = rows * mats[0].n;
-  const yLen = y0 + yAcc.length;
-  const yBuf = createBuffer(device, 'y', yLen * 4, S);
-  device.queue.writeBuffer(yBuf, 0, new Float32Array(y0).fill(NaN)); // every output must be written
-  device.queue.writeBuffer(yBuf, y0 * 4, yAcc);
-  const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  device.queue.writeBuffer(batch, 0, new Uint32Array([rows, 1, rows, 0]));
-  const io: SegmentIO[] = [
-    { xOff: 0, yOff: 0, act: 1 },
-    { xOff: xs[0].length, yOff: y0, accum: true },
-  ];
-  const group = { buffer: wBuf, segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }], format: 'f16' as const };
-  const u = groupUniform('test', group, io, false);
-  const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  device.queue.writeBuffer(uBuf, 0, u.words);
-  const shader = matmulShader(v, { kernelPath: gpu.kernelPath, precision: 'f16', subgroup32: gpu.subgroup32 });
-  const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  pass.setPipeline(kernel.pipeline);
-  pass.setBindGroup(0, bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]));
-  pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
-  pass.end();
-  device.queue.submit([enc.finish()]);
-  const got = await readBuffer(device, yBuf, yLen * 4);
-  const want = new Float64Array(yLen);
-  mats.forEach((m, s) => {
-    for (let t = 0; t < rows; t++) {
-      for (let o = 0; o < m.n; o++) {
-        let acc = 0;
-        for (let k = 0; k < m.k; k++) acc += f16BitsToF32(bits[s][o * m.k + k]) * xs[s][t * m.k + k];
-        if (s === 0) want[t * m.n + o] = Math.tanh(acc);
-        else want[y0 + t * m.n + o] = acc + yAcc[t * m.n + o];
-      }
-    }
+  const group = { segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }], format: 'f16' as const };
+  return runGroupedProduct(gpu, {
+    variant: v,
+    rows,
+    words: wAll,
+    group,
+    mats: mats.map((m, s) => ({ ...m, weights: Array.from(bits[s], f16BitsToF32) })),
   });
-  for (const b of [wBuf, xBuf, yBuf, batch, uBuf]) b.destroy();
-  return { got, want };
 }
 
 describe('matrix kernels on the kernel paths of this device', function () {

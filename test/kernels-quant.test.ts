@@ -6,29 +6,12 @@
 
 import { strict as assert } from 'assert';
 import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
-import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
-import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, SEGMENT_ALIGN, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
+import { chooseMatmul, describeKernels, matmulShader, SEGMENT_ALIGN, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { packQuantizedGroup, type QuantizedFormat } from '../engine/quant/gpu-matrix-group';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
 import { dequantizeNf4, quantizeNf4 } from '../engine/quant/nf4-blocks';
-import { matrixSegments, type MatrixGroup } from '../engine/rwkv7/weights';
-
-/** Deterministic values in [-1, 1). */
-function values(count: number, seed: number, scale = 1): Float32Array {
-  let s = seed >>> 0 || 1;
-  return Float32Array.from({ length: count }, () => (((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 31) - 1) * scale);
-}
-
-async function readBuffer(device: GPUDevice, buf: GPUBuffer, bytes: number): Promise<Float32Array> {
-  const rb = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-  const enc = device.createCommandEncoder();
-  enc.copyBufferToBuffer(buf, 0, rb, 0, bytes);
-  device.queue.submit([enc.finish()]);
-  await rb.mapAsync(GPUMapMode.READ);
-  const out = new Float32Array(rb.getMappedRange().slice(0));
-  rb.destroy();
-  return out;
-}
+import { matrixSegments } from '../engine/rwkv7/weights';
+import { runGroupedProduct, values } from './grouped-product';
 
 /** The weights the kernels should see: each matrix dequantised as packQuantizedGroup quantised it. */
 function dequantised(mats: { data: Float32Array; n: number; k: number }[], format: QuantizedFormat): Float32Array[] {
@@ -45,7 +28,6 @@ function dequantised(mats: { data: Float32Array; n: number; k: number }[], forma
 }
 
 async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: MatmulVariant, rows: number) {
-  const { device } = gpu;
   // 72 rows (a second 64-row block of virtual rows) and 96 rows starting at virtual row 128; rows of different
   // magnitudes so a scale read from the wrong row shows.
   const mats = [
@@ -54,49 +36,12 @@ async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: Mat
   ];
   const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
   const deq = dequantised(mats, format);
-  const xs = mats.map((m, i) => values(rows * m.k, 7 + i));
-  const yAcc = values(rows * mats[1].n, 11);
-  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-  const wBuf = createBuffer(device, 'W', packed.words.byteLength, S);
-  device.queue.writeBuffer(wBuf, 0, packed.words);
-  const xBuf = createBuffer(device, 'x', (xs[0].length + xs[1].length) * 4, S);
-  device.queue.writeBuffer(xBuf, 0, xs[0]);
-  device.queue.writeBuffer(xBuf, xs[0].length * 4, xs[1]);
-  const y0 = rows * mats[0].n;
-  const yLen = y0 + yAcc.length;
-  const yBuf = createBuffer(device, 'y', yLen * 4, S);
-  device.queue.writeBuffer(yBuf, 0, new Float32Array(y0).fill(NaN)); // every output must be written
-  device.queue.writeBuffer(yBuf, y0 * 4, yAcc);
-  const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  device.queue.writeBuffer(batch, 0, new Uint32Array([rows, 1, rows, 0]));
-  const io: SegmentIO[] = [
-    { xOff: 0, yOff: 0, act: 1 },
-    { xOff: xs[0].length, yOff: y0, accum: true },
-  ];
-  const group: MatrixGroup = { buffer: wBuf, segs: matrixSegments(mats), format, scaleWord: packed.scaleWord };
-  const u = groupUniform('test', group, io, false);
-  const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
-  device.queue.writeBuffer(uBuf, 0, u.words);
-  const shader = matmulShader(v, { kernelPath: gpu.kernelPath, precision: format, subgroup32: gpu.subgroup32 });
-  const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
-  const enc = device.createCommandEncoder();
-  const pass = enc.beginComputePass();
-  pass.setPipeline(kernel.pipeline);
-  pass.setBindGroup(0, bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]));
-  pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
-  pass.end();
-  device.queue.submit([enc.finish()]);
-  const got = await readBuffer(device, yBuf, yLen * 4);
-  const want = new Float64Array(yLen);
-  mats.forEach((m, s) => {
-    for (let t = 0; t < rows; t++) {
-      for (let o = 0; o < m.n; o++) {
-        let acc = 0;
-        for (let k = 0; k < m.k; k++) acc += deq[s][o * m.k + k] * xs[s][t * m.k + k];
-        if (s === 0) want[t * m.n + o] = Math.tanh(acc);
-        else want[y0 + t * m.n + o] = acc + yAcc[t * m.n + o];
-      }
-    }
+  const { got, want, xs } = await runGroupedProduct(gpu, {
+    variant: v,
+    rows,
+    words: packed.words,
+    group: { segs: matrixSegments(mats), format, scaleWord: packed.scaleWord },
+    mats: mats.map((m, s) => ({ n: m.n, k: m.k, weights: deq[s] })),
   });
   // The same product with the unquantised weights: the quantisation error must be there, and small.
   let qNum = 0;
@@ -115,7 +60,6 @@ async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: Mat
       }
     }
   });
-  for (const b of [wBuf, xBuf, yBuf, batch, uBuf]) b.destroy();
   return { got, want, quantError: Math.sqrt(qNum / qDen) };
 }
 
