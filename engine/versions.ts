@@ -33,6 +33,15 @@ function withBytes<R extends object>(runtime: R, weights: { bytes: number }): R 
   return Object.assign(runtime, { weightBytes: weights.bytes });
 }
 
+/** RWKV-7's backends, which RWKV-7a runs on too (the weights say whether the DeepEmbed gate is there). */
+const RWKV7_PASS: Omit<ModelVersion, 'name'> = {
+  gpu: (gpu, ck, info, precision, opts) => {
+    const w = uploadRwkv7(gpu.device, ck, info, precision);
+    return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
+  },
+  cpu: createCpuBackend,
+};
+
 /** Versions describeModel recognises and checks that no backend runs yet, and why (said before anything loads). */
 const REFUSED = {
   v7b:
@@ -41,23 +50,9 @@ const REFUSED = {
 } as const;
 
 export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED>, ModelVersion>> = {
-  v7: {
-    name: 'RWKV-7',
-    gpu: (gpu, ck, info, precision, opts) => {
-      const w = uploadRwkv7(gpu.device, ck, info, precision);
-      return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
-    },
-    cpu: createCpuBackend,
-  },
+  v7: { name: 'RWKV-7', ...RWKV7_PASS },
   // RWKV-7a is RWKV-7's pass plus the DeepEmbed gate on the channel mix (in engine/rwkv7/, on both backends).
-  v7a: {
-    name: 'RWKV-7a',
-    gpu: (gpu, ck, info, precision, opts) => {
-      const w = uploadRwkv7(gpu.device, ck, info, precision);
-      return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
-    },
-    cpu: createCpuBackend,
-  },
+  v7a: { name: 'RWKV-7a', ...RWKV7_PASS },
   v6: {
     name: 'RWKV-6',
     gpu: (gpu, ck, info, precision, opts) => {
