@@ -137,6 +137,8 @@ export abstract class SlotRuntime implements InferenceBackend {
     for (const [name, floats] of [
       ['ids', TMAX], ['tok', TMAX], ['jobs', this.slots * 4], ['rows', RMAX], ['x', TMAX * C], ['xn', TMAX * C],
       ['xo', RMAX * C], ['logits', RMAX * V], ['state', this.slots * this.stateSize], ['stateTmp', this.stateSize],
+      // channelMix(): relu(K xk)² then sigmoid(R xr).
+      ['ffk', TMAX * info.ffnDim + TMAX * C],
     ] as [string, number][]) this.scratch(name, floats);
     for (let l = 0; l < info.nLayer; l++) {
       const u = createBuffer(this.device, `layer${l}`, 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
@@ -245,7 +247,7 @@ export abstract class SlotRuntime implements InferenceBackend {
 
   /**
    * The channel mix of RWKV-4/5/6, after ln2 and its token shift: x += sigmoid(R xr) ⊙ V relu(K xk)²
-   * (shaders/rwkv6_ffn.wgsl). Needs the scratch `ffk` of TMAX·F + TMAX·C floats and `tm` of at least TMAX·C.
+   * (shaders/rwkv6_ffn.wgsl). Its output goes through the version's scratch `tm` (at least TMAX·C floats).
    */
   protected channelMix(pass: Recorder, key: string, T: number, J: number, l: number, L: ChannelMixWeights) {
     const { buf, C, TMAX } = this;

@@ -20,12 +20,11 @@ export class Rwkv4Runtime extends SlotRuntime {
   constructor(gpu: GpuContext, info: ModelInfo, private readonly weights: Rwkv4Weights, opts: SlotRuntimeOptions) {
     super(gpu, info, weights.common, 5 * info.nEmbd, opts);
     this.F = info.ffnDim;
-    const { TMAX, C, F } = this;
+    const { TMAX, C } = this;
     // Token-shift copies: the time mix's k, v, r inputs; the channel mix uses two.
     this.scratch('mix', 3 * TMAX * C);
     this.scratch('tm', TM_REGIONS * TMAX * C);
     this.scratch('xx', TMAX * C);
-    this.scratch('ffk', TMAX * F + TMAX * C);
   }
 
   protected weightObjects() {

@@ -22,13 +22,12 @@ export class Rwkv6Runtime extends SlotRuntime {
     super(gpu, info, weights.common, 2 * info.nEmbd + info.nHead * info.headSize * info.headSize, opts);
     this.F = info.ffnDim;
     this.dynamic = weights.version === 'v6';
-    const { TMAX, C, F } = this;
+    const { TMAX, C } = this;
     // Token-shift copies: v6 xxx, prev, then w, k, v, r, g; v5 r, k, v, g. The channel mix uses two.
     this.scratch('mix', (this.dynamic ? 7 : 4) * TMAX * C);
     this.scratch('tm', TM_REGIONS * TMAX * C);
     this.scratch('lora', Math.max(1, 5 * TMAX * weights.loraWidth));
     this.scratch('xx', TMAX * C);
-    this.scratch('ffk', TMAX * F + TMAX * C);
   }
 
   protected weightObjects() {
