@@ -94,7 +94,10 @@ for (const runtime of nodeRedRuntimes()) {
       red.stdout!.on('data', (d) => (log += d));
       red.stderr!.on('data', (d) => (log += d));
       const end = Date.now() + 60000;
-      while (!log.includes('Started flows')) {
+      // Ready = flows started and the HTTP server listening. Node-RED logs "Started flows" from its runtime and
+      // "Server now running" from the listen callback, in either order: waiting for the first alone once let a
+      // request reach the port before it was listening (ECONNREFUSED on a loaded CI machine).
+      while (!log.includes('Started flows') || !log.includes('Server now running at')) {
         if (Date.now() > end || red.exitCode !== null) throw new Error(`Node-RED did not start:\n${log}`);
         await new Promise((r) => setTimeout(r, 100));
       }
