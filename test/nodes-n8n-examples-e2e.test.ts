@@ -68,8 +68,12 @@ const EXAMPLES = path.join(REPO_ROOT, 'examples', 'n8n');
       const end = Date.now() + 180000;
       for (;;) {
         if (n8nServer.exitCode !== null || Date.now() > end) throw new Error(`n8n did not start:\n${log.slice(-3000)}`);
+        // Ready = the HTTP server up and the published workflow's webhook registered: readiness turns true before
+        // n8n has activated the workflows (a loaded CI run once posted in between: 404 "not registered"). A GET to
+        // the POST-only webhook says "Did you mean to make a POST request?" only once it is registered.
         const ok = await fetch(`${base}/healthz/readiness`).then((r) => r.ok, () => false);
-        if (ok) break;
+        const registered = ok && (await fetch(`${base}/webhook/rwkv-complete`).then((r) => r.text(), () => '')).includes('POST request');
+        if (registered) break;
         await new Promise((r) => setTimeout(r, 500));
       }
     });
