@@ -17,7 +17,7 @@ import { packageRoot } from '../engine/package-root';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { checkpointFile, ggufFor, type NlcResult, type NlcSetup, nlcSetup, runNlc, worldVocabCheckpoint } from './cpu-baseline';
-import { defaultCpuThreads } from '../engine/rwkv7/cpu-runtime';
+import { defaultCpuThreads } from '../engine/cpu/cpu-runtime';
 import type { Checkpoint } from '../engine/types';
 
 function arg(name: string): string | undefined {

@@ -8,7 +8,7 @@ import { describeModel } from './model-spec';
 import { checkAdapterFits, GpuContext, releaseGpu } from './gpu/device';
 import type { WeightPrecision } from './rwkv7/weights';
 import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
-import { cpuRuns as cpuRunsVersion, modelVersion, type ModelVersion } from './versions';
+import { modelVersion, type ModelVersion } from './versions';
 import { embeddedInitialState } from './initial-states';
 import { applyLoraFiles, type LoraFile } from './lora';
 import { cpuRefusal, isPrecision, precisionList } from './precision';
@@ -61,10 +61,9 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     const index = reader ?? (opts.model as Checkpoint);
     info = describeModel(index);
     version = modelVersion(info);
-    // The CPU backend runs neither every version nor nf4: either sends 'auto' to the GPU and refuses 'cpu' by name.
-    const versionOnCpu = cpuRunsVersion(info);
+    // The CPU backend runs every version but not nf4: nf4 sends 'auto' to the GPU and refuses 'cpu' by name.
     const precisionOnCpu = cpuRefusal(precision);
-    const cpuRuns = versionOnCpu.ok && precisionOnCpu ? { ok: false, why: precisionOnCpu } : versionOnCpu;
+    const cpuRuns = precisionOnCpu ? { ok: false, why: precisionOnCpu } : { ok: true };
     const needs = weightBufferNeeds(index, precision);
     // The limits are checked once the GPU is chosen: on 'auto', a software adapter's limits must not refuse a
     // model the CPU backend then runs.
@@ -95,11 +94,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       throw e;
     }
   };
-  if (chosen.device === 'cpu') {
-    // chooseDevice picks the CPU only where cpuRuns(info) said the version has a CPU backend.
-    if (!version.cpu) throw new Error(`internal: ${version.name} reached the CPU backend`);
-    return withDefaultState(await version.cpu(ck, info, { ...opts, precision }, chosen.reason));
-  }
+  if (chosen.device === 'cpu') return withDefaultState(await version.cpu(ck, info, { ...opts, precision }, chosen.reason));
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
   const gpu = chosen.gpu;

@@ -1,6 +1,7 @@
 // The one place that knows the RWKV versions: each version is a folder (engine/rwkv{4,5,6,7}/, its weights,
-// forward pass and shaders) and appears here once, with how the GPU backend builds it and whether the CPU
-// backend runs it. createBackend (backend.ts) looks a model's version up here and knows nothing else of it.
+// forward pass and shaders) and appears here once, with how the GPU backend builds it and how the CPU backend
+// does (the version's planner on engine/cpu/cpu-runtime.ts). createBackend (backend.ts) looks a model's version
+// up here and knows nothing else of it.
 
 import type { Checkpoint, InferenceBackend, ModelInfo, RwkvVersion } from './types';
 import type { Backend, BackendOptions } from './backend';
@@ -9,7 +10,12 @@ import type { SlotRuntimeOptions } from './gpu/slot-runtime';
 import type { WeightPrecision } from './rwkv7/weights';
 import { uploadRwkv7 } from './rwkv7/weights';
 import { Rwkv7Runtime } from './rwkv7/runtime';
-import { createCpuBackend } from './rwkv7/cpu-backend';
+import { cpuBackend } from './cpu/cpu-backend';
+import { planRwkv7CpuModel } from './rwkv7/cpu-forward';
+import { finchCpuPlanner } from './rwkv6/cpu-forward';
+import { planRwkv6Cpu } from './rwkv6/cpu-weights';
+import { planRwkv5Cpu } from './rwkv5/cpu-weights';
+import { planRwkv4CpuModel } from './rwkv4/cpu-forward';
 import { uploadRwkv6 } from './rwkv6/weights';
 import { Rwkv6Runtime } from './rwkv6/runtime';
 import { uploadRwkv5 } from './rwkv5/weights';
@@ -24,8 +30,8 @@ export interface ModelVersion {
   readonly name: string;
   /** Uploads the weights to the device and builds the batched runtime on them. */
   gpu(gpu: GpuContext, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision, opts: SlotRuntimeOptions): GpuRuntime;
-  /** The CPU backend's constructor, where it runs this version. */
-  cpu?(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend>;
+  /** Builds the CPU backend (engine/cpu/cpu-backend.ts on the version's planner). */
+  cpu(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend>;
 }
 
 /** The runtime with the bytes of its weights. */
@@ -39,7 +45,7 @@ const RWKV7_PASS: Omit<ModelVersion, 'name'> = {
     const w = uploadRwkv7(gpu.device, ck, info, precision);
     return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
   },
-  cpu: createCpuBackend,
+  cpu: cpuBackend(planRwkv7CpuModel),
 };
 
 /** Versions describeModel recognises and checks that no backend runs yet, and why (said before anything loads). */
@@ -59,6 +65,7 @@ export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED
       const w = uploadRwkv6(gpu.device, ck, info, precision);
       return withBytes(new Rwkv6Runtime(gpu, info, w, opts), w);
     },
+    cpu: cpuBackend(finchCpuPlanner(planRwkv6Cpu)),
   },
   // RWKV-5.2 runs on RWKV-6's pass without its data-dependent parts (engine/rwkv5/weights.ts).
   v5: {
@@ -67,6 +74,7 @@ export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED
       const w = uploadRwkv5(gpu.device, ck, info, precision);
       return withBytes(new Rwkv6Runtime(gpu, info, w, opts), w);
     },
+    cpu: cpuBackend(finchCpuPlanner(planRwkv5Cpu)),
   },
   v4: {
     name: 'RWKV-4',
@@ -74,6 +82,7 @@ export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED
       const w = uploadRwkv4(gpu.device, ck, info, precision);
       return withBytes(new Rwkv4Runtime(gpu, info, w, opts), w);
     },
+    cpu: cpuBackend(planRwkv4CpuModel),
   },
 };
 
@@ -83,11 +92,4 @@ export function modelVersion(info: Pick<ModelInfo, 'version'>): ModelVersion {
   const v = Object.prototype.hasOwnProperty.call(VERSIONS, info.version) ? VERSIONS[info.version as keyof typeof VERSIONS] : undefined;
   if (!v) throw new Error(`RWKV ${String(info.version)} models are not supported; the engine runs ${Object.values(VERSIONS).map((e) => e.name).join(', ')}`);
   return v;
-}
-
-/** Whether the CPU backend runs the version, and if not why (for device choice and its errors). */
-export function cpuRuns(info: Pick<ModelInfo, 'version'>): { ok: boolean; why?: string } {
-  if (modelVersion(info).cpu) return { ok: true };
-  const on = Object.values(VERSIONS).filter((e) => e.cpu).map((e) => e.name).join(', ');
-  return { ok: false, why: `the CPU backend runs ${on} models so far, this one is RWKV ${info.version}` };
 }

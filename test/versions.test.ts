@@ -1,24 +1,19 @@
-// The version registry (engine/versions.ts): every version the checkpoint reader recognizes has a GPU backend, and
-// what the CPU backend runs decides device choice and its refusal.
+// The version registry (engine/versions.ts): every version the checkpoint reader recognizes but RWKV-7b runs on
+// both backends.
 
 import { strict as assert } from 'assert';
-import { cpuRuns, modelVersion, VERSIONS } from '../engine/versions';
+import { modelVersion, VERSIONS } from '../engine/versions';
 import type { RwkvVersion } from '../engine/types';
 
 describe('version registry', () => {
-  it('has a GPU backend for every version describeModel recognizes but RWKV-7b, which it refuses saying why', () => {
+  it('has a GPU and a CPU backend for every version describeModel recognizes but RWKV-7b, which it refuses saying why', () => {
     const runs: RwkvVersion[] = ['v4', 'v5', 'v6', 'v7', 'v7a'];
     assert.deepEqual(Object.keys(VERSIONS).sort(), runs);
-    for (const v of runs) assert.equal(typeof modelVersion({ version: v }).gpu, 'function', v);
-    assert.throws(() => modelVersion({ version: 'v7b' }), /RWKV-7b \("DEA"\) models are not supported yet: their attention state grows by one cached row per token/);
-  });
-
-  it('says which versions the CPU backend runs, naming them when it does not', () => {
-    assert.deepEqual(cpuRuns({ version: 'v7' }), { ok: true });
-    assert.deepEqual(cpuRuns({ version: 'v7a' }), { ok: true });
-    for (const v of ['v4', 'v5', 'v6'] as const) {
-      assert.deepEqual(cpuRuns({ version: v }), { ok: false, why: `the CPU backend runs RWKV-7, RWKV-7a models so far, this one is RWKV ${v}` });
+    for (const v of runs) {
+      assert.equal(typeof modelVersion({ version: v }).gpu, 'function', v);
+      assert.equal(typeof modelVersion({ version: v }).cpu, 'function', v);
     }
+    assert.throws(() => modelVersion({ version: 'v7b' }), /RWKV-7b \("DEA"\) models are not supported yet: their attention state grows by one cached row per token/);
   });
 
   it('refuses a version it does not know, listing the ones it runs (also names an Object prototype key)', () => {

@@ -14,8 +14,8 @@ export const SOFTWARE_ADAPTER = /llvmpipe|lavapipe|swiftshader|software/i;
 export type ChosenDevice = { device: 'gpu'; gpu: GpuContext } | { device: 'cpu'; reason: string };
 
 /**
- * `cpuRuns`: whether the CPU backend has this model's version (RWKV-7 so far); when it has not, 'auto' takes any
- * WebGPU adapter, software ones included, and 'cpu' is refused with the reason.
+ * `cpuRuns`: whether the CPU backend runs this model as asked (it runs every version, but not precision 'nf4');
+ * when it does not, 'auto' takes any WebGPU adapter, software ones included, and 'cpu' is refused with the reason.
  */
 export async function chooseDevice(
   choice: DeviceChoice = 'auto',

@@ -20,11 +20,17 @@ const OP_WKV = 2;
 const OP_EXIT = 3;
 const OP_PREP = 4;
 const OP_POST = 5;
+const OP_FINCH_MIX = 6;
+const OP_FINCH_POST = 7;
+const OP_FINCH_WKV = 8;
+const OP_RWKV4_WKV = 9;
 /** Words per matrix product: w n k kind x xs y ys T act accum panels. */
 const MM_WORDS = 12;
-/** Words per WKV segment: first token, token count, the slot's state address for this layer's heads. */
+/** Words per WKV segment: first token, token count, the slot's state address for this layer's recurrence. */
 const WKV_WORDS = 3;
 const MAX_ITEMS = 512;
+/** Channels of one unit of the RWKV-4 recurrence (its channels are independent): a slot's tokens over 64 channels. */
+const RWKV4_BLOCK = 64;
 /**
  * Multiply-adds below which a task runs on the leader alone: waking the helpers and waiting for the slowest
  * costs microseconds, more than a small product takes (a decode step's per-layer products on small models).
@@ -57,6 +63,22 @@ export interface WkvTask {
   segments: [number, number, number][];
 }
 
+/** The RWKV-5/6 WKV (kernels.ts `finchWkv`): p = [decay, u]; dynamic: RWKV-6's decay has a per-token part. */
+export interface FinchWkvTask extends WkvTask {
+  p: number;
+  dynamic: boolean;
+}
+
+/** The RWKV-4 recurrence (kernels.ts `rwkv4Wkv`) into `out`; decay = [w, u]; segments' state: the layer's att_a. */
+export interface Rwkv4WkvTask {
+  tm: number;
+  region: number;
+  C: number;
+  decay: number;
+  out: number;
+  segments: [number, number, number][];
+}
+
 export function controlBlock(): SharedArrayBuffer {
   return new SharedArrayBuffer((ITEMS + MAX_ITEMS * MM_WORDS) * 4);
 }
@@ -83,7 +105,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
       if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], kind, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
       base += panels;
     }
-  } else if (op === OP_PREP || op === OP_POST) {
+  } else if (op === OP_PREP || op === OP_POST || op === OP_FINCH_MIX || op === OP_FINCH_POST) {
     // Per-token work, split by tokens: every region of the token range shifts by the same row offset.
     const [tm, region, T, C, N, p, io, first] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4], ctl[HEAD + 5], ctl[HEAD + 6], ctl[HEAD + 7]];
     const from = Math.floor((T * index) / threads);
@@ -91,7 +113,30 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
     if (from < to) {
       const off = from * C * 4;
       if (op === OP_PREP) k.prep(tm + off, region, to - from, C, N, p, io + off, first);
-      else k.post(tm + off, region, to - from, C, N, p, io + off);
+      else if (op === OP_POST) k.post(tm + off, region, to - from, C, N, p, io + off);
+      else if (op === OP_FINCH_MIX) k.finchMix(tm + off, region, to - from, C, N, p, io + off, 0);
+      else k.finchPost(tm + off, region, to - from, C, N, p, io + off, 0);
+    }
+  } else if (op === OP_FINCH_WKV) {
+    const [tm, region, C, N, H, p, dynamic] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4], ctl[HEAD + 5], ctl[HEAD + 6]];
+    const units = count * H;
+    const from = Math.floor((units * index) / threads);
+    const to = Math.floor((units * (index + 1)) / threads);
+    for (let u = from; u < to; u++) {
+      const o = ITEMS + Math.floor(u / H) * WKV_WORDS;
+      const h = u % H;
+      k.finchWkv(tm, region, C, N, h, ctl[o], ctl[o + 1], ctl[o + 2] + h * N * N * 4, p, dynamic);
+    }
+  } else if (op === OP_RWKV4_WKV) {
+    const [tm, region, C, decay, out] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4]];
+    const blocks = Math.ceil(C / RWKV4_BLOCK);
+    const units = count * blocks;
+    const from = Math.floor((units * index) / threads);
+    const to = Math.floor((units * (index + 1)) / threads);
+    for (let u = from; u < to; u++) {
+      const o = ITEMS + Math.floor(u / blocks) * WKV_WORDS;
+      const c0 = (u % blocks) * RWKV4_BLOCK;
+      k.rwkv4Wkv(tm, region, C, c0, Math.min(RWKV4_BLOCK, C - c0), ctl[o], ctl[o + 1], ctl[o + 2], decay, out);
     }
   } else if (op === OP_WKV) {
     const [tm, region, C, N, H] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4]];
@@ -166,6 +211,16 @@ export class ThreadPool {
     this.tokenTask(OP_POST, [tm, region, T, C, N, p, out, 0]);
   }
 
+  /** RWKV-6's data-dependent token shift (kernels.ts `finchMix`) over T tokens, split by tokens. */
+  finchMix(tm: number, region: number, T: number, C: number, N: number, maa: number, xn: number): void {
+    this.tokenTask(OP_FINCH_MIX, [tm, region, T, C, N, maa, xn, 0]);
+  }
+
+  /** RWKV-5/6 group norm and gate (kernels.ts `finchPost`) over T tokens, split by tokens. */
+  finchPost(tm: number, region: number, T: number, C: number, N: number, lnx: number, out: number): void {
+    this.tokenTask(OP_FINCH_POST, [tm, region, T, C, N, lnx, out, 0]);
+  }
+
   private tokenTask(op: number, args: number[]): void {
     const c = this.ctl;
     c[OP] = op;
@@ -186,6 +241,32 @@ export class ThreadPool {
     const tokens = task.segments.reduce((n, s) => n + s[1], 0);
     if (tokens * task.H * task.N * task.N * 4 < MIN_PARALLEL_MACS) runShare(this.kernels, c, 0, 1);
     else this.dispatch();
+  }
+
+  /** The RWKV-5/6 WKV, split by (slot, head). */
+  finchWkv(task: FinchWkvTask): void {
+    const tokens = this.postSegments(OP_FINCH_WKV, [task.tm, task.region, task.C, task.N, task.H, task.p, task.dynamic ? 1 : 0], task.segments);
+    if (tokens * task.H * task.N * task.N * 3 < MIN_PARALLEL_MACS) runShare(this.kernels, this.ctl, 0, 1);
+    else this.dispatch();
+  }
+
+  /** The RWKV-4 recurrence, split by (slot, block of 64 channels). */
+  rwkv4Wkv(task: Rwkv4WkvTask): void {
+    const tokens = this.postSegments(OP_RWKV4_WKV, [task.tm, task.region, task.C, task.decay, task.out], task.segments);
+    // About 30 operations a channel and token, four of them exps.
+    if (tokens * task.C * 32 < MIN_PARALLEL_MACS) runShare(this.kernels, this.ctl, 0, 1);
+    else this.dispatch();
+  }
+
+  /** Posts a recurrence's header words and segments; returns the segments' token count. */
+  private postSegments(op: number, head: number[], segments: [number, number, number][]): number {
+    if (segments.length * WKV_WORDS > MAX_ITEMS * MM_WORDS) throw new Error(`too many slots in one task: ${segments.length}`);
+    const c = this.ctl;
+    c[OP] = op;
+    c[COUNT] = segments.length;
+    c.set(head, HEAD);
+    segments.forEach((s, i) => c.set(s, ITEMS + i * WKV_WORDS));
+    return segments.reduce((n, s) => n + s[1], 0);
   }
 
   private dispatch(): void {

@@ -22,6 +22,11 @@ export interface CpuKernels {
     T: number, C: number, F: number, ids: number, table: number, wide: number,
     se: number, xn: number, p: number, h: number, scratch: number,
   ): void;
+  gatedAdd(x: number, r: number, v: number, n: number): void;
+  finchMix(tm: number, region: number, T: number, C: number, N: number, p: number, xn: number, unused: number): void;
+  finchWkv(tm: number, region: number, C: number, N: number, head: number, t0: number, n: number, s: number, p: number, dynamic: number): void;
+  finchPost(tm: number, region: number, T: number, C: number, N: number, p: number, out: number, unused: number): void;
+  rwkv4Wkv(tm: number, region: number, C: number, c0: number, cn: number, t0: number, n: number, s: number, decay: number, out: number): void;
   /** exp of n floats (n a multiple of 4): the kernels' vector exp, for its accuracy test. */
   expInto(x: number, n: number, out: number): void;
 }

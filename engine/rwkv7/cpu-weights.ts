@@ -1,29 +1,14 @@
-// Lays out an RWKV-7 checkpoint for the CPU kernels (engine/cpu/kernels/kernels.ts), in the precision the GPU
-// path uses (f16 by default, f32 on request) or int8 with per-row scales (CPU only): every matrix in panels of 8 output rows ([k][8] per panel, so the
-// kernels multiply 8 rows against one broadcast input), the embedding table row-major after the load-time ln0
-// normalization, small vectors f32. Two phases: `planRwkv7Cpu` reserves addresses in the arena and keeps the
-// host copies; `CpuWeightPlan.write` copies them into the memory once it exists.
+// Lays out an RWKV-7 checkpoint for the CPU kernels (engine/cpu/kernels/kernels.ts) through the CPU weight writer
+// (engine/cpu/cpu-weight-writer.ts: panels of 8 output rows in f16, f32 or int8; the normalized embedding; small
+// vectors f32). `planRwkv7Cpu` reserves addresses in the arena and keeps the host copies; `CpuWeightPlan.write`
+// copies them into the memory once it exists.
 
-import { normalizedEmbedding } from '../embedding-norm';
-import type { Checkpoint, ModelInfo, RawTensor } from '../types';
-import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
+import type { Checkpoint, ModelInfo } from '../types';
+import { toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from '../cpu/arena';
-import { int8Panels } from '../cpu/int8-quant';
 import { MAX_PAGES } from '../cpu/wasm-kernels';
 import { DEEP_EMBED_ROW } from '../model-spec';
-
-export type CpuPrecision = 'f16' | 'f32' | 'int8';
-
-/** The kernels' matrix kinds (kernels.ts `matmul`). */
-export const MATRIX_KIND: Record<CpuPrecision, number> = { f16: 0, f32: 1, int8: 2 };
-
-/** One matrix: its panels' address, output rows n (padded to whole panels with zero rows), input width k. */
-export interface CpuMatrix {
-  w: number;
-  n: number;
-  k: number;
-  panels: number;
-}
+import { type CpuCommonWeights, type CpuMatrix, type CpuPrecision, CpuWeightWriter } from '../cpu/cpu-weight-writer';
 
 /** Addresses (bytes) of one layer's weights; see weights.ts for the meaning of each group. */
 export interface CpuLayer {
@@ -66,23 +51,12 @@ export interface CpuDeepEmbedLayer {
 }
 
 /** Everything the forward pass needs to find the weights; plain data, so it can be posted to a worker. */
-export interface CpuWeights {
-  precision: CpuPrecision;
+export interface CpuWeights extends CpuCommonWeights {
   /** RWKV-7a only, one entry per layer. */
   deepEmbed?: CpuDeepEmbedLayer[];
-  /** 1 when the embedding table is f32 (the kernels' `embed` `wide`). */
-  wide: number;
-  /** The matrices' storage: 0 f16, 1 f32, 2 int8 (MATRIX_KIND). */
-  kind: number;
-  /** [V, C] embedding table, f16 (also for int8) or f32. */
-  emb: number;
   layers: CpuLayer[];
-  lnOut: [number, number];
-  head: CpuMatrix;
   /** Largest LoRA rank, for sizing scratch. */
   maxLora: number;
-  /** Bytes of all weights. */
-  bytes: number;
 }
 
 export interface CpuWeightPlan {
@@ -91,20 +65,9 @@ export interface CpuWeightPlan {
   write(memory: WebAssembly.Memory): void;
 }
 
-/** Matrix source: element (row o, input i) at src[o * k + i], or at src[i * n + o] when stored [in, out]. */
-interface Source {
-  name: string;
-  /** f32 values for int8 (quantized here), else already in the matrix precision. */
-  data: Float32Array | Uint16Array;
-  n: number;
-  k: number;
-  transposed: boolean;
-}
-
 export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, precision: CpuPrecision): CpuWeightPlan {
   const C = info.nEmbd;
   const wide = precision === 'f32';
-  const int8 = precision === 'int8';
   if (info.version === 'v7a') {
     // A real 7a model's tables dwarf its other weights (12 layers of a 65536-token vocabulary: 1.5 GiB as f16);
     // refused before any host copy is made when they alone cannot fit the kernels' memory.
@@ -116,61 +79,12 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
           `more than the CPU backend's 4 GiB of WebAssembly memory${wide ? '; try precision f16' : ''}`,
       );
   }
-  const writes: { at: number; data: Float32Array | Uint16Array | Uint8Array }[] = [];
-  let bytes = 0;
-  const get = (name: string): RawTensor => {
-    const t = ck.tensors.get(name);
-    if (!t) throw new Error(`missing tensor ${name}`);
-    return t;
-  };
-  const vals = (name: string) => toF32(get(name));
-  const place = (data: Float32Array | Uint16Array | Uint8Array): number => {
-    const at = arena.alloc(data.byteLength);
-    writes.push({ at, data });
-    bytes += data.byteLength;
-    return at;
-  };
-  const stack = (parts: Float32Array[]) => {
-    const out = new Float32Array(parts.length * C);
-    parts.forEach((p, i) => out.set(p.subarray(0, C), i * C));
-    return place(out);
-  };
-  const inPrecision = (t: RawTensor): Float32Array | Uint16Array => (wide || int8 ? toF32(t) : toF16Bits(t));
-  const linear = (name: string): Source => {
-    const t = get(name);
-    return { name, data: inPrecision(t), n: t.shape[0], k: t.shape[1], transposed: false };
-  };
-  const lora = (name: string): Source => {
-    const t = get(name);
-    return { name, data: inPrecision(t), n: t.shape[1], k: t.shape[0], transposed: true };
-  };
-  const matrix = (s: Source): CpuMatrix => {
-    const panels = Math.ceil(s.n / 8);
-    if (int8) {
-      const { data, n, k, transposed } = s;
-      let rows = data as Float32Array;
-      if (transposed) {
-        // LoRA matrices are stored [in, out]: rows of the output side first (they are small).
-        rows = new Float32Array(n * k);
-        for (let r = 0; r < n; r++) for (let i = 0; i < k; i++) rows[r * k + i] = data[i * n + r];
-      }
-      return { w: place(int8Panels(rows, n, k)), n, k, panels };
-    }
-    const out = wide ? new Float32Array(panels * 8 * s.k) : new Uint16Array(panels * 8 * s.k);
-    const { data, n, k, transposed } = s;
-    for (let o = 0; o < n; o++) {
-      const base = (o >> 3) * 8 * k + (o & 7);
-      if (transposed) for (let i = 0; i < k; i++) out[base + i * 8] = data[i * n + o];
-      else for (let i = 0, src = o * k; i < k; i++) out[base + i * 8] = data[src + i];
-    }
-    return { w: place(out), n, k, panels };
-  };
-
-  // The reference normalizes the embedding with blocks.0.ln0 once at load time; the GPU path does the same.
-  const embT = get('emb.weight');
-  const V = embT.shape[0];
-  const emb = normalizedEmbedding(embT, vals('blocks.0.ln0.weight'), vals('blocks.0.ln0.bias'));
-  const embAt = place(wide ? emb : f32ToF16(emb));
+  const w = new CpuWeightWriter(arena, ck, precision, C);
+  const common = w.common();
+  const vals = (name: string) => w.vals(name);
+  const stack = (parts: Float32Array[]) => w.stack(parts);
+  const linear = (name: string): CpuMatrix => w.matrix(w.linear(name));
+  const lora = (name: string): CpuMatrix => w.matrix(w.lora(name));
 
   let maxLora = 8;
   const layers: CpuLayer[] = [];
@@ -182,23 +96,23 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
       ln1: stack([vals(`${p}ln1.weight`), vals(`${p}ln1.bias`)]),
       ln2: stack([vals(`${p}ln2.weight`), vals(`${p}ln2.bias`)]),
       attMix: stack(['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g'].map((n) => vals(a + n))),
-      r: matrix(linear(`${a}receptance.weight`)),
-      k: matrix(linear(`${a}key.weight`)),
-      v: matrix(linear(`${a}value.weight`)),
-      o: matrix(linear(`${a}output.weight`)),
-      w1: matrix(lora(`${a}w1`)),
-      a1: matrix(lora(`${a}a1`)),
-      g1: matrix(lora(`${a}g1`)),
-      v1: first ? null : matrix(lora(`${a}v1`)),
-      w2: matrix(lora(`${a}w2`)),
-      a2: matrix(lora(`${a}a2`)),
-      g2: matrix(lora(`${a}g2`)),
-      v2: first ? null : matrix(lora(`${a}v2`)),
+      r: linear(`${a}receptance.weight`),
+      k: linear(`${a}key.weight`),
+      v: linear(`${a}value.weight`),
+      o: linear(`${a}output.weight`),
+      w1: lora(`${a}w1`),
+      a1: lora(`${a}a1`),
+      g1: lora(`${a}g1`),
+      v1: first ? null : lora(`${a}v1`),
+      w2: lora(`${a}w2`),
+      a2: lora(`${a}a2`),
+      g2: lora(`${a}g2`),
+      v2: first ? null : lora(`${a}v2`),
       prep: stack([vals(`${a}w0`), vals(`${a}a0`), first ? new Float32Array(C) : vals(`${a}v0`), vals(`${a}k_k`), vals(`${a}k_a`)]),
       post: stack([vals(`${a}r_k`), vals(`${a}ln_x.weight`), vals(`${a}ln_x.bias`)]),
       ffnMix: stack([vals(`${p}ffn.x_k`)]),
-      ffnK: matrix(linear(`${p}ffn.key.weight`)),
-      ffnV: matrix(linear(`${p}ffn.value.weight`)),
+      ffnK: linear(`${p}ffn.key.weight`),
+      ffnV: linear(`${p}ffn.value.weight`),
     };
     for (const m of [layer.w1, layer.a1, layer.g1, layer.v1]) if (m) maxLora = Math.max(maxLora, m.panels * 8);
     layers.push(layer);
@@ -210,33 +124,16 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
       ? undefined
       : Array.from({ length: info.nLayer }, (_, l): CpuDeepEmbedLayer => {
           const f = `blocks.${l}.ffn.`;
-          const table = get(`${f}s_emb.weight`);
+          const table = w.tensor(`${f}s_emb.weight`);
           const [s1, s2, s0] = [vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)];
           const gate = new Float32Array(s1.length + s2.length + s0.length);
           gate.set(s1);
           gate.set(s2, s1.length);
           gate.set(s0, s1.length + s2.length);
-          return { table: place(wide ? toF32(table) : toF16Bits(table)), gate: place(gate), sx: matrix(linear(`${f}s_emb_x.weight`)) };
+          return { table: w.place(wide ? toF32(table) : toF16Bits(table)), gate: w.place(gate), sx: linear(`${f}s_emb_x.weight`) };
         });
-  const weights: CpuWeights = {
-    precision,
-    deepEmbed,
-    wide: wide ? 1 : 0,
-    kind: MATRIX_KIND[precision],
-    emb: embAt,
-    layers,
-    lnOut: [place(Float32Array.from(vals('ln_out.weight'))), place(Float32Array.from(vals('ln_out.bias')))],
-    head: matrix(linear('head.weight')),
-    maxLora,
-    bytes,
-  };
   return {
-    weights,
-    write(memory: WebAssembly.Memory) {
-      const u8 = new Uint8Array(memory.buffer);
-      for (const { at, data } of writes) u8.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), at);
-      writes.length = 0;
-    },
+    weights: { ...common, deepEmbed, layers, maxLora, bytes: w.bytes },
+    write: (memory) => w.write(memory),
   };
 }
-

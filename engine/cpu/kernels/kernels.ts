@@ -823,3 +823,168 @@ export function deepEmbedGate(
     }
   }
 }
+
+// ---- RWKV-4, RWKV-5.2 and RWKV-6 --------------------------------------------------------------------------------
+// Their layer has the matrices and layer norms above; these are its per-token pieces (engine/rwkv6/cpu-forward.ts,
+// engine/rwkv4/cpu-forward.ts lay out the regions). Every sum keeps one order per token and head (or channel), so
+// results do not depend on the batch, its chunks or the thread count.
+
+/** x[i] += r[i] * v[i] for n floats (n a multiple of 4): the end of the RWKV-4/5/6 channel mix. */
+export function gatedAdd(x: usize, r: usize, v: usize, n: i32): void {
+  for (let i = 0; i < n; i += 4) {
+    const o = <usize>i << 2;
+    v128.store(x + o, madd(v128.load(r + o), v128.load(v + o), v128.load(x + o)));
+  }
+}
+
+// RWKV-5/6 time-mix regions of `tm` (each `region` floats apart): 0 r, 1 k, 2 v, 3 g, 4 the decay LoRA's output
+// (RWKV-6), 5 the WKV output y, 6..10 the token-shift LoRA outputs (w, k, v, r, g), 11 xxx, 12 the previous
+// token, 13..17 the mixed inputs w, k, v, r, g (RWKV-6; RWKV-5's four inputs r, k, v, g sit at 11..14).
+
+/**
+ * RWKV-6's data-dependent token shift for T tokens: input_m = xn + (prev - xn) * (maa_m + lora_m) for the five
+ * inputs m = w, k, v, r, g (regions 13..17), prev in region 12; p = time_maa_{w,k,v,r,g} [5, C].
+ */
+export function finchMix(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, xn: usize, unused: i32): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  for (let t = 0; t < T; t++) {
+    const base = <usize>t * cb;
+    for (let c = 0; c < C; c += 4) {
+      const o = base + (<usize>c << 2);
+      const xv = v128.load(xn + o);
+      const d = f32x4.sub(v128.load(tm + 12 * reg + o), xv);
+      for (let m: usize = 0; m < 5; m++) {
+        const mv = f32x4.add(v128.load(p + m * cb + (<usize>c << 2)), v128.load(tm + (6 + m) * reg + o));
+        v128.store(tm + (13 + m) * reg + o, madd(d, mv, xv));
+      }
+    }
+  }
+}
+
+/**
+ * The RWKV-5/6 WKV state update of one head over tokens t0..t0+n of one slot: y_i = sum_j r_j (u_j k_j v_i + S_ij),
+ * then S_ij = S_ij w_j + k_j v_i. S is the head's N x N state [value i][key j] at `s`; p = [decay, u] (C each):
+ * the decay is w itself for RWKV-5 (dynamic 0, exp(-exp(time_decay)) taken at load), time_decay for RWKV-6
+ * (dynamic 1: w = exp(-exp(time_decay + region 4)), written over region 4 of the head's channels).
+ */
+export function finchWkv(tm: usize, region: i32, C: i32, N: i32, head: i32, t0: i32, n: i32, s: usize, p: usize, dynamic: i32): void {
+  const reg = <usize>region << 2;
+  const rowBytes = <usize>N << 2;
+  const h0 = (<usize>head * <usize>N) << 2;
+  const u = p + (<usize>C << 2) + h0;
+  for (let t = t0; t < t0 + n; t++) {
+    const at = (<usize>t * <usize>C << 2) + h0;
+    const r = tm + at;
+    const k = tm + reg + at;
+    const v = tm + 2 * reg + at;
+    const y = tm + 5 * reg + at;
+    let w = p + h0;
+    if (dynamic) {
+      w = tm + 4 * reg + at;
+      for (let j = 0; j < N; j += 4) {
+        const o = <usize>j << 2;
+        v128.store(w + o, vexp(f32x4.neg(vexp(f32x4.add(v128.load(p + h0 + o), v128.load(w + o))))));
+      }
+    }
+    // The bonus sum_j r_j u_j k_j, shared by every row (times v_i).
+    let bv = f32x4.splat(0);
+    for (let j = 0; j < N; j += 4) {
+      const o = <usize>j << 2;
+      bv = madd(f32x4.mul(v128.load(r + o), v128.load(u + o)), v128.load(k + o), bv);
+    }
+    const bonus: f32 = f32x4.extract_lane(bv, 0) + f32x4.extract_lane(bv, 1) + f32x4.extract_lane(bv, 2) + f32x4.extract_lane(bv, 3);
+    // Two rows at a time, as the RWKV-7 update: r, k, w loaded once for both.
+    for (let i = 0; i < N; i += 2) {
+      const row = s + <usize>i * rowBytes;
+      const row1 = row + rowBytes;
+      const vi: f32 = load<f32>(v + (<usize>i << 2));
+      const vi1: f32 = load<f32>(v + (<usize>i << 2), 4);
+      const viv = f32x4.splat(vi);
+      const viv1 = f32x4.splat(vi1);
+      let acc = f32x4.splat(0);
+      let acc1 = f32x4.splat(0);
+      for (let j = 0; j < N; j += 4) {
+        const o = <usize>j << 2;
+        const sv = v128.load(row + o);
+        const sv1 = v128.load(row1 + o);
+        const rv = v128.load(r + o);
+        const kv = v128.load(k + o);
+        const wv = v128.load(w + o);
+        acc = madd(sv, rv, acc);
+        acc1 = madd(sv1, rv, acc1);
+        v128.store(row + o, madd(sv, wv, f32x4.mul(kv, viv)));
+        v128.store(row1 + o, madd(sv1, wv, f32x4.mul(kv, viv1)));
+      }
+      store<f32>(y + (<usize>i << 2), f32x4.extract_lane(acc, 0) + f32x4.extract_lane(acc, 1) + f32x4.extract_lane(acc, 2) + f32x4.extract_lane(acc, 3) + vi * bonus);
+      store<f32>(y + (<usize>i << 2), f32x4.extract_lane(acc1, 0) + f32x4.extract_lane(acc1, 1) + f32x4.extract_lane(acc1, 2) + f32x4.extract_lane(acc1, 3) + vi1 * bonus, 4);
+    }
+  }
+}
+
+/** After the RWKV-5/6 WKV, per token and head: group norm of y (eps 64e-5), times silu(g). p = [ln_x.w, ln_x.b]. */
+export function finchPost(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, out: usize, unused: i32): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  const one = f32x4.splat(1);
+  for (let t = 0; t < T; t++) {
+    for (let h = 0; h < C / N; h++) {
+      const po = <usize>(h * N) << 2;
+      const at = <usize>t * cb + po;
+      stats(tm + 5 * reg + at, N, 64e-5);
+      const mean = f32x4.splat(statMean);
+      const inv = f32x4.splat(statInv);
+      for (let i = 0; i < N; i += 4) {
+        const o = <usize>i << 2;
+        const d = f32x4.mul(f32x4.sub(v128.load(tm + 5 * reg + at + o), mean), inv);
+        const g = v128.load(tm + 3 * reg + at + o);
+        const silu = f32x4.div(g, f32x4.add(one, vexp(f32x4.neg(g))));
+        v128.store(out + at + o, f32x4.mul(madd(d, v128.load(p + po + o), v128.load(p + cb + po + o)), silu));
+      }
+    }
+  }
+}
+
+/**
+ * The RWKV-4 time-mix recurrence (engine/rwkv4/weights.ts has the math) for channels c0..c0+cn (cn a multiple of
+ * 4) over tokens t0..t0+n of one slot, in the stable form: every exp takes a difference <= 0. Regions: 0 k,
+ * 1 v, 2 sigmoid(r); out[t] = r * wkv. The slot's layer state at s: a [C], b [C], p [C]; decay = [w, u] (C each).
+ * A state with b = 0 holds nothing, whatever its p: p is read as the reference's start -1e30 (so the zero state
+ * is the fresh one and evolves exactly into the reference's state).
+ */
+export function rwkv4Wkv(tm: usize, region: i32, C: i32, c0: i32, cn: i32, t0: i32, n: i32, s: usize, decay: usize, out: usize): void {
+  const reg = <usize>region << 2;
+  const cb = <usize>C << 2;
+  const empty = f32x4.splat(-1e30);
+  for (let c = c0; c < c0 + cn; c += 4) {
+    const co = <usize>c << 2;
+    let a = v128.load(s + co);
+    let b = v128.load(s + cb + co);
+    let p = v128.bitselect(empty, v128.load(s + 2 * cb + co), f32x4.eq(b, f32x4.splat(0)));
+    const w = v128.load(decay + co);
+    const u = v128.load(decay + cb + co);
+    for (let t = t0; t < t0 + n; t++) {
+      const o = <usize>t * cb + co;
+      const k = v128.load(tm + o);
+      const v = v128.load(tm + reg + o);
+      const r = v128.load(tm + 2 * reg + o);
+      const uk = f32x4.add(u, k);
+      const q = f32x4.max(p, uk);
+      const e1 = vexp(f32x4.sub(p, q));
+      const e2 = vexp(f32x4.sub(uk, q));
+      const num = f32x4.add(f32x4.mul(e1, a), f32x4.mul(e2, v));
+      const den = f32x4.add(f32x4.mul(e1, b), e2);
+      v128.store(out + o, f32x4.mul(r, f32x4.div(num, den)));
+      const pw = f32x4.add(p, w);
+      const p2 = f32x4.max(pw, k);
+      const d1 = vexp(f32x4.sub(pw, p2));
+      const d2 = vexp(f32x4.sub(k, p2));
+      a = f32x4.add(f32x4.mul(d1, a), f32x4.mul(d2, v));
+      b = f32x4.add(f32x4.mul(d1, b), d2);
+      p = p2;
+    }
+    v128.store(s + co, a);
+    v128.store(s + cb + co, b);
+    v128.store(s + 2 * cb + co, p);
+  }
+}

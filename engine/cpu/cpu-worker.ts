@@ -1,25 +1,29 @@
-// The compute thread of the CPU backend: runs the RWKV-7 forward pass (cpu-forward.ts) on the kernels over the
+// The compute thread of the CPU backend: runs a version's forward pass (cpu-passes.ts) on the kernels over the
 // shared memory, leading the helper threads, so the host's event loop never waits on a forward pass.
 // Messages: {type:'run', passes, rows} → {type:'done', logits} (transferred) or {type:'error', message};
 // {type:'dispose'} stops the helpers and ends the thread.
 
 import { parentPort, workerData } from 'worker_threads';
-import { ThreadPool } from '../cpu/thread-pool';
-import { instantiateKernels } from '../cpu/wasm-kernels';
-import { Rwkv7CpuForward, type CpuLayout, type CpuSubPass } from './cpu-forward';
-import type { CpuWeights } from './cpu-weights';
+import { ThreadPool } from './thread-pool';
+import { instantiateKernels } from './wasm-kernels';
+import type { CpuBaseLayout, CpuSubPass } from './cpu-forward-base';
+import type { CpuCommonWeights } from './cpu-weight-writer';
+import { CPU_PASSES, type CpuPassName } from './cpu-passes';
 
 // `module` would shadow CommonJS's own binding (a SyntaxError that Node then retries as ESM).
-const { memory, module: kernelModule, layout, weights, threads } = workerData as {
+const { memory, module: kernelModule, pass, layout, weights, threads } = workerData as {
   memory: WebAssembly.Memory;
   module: WebAssembly.Module;
-  layout: CpuLayout;
-  weights: CpuWeights;
+  pass: CpuPassName;
+  layout: CpuBaseLayout;
+  weights: CpuCommonWeights;
   threads: number;
 };
 const kernels = instantiateKernels(memory, kernelModule);
 const pool = new ThreadPool(kernels, memory, kernelModule, threads);
-const forward = new Rwkv7CpuForward(memory, kernels, pool, layout, weights);
+// Each pass reads its own layout and weights (its planner made both); the registry cannot say which goes with which.
+const Pass = CPU_PASSES[pass] as new (...args: unknown[]) => { run(passes: CpuSubPass[], rows: number): Float32Array };
+const forward = new Pass(memory, kernels, pool, layout, weights);
 
 parentPort!.on('message', (msg: { type: 'run'; passes: CpuSubPass[]; rows: number } | { type: 'dispose' }) => {
   if (msg.type === 'dispose') {

@@ -1,21 +1,44 @@
-// The RWKV-7 backend on the CPU: the InferenceBackend the WebGPU runtime (runtime.ts) implements, computed by
-// WebAssembly SIMD kernels on worker threads over one shared memory (weights, slot states, scratch). This side
-// validates and plans each call (same rules and messages as the GPU runtime), hands the plan to the compute
-// thread (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls run one at a time in
-// order; state reads and writes are ordered with them as a GPU queue orders them.
+// The CPU backend: the InferenceBackend the WebGPU runtimes implement, computed by WebAssembly SIMD kernels on
+// worker threads over one shared memory (weights, slot states, scratch), for every version with a CPU pass (its
+// planner lays the model out: planRwkv7CpuModel, planFinchCpuModel, planRwkv4CpuModel). This side validates and
+// plans each call (same rules and messages as the GPU runtimes), hands the plan to the compute thread
+// (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls run one at a time in order;
+// state reads and writes are ordered with them as a GPU queue orders them.
 
 import * as os from 'os';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
 import type { Checkpoint, InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
-import { Arena } from '../cpu/arena';
-import { checkLogitAdjust, reduceTop } from '../cpu/top-logits-cpu';
-import { type KernelVariant, kernelModule } from '../cpu/wasm-kernels';
-import { TOP_CAPACITY } from './top-logits';
-import type { CpuLayout, CpuSegment, CpuSubPass } from './cpu-forward';
-import { type CpuPrecision, type CpuWeights, MATRIX_KIND, planRwkv7Cpu } from './cpu-weights';
-import { int8ScratchBytes } from '../cpu/int8-quant';
-import { DEEP_EMBED_ROW } from '../model-spec';
+import { Arena } from './arena';
+import { checkLogitAdjust, reduceTop } from './top-logits-cpu';
+import { type KernelVariant, kernelModule } from './wasm-kernels';
+import { TOP_CAPACITY } from '../rwkv7/top-logits';
+import type { CpuBaseLayout, CpuSegment, CpuSubPass } from './cpu-forward-base';
+import { type CpuCommonWeights, type CpuPrecision, MATRIX_KIND } from './cpu-weight-writer';
+import { int8ScratchBytes } from './int8-quant';
+import type { CpuPassName } from './cpu-passes';
+
+/** What a version's planner is told: the precision and the sizes of the runtime's slots and sub-passes. */
+export interface CpuPlanOptions {
+  precision: CpuPrecision;
+  slots: number;
+  TMAX: number;
+  RMAX: number;
+}
+
+/** A model laid out for the CPU backend by its version's planner; layout and weights are plain data for the worker. */
+export interface CpuModelPlan<L extends CpuBaseLayout = CpuBaseLayout, W extends CpuCommonWeights = CpuCommonWeights> {
+  /** Which forward pass the compute thread runs (cpu-passes.ts). */
+  pass: CpuPassName;
+  layout: L;
+  weights: W;
+  /** The widest input of any matrix, for the per-thread scratch. */
+  widestInput: number;
+  /** Copies the weights into the memory once it exists. */
+  write(memory: WebAssembly.Memory): void;
+}
+
+export type CpuPlanner = (arena: Arena, ck: Checkpoint, info: ModelInfo, opts: CpuPlanOptions) => CpuModelPlan;
 
 export interface CpuRuntimeOptions {
   slots: number;
@@ -35,7 +58,7 @@ export function defaultCpuThreads(): number {
 
 type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array } | { type: 'error'; message: string };
 
-export class Rwkv7CpuRuntime implements InferenceBackend {
+export class CpuRuntime implements InferenceBackend {
   readonly slots: number;
   readonly stateSize: number;
   readonly topCapacity = TOP_CAPACITY;
@@ -56,53 +79,22 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
   private disposed = false;
   private lostReason: string | null = null;
 
-  private constructor(readonly info: ModelInfo, ck: Checkpoint, opts: CpuRuntimeOptions) {
-    const { nEmbd: C, nHead: H, headSize: N, ffnDim: F, nLayer } = info;
-    if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
+  private constructor(readonly info: ModelInfo, ck: Checkpoint, opts: CpuRuntimeOptions, planner: CpuPlanner) {
     this.slots = opts.slots;
     if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
       throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
     this.threads = opts.threads ?? defaultCpuThreads();
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
-    if (info.version === 'v7a' && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
-    this.stateSize = nLayer * (2 * C + H * N * N);
     const arena = new Arena();
-    const plan = planRwkv7Cpu(arena, ck, info, opts.precision);
-    const weights: CpuWeights = plan.weights;
+    const plan = planner(arena, ck, info, { precision: opts.precision, slots: this.slots, TMAX: this.TMAX, RMAX: this.RMAX });
+    const { layout, weights } = plan;
+    this.stateSize = layout.stateSize;
     this.weightBytes = weights.bytes;
-    this.V = weights.head.n;
-    const T = this.TMAX;
-    const loraStride = weights.maxLora;
-    const layout: CpuLayout = {
-      C, H, N, F, V: this.V, nLayer,
-      slots: this.slots,
-      TMAX: T,
-      RMAX: this.RMAX,
-      stateSize: this.stateSize,
-      state: arena.allocFloats(this.slots * this.stateSize),
-      ids: arena.allocFloats(T),
-      prevAddr: arena.allocFloats(T),
-      rows: arena.allocFloats(this.RMAX),
-      x: arena.allocFloats(T * C),
-      xn: arena.allocFloats(T * C),
-      mix: arena.allocFloats(6 * T * C),
-      tm: arena.allocFloats(9 * T * C),
-      lora: arena.allocFloats(4 * T * loraStride),
-      loraStride,
-      vfirst: arena.allocFloats(T * C),
-      xx: arena.allocFloats(T * C),
-      ffk: arena.allocFloats(T * F),
-      xo: arena.allocFloats(this.RMAX * C),
-      logits: arena.allocFloats(this.RMAX * this.V),
-      se: weights.deepEmbed ? arena.allocFloats(nLayer * T * DEEP_EMBED_ROW) : 0,
-      deScratch: weights.deepEmbed ? arena.allocFloats(64) : 0,
-      scratch: 0,
-      scratchBytes: 0,
-    };
-    // The widest input of any matrix (ffn value: F; the others C or a LoRA rank), 32 bytes per input (f16).
-    // int8 weights: the call's tokens quantized to i16 instead (int8-quant.ts).
-    const scratchNeed = weights.kind === MATRIX_KIND.int8 ? int8ScratchBytes(T, Math.max(C, F, loraStride)) : Math.max(C, F, loraStride) * 32;
+    this.V = layout.V;
+    // f16 panels are widened into the scratch, 32 bytes per input of the widest matrix; int8 weights: the
+    // call's tokens quantized to i16 instead (int8-quant.ts).
+    const scratchNeed = weights.kind === MATRIX_KIND.int8 ? int8ScratchBytes(this.TMAX, plan.widestInput) : plan.widestInput * 32;
     layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();
@@ -112,7 +104,7 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
     plan.write(memory);
     this.state = new Float32Array(memory.buffer, layout.state, this.slots * this.stateSize);
     this.worker = new Worker(path.join(__dirname, 'cpu-worker.js'), {
-      workerData: { memory, module: kernels.module, layout, weights, threads: this.threads },
+      workerData: { memory, module: kernels.module, pass: plan.pass, layout, weights, threads: this.threads },
     });
     this.worker.on('message', (m: Reply) => this.reply(m));
     this.worker.on('error', (e: Error) => this.fail(`the CPU backend's compute thread failed: ${e.message}`));
@@ -122,8 +114,8 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
   }
 
   /** Lays the model out and starts the compute thread; resolves once it is ready. */
-  static async create(ck: Checkpoint, info: ModelInfo, opts: CpuRuntimeOptions): Promise<Rwkv7CpuRuntime> {
-    const rt = new Rwkv7CpuRuntime(info, ck, opts);
+  static async create(ck: Checkpoint, info: ModelInfo, opts: CpuRuntimeOptions, planner: CpuPlanner): Promise<CpuRuntime> {
+    const rt = new CpuRuntime(info, ck, opts, planner);
     const first = await rt.await();
     if (first.type !== 'ready') {
       rt.dispose();
@@ -232,7 +224,7 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
-    let planned: ReturnType<Rwkv7CpuRuntime['plan']>;
+    let planned: ReturnType<CpuRuntime['plan']>;
     try {
       this.checkAlive();
       planned = this.plan(jobs);

@@ -1,0 +1,24 @@
+// The CPU backend as createBackend (backend.ts) returns it: the runtime on a version's planner, plus what callers
+// print about it. versions.ts gives each version with a CPU pass `cpuBackend(its planner)`.
+
+import type { Checkpoint, ModelInfo } from '../types';
+import type { Backend, BackendOptions } from '../backend';
+import { CpuRuntime, type CpuPlanner } from './cpu-runtime';
+import { cpuRefusal } from '../precision';
+
+export function cpuBackend(planner: CpuPlanner) {
+  return async (ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> => {
+    const precision = opts.precision ?? 'f16';
+    if (precision === 'nf4') throw new RangeError(`${cpuRefusal(precision)}; the CPU backend was chosen: ${reason}`);
+    const runtime = await CpuRuntime.create(
+      ck,
+      info,
+      { slots: opts.slots, maxTokens: opts.maxTokens ?? 256, maxRows: opts.maxRows ?? 64, precision, threads: opts.threads },
+      planner,
+    );
+    const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
+    const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${precision} weights (${reason})`;
+    // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.
+    return Object.assign(runtime, { adapterName, kernelPath: `cpu path: ${kernels}`, vecMaxRows: 0, gemmTile: 64 as const });
+  };
+}
