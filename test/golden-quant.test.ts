@@ -1,7 +1,6 @@
 // int8 and nf4 weights on the GPU against the golden models (../shared/golden). Two questions, two bounds:
 //  - Is the kernel right? The logits of the quantised model against f32 weights holding the *same dequantised*
-//    values, on the CPU backend (an independent implementation; RWKV-4/6 on the GPU's f32 path, the CPU backend
-//    runs RWKV-7 and 7a only). What differs is the f16 embedding the quantised precisions keep and f32 arithmetic:
+//    values, on the CPU backend (an independent implementation). What differs is the f16 embedding the quantised precisions keep and f32 arithmetic:
 //    measured worst row 4.2e-4 (v7), 4.6e-4 (v7a), 9.0e-4 (v6), 3.1e-4 (v4), and 8e-7 (v7) with the embedding kept f32 for the experiment,
 //    so the embedding's f16 rounding is all of it. Bound 3e-3; a misplaced scale or code moves the logits by
 //    more than the quantisation itself (1e-2 and up).
@@ -19,7 +18,6 @@ import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
-import { describeModel } from '../engine/model-spec';
 import { isQuantisedMatrix } from '../engine/quant/quantised-matrices';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
 import { dequantizeNf4, NF4_BLOCK, quantizeNf4 } from '../engine/quant/nf4-blocks';
@@ -109,13 +107,7 @@ describe('golden [gpu]: int8 and nf4 weights', function () {
             for (let t = 0; t < tokens.length; t++) rows.set((await be.run([{ slot: 1, tokens: [tokens[t]], output: 'last' }]))[0]!, t * vocab);
             assert.ok(worstRelL2(rows, all!, vocab) < 1e-5, 'token by token differs from the sequence at once');
 
-            const deq = dequantisedCheckpoint(ck, format);
-            const info = describeModel(deq);
-            if (info.version === 'v7' || info.version === 'v7a') {
-              ref = await createBackend({ model: deq, slots: 1, precision: 'f32', device: 'cpu', threads: 2 });
-            } else {
-              ref = await createBackend({ model: deq, slots: 1, precision: 'f32', gpu, device: 'gpu' }); // the CPU backend runs RWKV-7 only
-            }
+            ref = await createBackend({ model: dequantisedCheckpoint(ck, format), slots: 1, precision: 'f32', device: 'cpu', threads: 2 });
             const [same] = await ref.run([{ slot: 0, tokens, output: 'all' }]);
             const kernelErr = worstRelL2(all!, same!, vocab);
             const quantErr = worstRelL2(all!, want, vocab);

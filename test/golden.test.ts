@@ -1,4 +1,4 @@
-// Both backends (WebGPU, and the CPU one of engine/rwkv7/cpu-runtime.ts) against the official reference outputs
+// Both backends (WebGPU, and the CPU one of engine/cpu/cpu-runtime.ts) against the official reference outputs
 // in ../shared/golden (rwkv package, fp32 CPU). RWKV_GOLDEN_DEVICES=cpu (or gpu) runs one backend's suite only;
 // each suite's title carries its backend, e.g. `--grep '\[cpu\]'`.
 
@@ -15,7 +15,6 @@ import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 import { worstRelL2 } from './metrics';
 import { stateLayout } from '../engine/state-layout';
-import { VERSIONS } from '../engine/versions';
 
 interface Golden {
   tokens: number[];
@@ -103,8 +102,8 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logi
   });
   /** A backend of this suite's kind: on the given GPU device (default: the suite's), or the CPU backend on two threads. */
   const make = (opts: BackendOptions, on: GpuContext = gpu) => createBackend(device === 'gpu' ? { ...opts, gpu: on, device: 'gpu' } : { ...opts, device: 'cpu', threads: 2 });
-  /** The versions this backend runs (engine/versions.ts); the kernel-choice variants exist only on the GPU. */
-  const versions = device === 'gpu' ? VERSION_MODELS : VERSION_MODELS.filter((m) => VERSIONS[m.version].cpu);
+  /** Both backends run every version (engine/versions.ts). */
+  const versions = VERSION_MODELS;
 
   const allCases: {
     model: string;
@@ -147,8 +146,8 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logi
     { model: 'v4-tiny.pth', golden: 'v4-tiny', precision: 'f16', tol: TOL_V4.f16 },
     { model: 'v4-tiny.st', golden: 'v4-tiny', precision: 'f16', tol: TOL_V4.f16 },
   ];
-  const cpuVersions = new Set<string>(versions.map((m) => m.golden));
-  const cases = device === 'gpu' ? allCases : allCases.filter((c) => c.vecMaxRows === undefined && !c.kernelPath && cpuVersions.has(c.golden));
+  // The kernel-choice variants exist only on the GPU.
+  const cases = device === 'gpu' ? allCases : allCases.filter((c) => c.vecMaxRows === undefined && !c.kernelPath);
 
   for (const c of cases) {
     const onPath = c.kernelPath ? ` on the '${c.kernelPath}' kernel path` : '';
@@ -160,6 +159,7 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logi
         const on = device === 'gpu' ? await deviceFor(c.kernelPath) : gpu;
         be = await make({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile }, on);
         if (device === 'gpu') assert.match(be.kernelPath, new RegExp(`^${c.kernelPath ?? on.kernelPath} path`));
+        else assert.match(be.adapterName, /^CPU: /);
       });
       after(() => be?.dispose());
 
@@ -326,7 +326,7 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logi
     });
   });
 
-  if (versions.some((m) => m.version === 'v4')) describe('RWKV-4: the fresh state is the reference\'s', () => {
+  describe('RWKV-4: the fresh state is the reference\'s', () => {
     let g: Golden;
     let be: Backend;
     before(async () => {

@@ -1,5 +1,6 @@
-// RWKV-4, RWKV-5.2 and RWKV-6 through the whole engine (scheduler, 'top' decode outputs, batching) on the real WebGPU
-// backend with the tiny golden models: the scheduler and samplers do not know the version.
+// RWKV-4, RWKV-5.2 and RWKV-6 through the whole engine (scheduler, 'top' decode outputs, batching, conversation
+// files, the prefix cache) on both backends, WebGPU and CPU, with the tiny golden models: the scheduler and
+// samplers know neither the version nor the backend.
 
 import * as assert from 'assert';
 import * as fs from 'fs';
@@ -20,8 +21,8 @@ async function tokensOf(it: AsyncIterable<GenerateEvent>): Promise<number[]> {
   return out;
 }
 
-for (const name of ['v6-tiny', 'v5-tiny', 'v4-tiny']) {
-  describe(`engine on ${name}`, function () {
+for (const device of ['gpu', 'cpu'] as const) for (const name of ['v6-tiny', 'v5-tiny', 'v4-tiny']) {
+  describe(`engine on ${name} [${device}]`, function () {
     this.timeout(300000);
     const model = path.join(GOLDEN, `${name}.pth`);
     const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
@@ -36,7 +37,8 @@ for (const name of ['v6-tiny', 'v5-tiny', 'v4-tiny']) {
       if (stateDir) fs.rmSync(stateDir, { recursive: true, force: true });
     });
     const engine = async (slots: number, chunkSize: number) => {
-      const backend = await createBackend({ model, slots, precision: 'f32' });
+      const backend = await createBackend({ model, slots, precision: 'f32', device });
+      assert.strictEqual(backend.adapterName.startsWith('CPU: '), device === 'cpu');
       backends.push(backend);
       return new RwkvEngine({ backend, tokenizer, config: { chunkSize, stateDir }, cacheMinTokens: 8, compileConstraint: null });
     };
