@@ -1,6 +1,6 @@
 // The CPU backend: the InferenceBackend the WebGPU runtimes implement, computed by WebAssembly SIMD kernels on
-// worker threads over one shared memory (weights, slot states, scratch), for every version with a CPU pass (its
-// planner lays the model out: planRwkv7CpuModel, planFinchCpuModel, planRwkv4CpuModel). This side validates and
+// worker threads over one shared memory (weights, slot states, scratch), for every version (its planner lays the
+// model out: planRwkv7CpuModel, finchCpuPlanner for RWKV-5.2/6, planRwkv4CpuModel). This side validates and
 // plans each call (same rules and messages as the GPU runtimes), hands the plan to the compute thread
 // (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls run one at a time in order;
 // state reads and writes are ordered with them as a GPU queue orders them.
