@@ -81,7 +81,7 @@ describe('golden [cpu]: int8 weights, every version', function () {
   });
 
   for (const c of CASES) {
-    it(`${c.golden}: the dequantised weights' logits within 3e-3, the reference's within ${c.bound}`, async () => {
+    it(`${c.golden}: the dequantised weights' logits within 3e-3, the reference's within ${c.bound}; nf4 refused`, async () => {
       const ck = loadCheckpoint(path.join(GOLDEN, `${c.golden}.pth`));
       const g = readSafetensors(path.join(GOLDEN, `${c.golden}.golden.st`));
       const tokens = Array.from(toI32(g.tensors.get('tokens')!));
@@ -100,6 +100,8 @@ describe('golden [cpu]: int8 weights, every version', function () {
         console.log(`      ${c.golden} int8: vs same weights in f32 ${kernelErr.toExponential(2)}, vs reference ${quantErr.toExponential(2)}`);
         assert.ok(kernelErr < 3e-3, `rel L2 ${kernelErr} against the dequantised weights in f32`);
         assert.ok(quantErr < c.bound, `rel L2 ${quantErr} against the reference >= ${c.bound}`);
+        // nf4 stays the GPU's, refused by name on every version.
+        await assert.rejects(createBackend({ model: ck, slots: 1, precision: 'nf4', device: 'cpu' }), /device 'cpu': precision 'nf4' runs on the GPU backend only/);
       } finally {
         q8?.dispose();
         same?.dispose();

@@ -231,15 +231,10 @@ export class ThreadPool {
     else this.dispatch();
   }
 
+  /** The RWKV-7 WKV, split by (slot, head). */
   wkv(task: WkvTask): void {
-    if (task.segments.length * WKV_WORDS > MAX_ITEMS * MM_WORDS) throw new Error(`too many slots in one task: ${task.segments.length}`);
-    const c = this.ctl;
-    c[OP] = OP_WKV;
-    c[COUNT] = task.segments.length;
-    c.set([task.tm, task.region, task.C, task.N, task.H], HEAD);
-    task.segments.forEach((s, i) => c.set(s, ITEMS + i * WKV_WORDS));
-    const tokens = task.segments.reduce((n, s) => n + s[1], 0);
-    if (tokens * task.H * task.N * task.N * 4 < MIN_PARALLEL_MACS) runShare(this.kernels, c, 0, 1);
+    const tokens = this.postSegments(OP_WKV, [task.tm, task.region, task.C, task.N, task.H], task.segments);
+    if (tokens * task.H * task.N * task.N * 4 < MIN_PARALLEL_MACS) runShare(this.kernels, this.ctl, 0, 1);
     else this.dispatch();
   }
 

@@ -843,7 +843,8 @@ export function gatedAdd(x: usize, r: usize, v: usize, n: i32): void {
 
 /**
  * RWKV-6's data-dependent token shift for T tokens: input_m = xn + (prev - xn) * (maa_m + lora_m) for the five
- * inputs m = w, k, v, r, g (regions 13..17), prev in region 12; p = time_maa_{w,k,v,r,g} [5, C].
+ * inputs m = w, k, v, r, g (regions 13..17), prev in region 12; p = time_maa_{w,k,v,r,g} [5, C]. (N and the last
+ * argument are unused: the thread pool's per-token tasks share one argument list.)
  */
 export function finchMix(tm: usize, region: i32, T: i32, C: i32, N: i32, p: usize, xn: usize, unused: i32): void {
   const reg = <usize>region << 2;
