@@ -1,4 +1,4 @@
-// `npm run bench -- --sections cpu`: the CPU backend (WebAssembly SIMD, engine/rwkv7/cpu-runtime.ts) on the
+// `npm run bench -- --sections cpu`: the CPU backend (WebAssembly SIMD, engine/cpu/cpu-runtime.ts) on the
 // bundled model and a random model of the official 0.1B shape, with 1 thread and with every core: decode
 // tok/s of 1 and 8 sequences (output 'top', as the engine decodes) and prefill tok/s of a 512-token prompt.
 // Each figure is the median of --cpu-reps runs (default 3) in each of --cpu-rounds rounds (default 1);

@@ -1,4 +1,4 @@
-// The CPU backend (engine/rwkv7/cpu-runtime.ts) at the InferenceBackend level, on a small random model so no
+// The CPU backend (engine/cpu/cpu-runtime.ts) at the InferenceBackend level, on a small random model so no
 // GPU and no golden data are needed: output 'top' (capacity, ties by lower row, logZ, finite count, adjustments
 // and the grammar's allowed bitset) against a plain reference, state read / write / copy / reset and their order
 // relative to calls in flight, thread counts, and the choice of device. The logits themselves are checked
@@ -212,7 +212,7 @@ describe('device in the model configuration', () => {
 describe('CPU backend build', () => {
   it('ships both kernel builds and the worker entries beside the compiled engine (the package runs no build step)', () => {
     const engine = path.resolve(__dirname, '..', 'engine');
-    for (const f of [KERNELS_FILE, RELAXED_KERNELS_FILE, path.join(engine, 'cpu', 'helper-worker.js'), path.join(engine, 'rwkv7', 'cpu-worker.js')]) {
+    for (const f of [KERNELS_FILE, RELAXED_KERNELS_FILE, path.join(engine, 'cpu', 'helper-worker.js'), path.join(engine, 'cpu', 'cpu-worker.js')]) {
       assert.ok(fs.existsSync(f), `${f} is missing`);
     }
     assert.ok(WebAssembly.validate(new Uint8Array(fs.readFileSync(KERNELS_FILE))), 'the plain SIMD build must load on every supported Node');
