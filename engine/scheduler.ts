@@ -8,6 +8,7 @@ import type { InitialState } from './initial-states';
 import type { Feed, SlotTask } from './slot-task';
 import { PacedStep, PacingState, PrefillPacer } from './prefill-pacer';
 import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
+import type { StepRecord } from './step-trace';
 import type { InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
 
 export interface SchedulerOptions {
@@ -93,6 +94,8 @@ export class Scheduler {
   private readonly waiting = new Map<SlotTask, { run: Running; target: number }>();
   /** Queued tasks that have waited for a shared prefix (counted once when admitted). */
   private readonly waited = new Set<SlotTask>();
+  /** Told about every finished step (benchmarks' step traces). */
+  private readonly stepListeners = new Set<(step: StepRecord) => void>();
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -111,6 +114,12 @@ export class Scheduler {
   /** How prefill chunks are paced against decoding now (see PrefillPacer). */
   get pacing(): PacingState {
     return this.pacer.state;
+  }
+
+  /** Call `listener` after every step with its shape and backend time; returns the call that stops it. */
+  onStep(listener: (step: StepRecord) => void): () => void {
+    this.stepListeners.add(listener);
+    return () => this.stepListeners.delete(listener);
   }
 
   get queued(): number {
@@ -211,7 +220,7 @@ export class Scheduler {
       const decodeRows = plan.reduce((n, p) => n + (p.tokens.length === 1 ? 1 : 0), 0);
       const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
       last = decodeRows > 0 ? { started, decodeRows, chunkTokens, promptWaiting } : null;
-      await this.step(plan);
+      await this.step(plan, started, decodeRows, chunkTokens);
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -386,7 +395,7 @@ export class Scheduler {
     return { jobs, promptWaiting };
   }
 
-  private async step(plan: PlannedJob[]): Promise<void> {
+  private async step(plan: PlannedJob[], started: number, decodeRows: number, chunkTokens: number): Promise<void> {
     const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output, adjust: p.adjust }));
     const t0 = performance.now();
     let results: JobResult[];
@@ -405,8 +414,13 @@ export class Scheduler {
       }
       return;
     } finally {
-      this.stats.backendMs += performance.now() - t0;
+      const backendMs = performance.now() - t0;
+      this.stats.backendMs += backendMs;
       this.stats.steps++;
+      if (this.stepListeners.size > 0) {
+        const record: StepRecord = { startedMs: started, backendMs, decodeRows, chunkJobs: plan.length - decodeRows, chunkTokens };
+        for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
+      }
     }
     if (this.failure) return; // the backend broke while this step ran: its tasks have ended, its results are void
     const vocab = this.backend.info.vocabSize;
