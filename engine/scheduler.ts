@@ -1,7 +1,10 @@
 // Continuous batching over the backend's slots. Each step is ONE backend.run(): one token for
-// every slot that is decoding plus at most one prefill chunk (all pending chunks when nothing
-// decodes), so a long prompt never stalls the slots that are generating. Slots free the moment a
-// task ends; further tasks wait in a bounded queue. Every failure ends only the task concerned.
+// every slot that is decoding plus prompt chunks of several slots within a token budget (chunkSize
+// beside decoding slots; every pending chunk, prefillChunkSize each, when nothing decodes), so a long
+// prompt never stalls the slots that are generating. The pacer holds back only prompts that arrived
+// after a slot began decoding: a burst of requests submitted together prefills at once instead of
+// trickling in behind its own first member. Slots free the moment a task ends; further tasks wait in a
+// bounded queue. Every failure ends only the task concerned.
 
 import { AbortError, EngineClosedError, QueueFullError } from './errors';
 import type { InitialState } from './initial-states';
@@ -48,6 +51,10 @@ interface Running {
   task: SlotTask;
   slot: SlotRecord;
   seq: number;
+  /** The scheduler's event count when the task was submitted. */
+  submitted: number;
+  /** The event count when its prompt was in and it began decoding (undefined while prefilling). */
+  decodingSince?: number;
   phase: 'prefill' | 'run';
   /** Prompt tokens the slot held before the prefill feed (cached prefix or retained state). */
   start: number;
@@ -79,6 +86,10 @@ export class Scheduler {
   private readonly abortListeners = new Map<SlotTask, () => void>();
   private readonly running = new Map<number, Running>();
   private seq = 0;
+  /** Counts submissions and decode starts, to order them (see plan's pacing rule). */
+  private events = 0;
+  /** Event count at each queued task's submission. */
+  private readonly submittedAt = new WeakMap<SlotTask, number>();
   private looping = false;
   private loopDone: Promise<void> = Promise.resolve();
   /** 'drain': finish what is queued and running; 'now': stop after the current step. */
@@ -138,6 +149,7 @@ export class Scheduler {
     const free = this.pool.idleCount;
     if (this.queue.length >= this.options.maxQueue + free) throw new QueueFullError(this.options.maxQueue);
     this.queue.push(task);
+    this.submittedAt.set(task, ++this.events);
     if (task.signal) {
       const listener = () => {
         const at = this.queue.indexOf(task);
@@ -336,7 +348,8 @@ export class Scheduler {
     slot.initial = task.initial;
     this.stats.cachedPromptTokens += start;
     const marks = this.reuse ? [...new Set(task.checkpoints ?? [])].filter((m) => Number.isInteger(m) && m > start && m < prompt.length).sort((a, b) => a - b) : [];
-    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
+    const submitted = this.submittedAt.get(task) ?? ++this.events;
+    const run: Running = { task, slot, seq: this.seq++, submitted, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
     this.running.set(slot.index, run);
     task.onStart?.({ slot: slot.index, promptTokens: prompt.length, cachedTokens: start });
     if (run.feed.length === 0) {
@@ -364,17 +377,30 @@ export class Scheduler {
   private plan(): { jobs: PlannedJob[]; promptWaiting: boolean } {
     const single: PlannedJob[] = [];
     const chunked: Running[] = [];
+    // The earliest decode start among the decoding slots: prompts submitted after it are paced against them.
+    let firstDecoding = Infinity;
     for (const run of this.running.values()) {
       const left = run.feed.length - run.fed;
       if (left === 1) single.push({ run, tokens: [run.feed[run.fed]], output: run.output, adjust: run.adjust });
       else if (left > 1) chunked.push(run);
+      if (left === 1 && run.decodingSince !== undefined) firstDecoding = Math.min(firstDecoding, run.decodingSince);
     }
     chunked.sort((a, b) => a.seq - b.seq);
-    // With slots decoding, at most one chunk's worth of prompt tokens a step, and only as often as the pacer
-    // allows; short prompts share it (requests arriving one by one over HTTP would otherwise take a step each).
+    // With slots decoding, at most one chunk's worth of prompt tokens a step (short prompts share it; requests
+    // arriving one by one over HTTP would otherwise take a step each). The pacer protects only decoding that was
+    // under way when a prompt was submitted: a prompt submitted before every decoding slot began decoding (a
+    // burst submitted together, whose first members decode already) is not held back, since the slots it would
+    // protect are its own burst's, and every step those prompts wait is a step the whole burst's decoding waits.
     const promptWaiting = chunked.length > 0;
-    const take = single.length === 0 ? chunked : promptWaiting && this.pacer.chunkAllowed() ? chunked : [];
-    if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
+    let take: Running[] = chunked;
+    if (single.length > 0 && promptWaiting) {
+      const early = chunked.filter((run) => run.submitted < firstDecoding);
+      const paced = early.length < chunked.length;
+      const pacedAllowed = paced && this.pacer.chunkAllowed();
+      take = pacedAllowed ? chunked : early;
+      // The pacer counts only chunks it allowed: its no-starvation interval is about the prompts it holds.
+      this.pacer.stepPlanned(pacedAllowed);
+    } else if (single.length > 0) this.pacer.stepPlanned(false);
     const chunkSize = single.length === 0 ? this.aloneChunkSize : this.options.chunkSize;
     let budget = single.length === 0 ? Infinity : this.options.chunkSize;
     const jobs = single;
@@ -513,6 +539,7 @@ export class Scheduler {
         .finally(() => run.pendingReads--);
     }
     run.phase = 'run';
+    run.decodingSince = ++this.events;
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
   }
 

@@ -1,0 +1,218 @@
+// A burst of requests submitted together (a flow running one template over many items) against the step policy:
+// one step carries chunks of several prompts within the token budget, chunks end at marked boundaries, prompts
+// are served first come first served, and the pacer, which protects decoding slots from prompts that arrive while
+// they decode, does not hold the burst back behind its own first members. Steps take time in proportion to their
+// tokens here, so the pacer sees chunk steps cost more than decode steps, as on a GPU.
+
+import * as assert from 'assert';
+import type { EngineConfig, GenerateEvent } from '../engine/api';
+import { RwkvEngine } from '../engine/engine';
+import type { SlotJob } from '../engine/types';
+import { byteTokenizer, FakeBackend } from './fake-backend';
+
+type Stop = Extract<GenerateEvent, { type: 'stop' }>;
+
+/** The fake model, with each run() taking 2 ms plus `msPerToken` for every token it carries. */
+class TimedFake extends FakeBackend {
+  constructor(
+    slots: number,
+    private readonly msPerToken: number,
+  ) {
+    super({ slots });
+  }
+
+  override async run(jobs: SlotJob[]): Promise<(Float32Array | null)[]> {
+    const tokens = jobs.reduce((n, j) => n + j.tokens.length, 0);
+    await new Promise((r) => setTimeout(r, 2 + tokens * this.msPerToken));
+    return super.run(jobs) as Promise<(Float32Array | null)[]>;
+  }
+}
+
+const greedy = { temperature: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: { 0: -Infinity } };
+
+function makeEngine(slots: number, config: EngineConfig, msPerToken = 0.3) {
+  const fake = new TimedFake(slots, msPerToken);
+  const engine = new RwkvEngine({ backend: fake, tokenizer: byteTokenizer, config, cacheMinTokens: 16, compileConstraint: null });
+  return { fake, engine };
+}
+
+async function generate(engine: RwkvEngine, prompt: string, maxTokens: number, extra: { sharedPrefix?: number; signal?: AbortSignal } = {}) {
+  const events: GenerateEvent[] = [];
+  const { signal, ...req } = extra;
+  for await (const e of engine.generate({ prompt, maxTokens, sampler: greedy, ...req }, signal ? { signal } : {})) events.push(e);
+  const start = events.find((e) => e.type === 'start') as { slot?: number; cachedTokens: number };
+  const stop = events[events.length - 1] as Stop;
+  assert.strictEqual(stop.type, 'stop');
+  return { tokens: events.flatMap((e) => (e.type === 'delta' ? e.tokens : [])), cached: start.cachedTokens, stop };
+}
+
+/** Greedy tokens of each prompt run alone on a fresh engine (one slot, one prompt, nothing to batch with). */
+async function alone(prompts: string[], maxTokens: number): Promise<number[][]> {
+  const out: number[][] = [];
+  for (const p of prompts) {
+    const engine = new RwkvEngine({ backend: new FakeBackend({ slots: 1 }), tokenizer: byteTokenizer, config: { prefixReuse: false }, compileConstraint: null });
+    out.push((await generate(engine, p, maxTokens)).tokens);
+    await engine.close();
+  }
+  return out;
+}
+
+const chunkTokensOf = (call: SlotJob[]) => call.filter((j) => j.tokens.length > 1).reduce((n, j) => n + j.tokens.length, 0);
+const decodesIn = (call: SlotJob[]) => call.filter((j) => j.tokens.length === 1).length;
+
+/** Ten different ~40-character item prompts. */
+const items = Array.from({ length: 10 }, (_, i) => `Item ${i}: ${'abcdefghij'.slice(i)} ships to ${'klmnopqrst'.slice(0, 10 - i)} today.`);
+
+describe('scheduler: a burst of prompts submitted together', function () {
+  this.timeout(60000);
+
+  it('carries chunks of several prompts a step within the budget, with the tokens each prompt gives alone', async () => {
+    const { engine, fake } = makeEngine(16, { chunkSize: 24, prefillChunkSize: 24 });
+    const first = generate(engine, 'go', 40);
+    // The rest come once the first one decodes, so they prefill beside it within chunkSize.
+    while (!fake.calls.some((c) => decodesIn(c) > 0)) await new Promise((r) => setImmediate(r));
+    const seen = fake.calls.length;
+    const short = ['ab1', 'cd2x', 'ef3', 'gh4yy', 'ij5', 'kl6', 'mn7zz', 'op8', 'qr9w', 'st0'];
+    const results = await Promise.all(short.map((p) => generate(engine, p, 6)));
+    await first;
+    const later = fake.calls.slice(seen).filter((c) => chunkTokensOf(c) > 0);
+    assert.ok(later.length > 0);
+    for (const c of later) if (decodesIn(c) > 0) assert.ok(chunkTokensOf(c) <= 24, `a step beside decoding carried ${chunkTokensOf(c)} prompt tokens`);
+    const most = Math.max(...later.map((c) => c.filter((j) => j.tokens.length > 1).length));
+    // 38 prompt tokens against a 24-token budget: the ten prompts go in two or three steps, several a step.
+    assert.ok(most >= 5, `at most ${most} prompts' chunks went in one step`);
+    assert.ok(later.length <= 3, `the ten short prompts took ${later.length} steps`);
+    assert.deepStrictEqual(
+      results.map((r) => r.tokens),
+      await alone(short, 6),
+    );
+    await engine.close();
+  });
+
+  it('does not pace a burst behind its own first member: every step carries chunks until its prompts are in', async () => {
+    const { engine, fake } = makeEngine(8, { chunkSize: 16, prefillChunkSize: 16 });
+    // One short prompt decodes after the first step; seven 60-token prompts need several chunks beside it.
+    const prompts = ['go', ...items.slice(0, 7).map((p) => p + ' More text.'.repeat(2))];
+    const results = await Promise.all(prompts.map((p, i) => generate(engine, p, i === 0 ? 60 : 4)));
+    const firstDecode = fake.calls.findIndex((c) => decodesIn(c) > 0);
+    let lastChunk = -1;
+    fake.calls.forEach((c, i) => {
+      if (chunkTokensOf(c) > 0) lastChunk = i;
+    });
+    assert.ok(firstDecode >= 0 && lastChunk > firstDecode + 3, `the burst's prompts should need several steps beside decoding (${firstDecode}, ${lastChunk})`);
+    const held = fake.calls.slice(firstDecode, lastChunk + 1).filter((c) => chunkTokensOf(c) === 0).length;
+    assert.strictEqual(held, 0, `${held} steps decoded while prompts of the same burst waited`);
+    for (const c of fake.calls.slice(firstDecode, lastChunk + 1)) assert.ok(chunkTokensOf(c) <= 16, 'over the chunk budget beside decoding');
+    assert.deepStrictEqual(
+      results.map((r) => r.tokens),
+      await alone(prompts, 4).then((a) => a.map((t, i) => (i === 0 ? results[0].tokens : t))),
+    );
+    await engine.close();
+  });
+
+  it('still paces a prompt that arrives while slots decode', async () => {
+    const { engine, fake } = makeEngine(2, { chunkSize: 16, prefillChunkSize: 16 });
+    const decoding = generate(engine, 'go', 600);
+    // Decode-only steps first: the pacer's reference speed.
+    while (fake.calls.filter((c) => decodesIn(c) > 0).length < 10) await new Promise((r) => setTimeout(r, 5));
+    const seen = fake.calls.length;
+    await generate(engine, 'z'.repeat(160), 2);
+    const during = fake.calls.slice(seen);
+    const chunkSteps = during.filter((c) => chunkTokensOf(c) > 0);
+    const lastChunk = during.lastIndexOf(chunkSteps[chunkSteps.length - 1]);
+    const decodeOnly = during.slice(0, lastChunk).filter((c) => chunkTokensOf(c) === 0).length;
+    // Each 16-token chunk step costs ~3x a decode step: the account spaces the chunks out with decode-only steps.
+    assert.ok(chunkSteps.length >= 9, `${chunkSteps.length} chunk steps`);
+    assert.ok(decodeOnly >= chunkSteps.length, `only ${decodeOnly} decode-only steps between ${chunkSteps.length} chunks: not paced`);
+    await decoding;
+    await engine.close();
+  });
+
+  it('serves the prompts of a burst first come first served within the budget, so none waits behind later ones', async () => {
+    const { engine, fake } = makeEngine(8, { chunkSize: 16, prefillChunkSize: 16 });
+    const prompts = ['go', ...Array.from({ length: 5 }, (_, i) => String.fromCharCode(97 + i).repeat(40))];
+    const started: number[] = [];
+    const results = await Promise.all(
+      prompts.map(async (p, i) => {
+        const r = await generate(engine, p, i === 0 ? 40 : 2);
+        started.push(i);
+        return r;
+      }),
+    );
+    // Which slot carries which prompt: the first token of each job identifies it (all its tokens are one letter).
+    const firstStepOf = new Map<number, number>();
+    const lastStepOf = new Map<number, number>();
+    fake.calls.forEach((c, i) => {
+      for (const j of c) {
+        if (j.tokens.length < 2) continue;
+        const letter = j.tokens[0];
+        if (!firstStepOf.has(letter)) firstStepOf.set(letter, i);
+        lastStepOf.set(letter, i);
+      }
+    });
+    const letters = prompts.slice(1).map((p) => byteTokenizer.encode(p)[0]);
+    // First come first served: each prompt's prefill ends no later than the next one's.
+    for (let k = 1; k < letters.length; k++) assert.ok(lastStepOf.get(letters[k - 1])! <= lastStepOf.get(letters[k])!, `prompt ${k} finished its prefill after prompt ${k + 1}`);
+    // No starvation: every prompt's prefill ends within the steps its burst's tokens need (200 tokens, 16 a step).
+    const firstDecode = fake.calls.findIndex((c) => decodesIn(c) > 0);
+    for (const l of letters) assert.ok(lastStepOf.get(l)! <= firstDecode + Math.ceil(200 / 16) + 1, `a prompt waited until step ${lastStepOf.get(l)}`);
+    for (const r of results.slice(1)) assert.strictEqual(r.stop.completionTokens, 2);
+    assert.strictEqual(started.length, prompts.length);
+    await engine.close();
+  });
+
+  it('ends chunks at a marked boundary, admits every prompt waiting for that checkpoint in one step, and does not pace them', async () => {
+    const { engine, fake } = makeEngine(8, { chunkSize: 16, prefillChunkSize: 16 });
+    const instruction = 'Answer every item below in one short, polite line of text. '.repeat(2); // 118 characters = tokens
+    const prompts = items.slice(0, 6).map((i) => instruction + i);
+    const results = await Promise.all(prompts.map((p, k) => generate(engine, p, k === 0 ? 30 : 4, { sharedPrefix: instruction.length })));
+    // The first prompt's chunks: 16-token ones that stop at 120, the instruction's end.
+    const slot0 = fake.calls.flatMap((c) => c.filter((j) => j.tokens.length > 1 && j.slot === fake.calls[0][0].slot)).map((j) => j.tokens.length);
+    let fed = 0;
+    const ends: number[] = [];
+    for (const n of slot0) ends.push((fed += n));
+    assert.ok(ends.includes(instruction.length), `no chunk of the first prompt ended at ${instruction.length}: ${ends.join(',')}`);
+    assert.strictEqual(results[0].cached, 0);
+    for (const r of results.slice(1)) assert.ok(r.cached >= instruction.length, `a waiting prompt resumed at ${r.cached}, not past the instruction`);
+    // The five that waited for the checkpoint start together: their first chunks go in one step.
+    const waiterSlots = new Set<number>();
+    const firstChunkStep = new Map<number, number>();
+    fake.calls.forEach((c, i) => {
+      for (const j of c) {
+        if (j.tokens.length > 1 && j.slot !== fake.calls[0][0].slot && !firstChunkStep.has(j.slot)) firstChunkStep.set(j.slot, i), waiterSlots.add(j.slot);
+      }
+    });
+    assert.strictEqual(waiterSlots.size, 5);
+    const firstSteps = [...firstChunkStep.values()];
+    assert.ok(new Set(firstSteps).size <= 2, `the waiting prompts started in steps ${firstSteps.join(',')}`);
+    const from = Math.min(...firstSteps);
+    let lastChunk = from;
+    fake.calls.forEach((c, i) => {
+      if (i >= from && chunkTokensOf(c) > 0) lastChunk = i;
+    });
+    const held = fake.calls.slice(from, lastChunk + 1).filter((c) => chunkTokensOf(c) === 0).length;
+    assert.strictEqual(held, 0, `${held} steps decoded only while the waiting prompts had chunks left`);
+    assert.deepStrictEqual(
+      results.slice(1).map((r) => r.tokens),
+      await alone(prompts.slice(1), 4),
+    );
+    await engine.close();
+  });
+
+  it('lets the rest of a burst finish with their own tokens when one of them is cancelled mid-prefill', async () => {
+    const { engine, fake } = makeEngine(8, { chunkSize: 16, prefillChunkSize: 16 });
+    const prompts = ['go', ...items.slice(0, 5).map((p) => p.repeat(2))];
+    const abort = new AbortController();
+    const runs = prompts.map((p, i) => generate(engine, p, i === 0 ? 40 : 4, i === 2 ? { signal: abort.signal } : {}).catch((e: Error) => e));
+    while (!fake.calls.some((c) => decodesIn(c) > 0)) await new Promise((r) => setImmediate(r));
+    abort.abort();
+    const results = await Promise.all(runs);
+    assert.ok(results[2] instanceof Error || (results[2] as { stop: Stop }).stop.reason === 'abort', 'the cancelled prompt was not stopped');
+    const kept = [1, 3, 4, 5];
+    assert.deepStrictEqual(
+      kept.map((i) => (results[i] as { tokens: number[] }).tokens),
+      await alone(kept.map((i) => prompts[i]), 4),
+    );
+    await engine.close();
+  });
+});
