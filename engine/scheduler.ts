@@ -1,9 +1,9 @@
 // Continuous batching over the backend's slots. Each step is ONE backend.run(): one token for
 // every slot that is decoding plus prompt chunks of several slots within a token budget (chunkSize
 // beside decoding slots; every pending chunk, prefillChunkSize each, when nothing decodes), so a long
-// prompt never stalls the slots that are generating. The pacer holds back only prompts that arrived
-// after a slot began decoding: a burst of requests submitted together prefills at once instead of
-// trickling in behind its own first member. Slots free the moment a task ends; further tasks wait in a
+// prompt never stalls the slots that are generating. The pacer holds prompts back only for slots
+// whose requests came in an earlier step: a burst submitted together prefills at once instead of
+// trickling in behind its own first members. Slots free the moment a task ends; further tasks wait in a
 // bounded queue. Every failure ends only the task concerned.
 
 import { AbortError, EngineClosedError, QueueFullError } from './errors';
@@ -51,10 +51,8 @@ interface Running {
   task: SlotTask;
   slot: SlotRecord;
   seq: number;
-  /** The scheduler's event count when the task was submitted. */
-  submitted: number;
-  /** The event count when its prompt was in and it began decoding (undefined while prefilling). */
-  decodingSince?: number;
+  /** Steps finished before the task was submitted: tasks with the same count arrived together. */
+  arrival: number;
   phase: 'prefill' | 'run';
   /** Prompt tokens the slot held before the prefill feed (cached prefix or retained state). */
   start: number;
@@ -86,10 +84,13 @@ export class Scheduler {
   private readonly abortListeners = new Map<SlotTask, () => void>();
   private readonly running = new Map<number, Running>();
   private seq = 0;
-  /** Counts submissions and decode starts, to order them (see plan's pacing rule). */
-  private events = 0;
-  /** Event count at each queued task's submission. */
-  private readonly submittedAt = new WeakMap<SlotTask, number>();
+  /**
+   * Steps finished so far: arrival times in steps (see plan's pacing rule). Finished rather than planned, so that
+   * tasks submitted together still count as together when the loop plans its first step between their submissions.
+   */
+  private finished = 0;
+  /** Each queued task's arrival: steps finished before it was submitted. */
+  private readonly arrivals = new WeakMap<SlotTask, number>();
   private looping = false;
   private loopDone: Promise<void> = Promise.resolve();
   /** 'drain': finish what is queued and running; 'now': stop after the current step. */
@@ -149,7 +150,7 @@ export class Scheduler {
     const free = this.pool.idleCount;
     if (this.queue.length >= this.options.maxQueue + free) throw new QueueFullError(this.options.maxQueue);
     this.queue.push(task);
-    this.submittedAt.set(task, ++this.events);
+    this.arrivals.set(task, this.finished);
     if (task.signal) {
       const listener = () => {
         const at = this.queue.indexOf(task);
@@ -233,6 +234,7 @@ export class Scheduler {
       const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
       last = decodeRows > 0 ? { started, decodeRows, chunkTokens, promptWaiting } : null;
       await this.step(plan, started, decodeRows, chunkTokens);
+      this.finished++;
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -348,8 +350,8 @@ export class Scheduler {
     slot.initial = task.initial;
     this.stats.cachedPromptTokens += start;
     const marks = this.reuse ? [...new Set(task.checkpoints ?? [])].filter((m) => Number.isInteger(m) && m > start && m < prompt.length).sort((a, b) => a - b) : [];
-    const submitted = this.submittedAt.get(task) ?? ++this.events;
-    const run: Running = { task, slot, seq: this.seq++, submitted, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
+    const arrival = this.arrivals.get(task) ?? this.finished;
+    const run: Running = { task, slot, seq: this.seq++, arrival, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
     this.running.set(slot.index, run);
     task.onStart?.({ slot: slot.index, promptTokens: prompt.length, cachedTokens: start });
     if (run.feed.length === 0) {
@@ -377,24 +379,25 @@ export class Scheduler {
   private plan(): { jobs: PlannedJob[]; promptWaiting: boolean } {
     const single: PlannedJob[] = [];
     const chunked: Running[] = [];
-    // The earliest decode start among the decoding slots: prompts submitted after it are paced against them.
+    // The earliest arrival among the decoding slots' requests: prompts that came after it are paced.
     let firstDecoding = Infinity;
     for (const run of this.running.values()) {
       const left = run.feed.length - run.fed;
       if (left === 1) single.push({ run, tokens: [run.feed[run.fed]], output: run.output, adjust: run.adjust });
       else if (left > 1) chunked.push(run);
-      if (left === 1 && run.decodingSince !== undefined) firstDecoding = Math.min(firstDecoding, run.decodingSince);
+      if (left === 1 && run.phase === 'run') firstDecoding = Math.min(firstDecoding, run.arrival);
     }
     chunked.sort((a, b) => a.seq - b.seq);
     // With slots decoding, at most one chunk's worth of prompt tokens a step (short prompts share it; requests
-    // arriving one by one over HTTP would otherwise take a step each). The pacer protects only decoding that was
-    // under way when a prompt was submitted: a prompt submitted before every decoding slot began decoding (a
-    // burst submitted together, whose first members decode already) is not held back, since the slots it would
-    // protect are its own burst's, and every step those prompts wait is a step the whole burst's decoding waits.
+    // arriving one by one over HTTP would otherwise take a step each). The pacer protects decoding slots from
+    // prompts that came after them, in a later step (whether or not those slots decoded yet: first come, first
+    // served). Prompts that came together with every decoding slot's request (a flow's items, submitted at once,
+    // whose first members decode already) are not held back: the slots they would protect are their own burst's,
+    // and every step they wait is a step more of decoding for the whole burst.
     const promptWaiting = chunked.length > 0;
     let take: Running[] = chunked;
     if (single.length > 0 && promptWaiting) {
-      const early = chunked.filter((run) => run.submitted < firstDecoding);
+      const early = chunked.filter((run) => run.arrival <= firstDecoding);
       const paced = early.length < chunked.length;
       const pacedAllowed = paced && this.pacer.chunkAllowed();
       take = pacedAllowed ? chunked : early;
@@ -539,7 +542,6 @@ export class Scheduler {
         .finally(() => run.pendingReads--);
     }
     run.phase = 'run';
-    run.decodingSince = ++this.events;
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
   }
 

@@ -1,7 +1,7 @@
 // A burst of requests submitted together (a flow running one template over many items) against the step policy:
 // one step carries chunks of several prompts within the token budget, chunks end at marked boundaries, prompts
-// are served first come first served, and the pacer, which protects decoding slots from prompts that arrive while
-// they decode, does not hold the burst back behind its own first members. Steps take time in proportion to their
+// are served first come first served, and the pacer, which protects decoding slots from prompts that came after
+// their requests, does not hold a burst back behind its own first members. Steps take time in proportion to their
 // tokens here, so the pacer sees chunk steps cost more than decode steps, as on a GPU.
 
 import * as assert from 'assert';
@@ -125,6 +125,28 @@ describe('scheduler: a burst of prompts submitted together', function () {
     assert.ok(chunkSteps.length >= 9, `${chunkSteps.length} chunk steps`);
     assert.ok(decodeOnly >= chunkSteps.length, `only ${decodeOnly} decode-only steps between ${chunkSteps.length} chunks: not paced`);
     await decoding;
+    await engine.close();
+  });
+
+  it('paces a prompt behind a request that came in an earlier step, though that one was still prefilling', async () => {
+    const { engine, fake } = makeEngine(2, { chunkSize: 16, prefillChunkSize: 16 });
+    const earlier = generate(engine, 'q'.repeat(64), 600); // four 16-token steps before it decodes
+    while (engine.stats.steps < 1) await new Promise((r) => setImmediate(r));
+    assert.ok(!fake.calls.some((c) => decodesIn(c) > 0), 'the earlier request decoded before the later one came');
+    const seen = fake.calls.length;
+    await generate(engine, 'z'.repeat(200), 2);
+    const during = fake.calls.slice(seen);
+    const firstDecode = during.findIndex((c) => decodesIn(c) > 0);
+    let lastChunk = -1;
+    during.forEach((c, i) => {
+      if (chunkTokensOf(c) > 0 && decodesIn(c) > 0) lastChunk = i;
+    });
+    const beside = during.slice(firstDecode, lastChunk + 1);
+    const chunkSteps = beside.filter((c) => chunkTokensOf(c) > 0).length;
+    const decodeOnly = beside.length - chunkSteps;
+    assert.ok(chunkSteps >= 5, `${chunkSteps} chunk steps beside decoding`);
+    assert.ok(decodeOnly >= chunkSteps, `only ${decodeOnly} decode-only steps between ${chunkSteps} chunks: the earlier request was not protected`);
+    await earlier;
     await engine.close();
   });
 
