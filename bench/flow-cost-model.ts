@@ -23,8 +23,12 @@ export interface GpuCostModel {
   passTokens: number;
   /** Added per job of more than one token (each prompt's recurrence runs on its own). */
   perChunkJobMs: number;
+  /** Added per token of such jobs (prefill of many slots at once slower than of one). */
+  perChunkTokenMs: number;
   readStateMs: number;
   writeStateMs: number;
+  /** A slot-to-slot state copy on the GPU (two 13 MB copies at HBM speed, one submit). */
+  copyStateMs: number;
   /** Host work a step (planning, sampling, submitting). */
   hostMs: number;
 }
@@ -46,8 +50,10 @@ export const H200_15B: GpuCostModel = {
   ],
   passTokens: 512 + 64,
   perChunkJobMs: 0,
+  perChunkTokenMs: 0,
   readStateMs: 1.5,
   writeStateMs: 0.7,
+  copyStateMs: 0.05,
   hostMs: 0.5,
 };
 
@@ -125,9 +131,10 @@ class CostModelBackend implements InferenceBackend {
   async run(jobs: SlotJob[]): Promise<(Float32Array | null)[]> {
     const tokens = jobs.reduce((n, j) => n + j.tokens.length, 0);
     const chunkJobs = jobs.filter((j) => j.tokens.length > 1).length;
+    const chunkTokens = jobs.reduce((n, j) => n + (j.tokens.length > 1 ? j.tokens.length : 0), 0);
     const passes = Math.ceil(tokens / this.cost.passTokens);
     const last = tokens - (passes - 1) * this.cost.passTokens;
-    const ms = (passes - 1) * interpolate(this.cost.stepMs, this.cost.passTokens) + interpolate(this.cost.stepMs, last) + chunkJobs * this.cost.perChunkJobMs;
+    const ms = (passes - 1) * interpolate(this.cost.stepMs, this.cost.passTokens) + interpolate(this.cost.stepMs, last) + chunkJobs * this.cost.perChunkJobMs + chunkTokens * this.cost.perChunkTokenMs;
     this.calls.push({ tokens, jobs: jobs.length, ms });
     this.clock.now += this.cost.hostMs;
     await this.enqueue(ms, true);
@@ -152,7 +159,9 @@ class CostModelBackend implements InferenceBackend {
 
   resetState(): void {}
 
-  copyState(): void {}
+  copyState(): void {
+    this.gpuFreeAt = Math.max(this.clock.now, this.gpuFreeAt) + this.cost.copyStateMs;
+  }
 
   dispose(): void {}
 }
@@ -224,8 +233,19 @@ export function registerSection(register: (name: string, section: () => Promise<
 }
 
 if (require.main === module) {
-  const perJob = process.argv.indexOf('--per-chunk-job-ms');
-  const cost = perJob >= 0 ? { ...H200_15B, perChunkJobMs: Number(process.argv[perJob + 1]) } : H200_15B;
+  // Other hypotheses for what the H200's run with reuse off spent beyond this model (see RESULTS / the report).
+  const num = (name: string) => {
+    const i = process.argv.indexOf(`--${name}`);
+    return i >= 0 ? Number(process.argv[i + 1]) : undefined;
+  };
+  const cost = { ...H200_15B };
+  for (const [flag, key] of [['per-chunk-job-ms', 'perChunkJobMs'], ['per-chunk-token-ms', 'perChunkTokenMs'], ['read-state-ms', 'readStateMs'], ['write-state-ms', 'writeStateMs'], ['host-ms', 'hostMs']] as const) {
+    const v = num(flag);
+    if (v !== undefined) {
+      if (!(v >= 0)) throw new RangeError(`--${flag} must be a number >= 0`);
+      cost[key] = v;
+    }
+  }
   benchFlowCostModel({ cost, log: (l) => console.log(l) })
     .then((r) => (console.log(JSON.stringify({ ...r, off: { ...r.off, steps: undefined }, on: { ...r.on, steps: undefined } }, null, 1)), process.exit(0)))
     .catch((e) => (console.error(e), process.exit(1)));

@@ -106,6 +106,12 @@ export class Scheduler {
   private readonly waiting = new Map<SlotTask, { run: Running; target: number }>();
   /** Queued tasks that have waited for a shared prefix (counted once when admitted). */
   private readonly waited = new Set<SlotTask>();
+  /**
+   * Cached states written into a slot since the last step, by entry: a later task resuming from the same entry
+   * (a burst's items waiting for one shared checkpoint) copies that slot's state on the GPU instead of uploading
+   * the same megabytes again. Emptied before every step, which changes the slots' states.
+   */
+  private readonly loadedSinceStep = new Map<Float32Array, number>();
   /** Told about every finished step (benchmarks' step traces). */
   private readonly stepListeners = new Set<(step: StepRecord) => void>();
 
@@ -233,6 +239,7 @@ export class Scheduler {
       const decodeRows = plan.reduce((n, p) => n + (p.tokens.length === 1 ? 1 : 0), 0);
       const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
       last = decodeRows > 0 ? { started, decodeRows, chunkTokens, promptWaiting } : null;
+      this.loadedSinceStep.clear();
       await this.step(plan, started, decodeRows, chunkTokens);
       this.finished++;
       // Let request consumers and new submissions in between steps.
@@ -258,6 +265,7 @@ export class Scheduler {
       try {
         await this.place(task, choice);
       } catch (error) {
+        this.forgetLoaded(choice.slot.index);
         this.pool.clear(choice.slot);
         this.pool.release(choice.slot);
         this.running.delete(choice.slot.index);
@@ -330,9 +338,13 @@ export class Scheduler {
     let start = continueLength;
     let logits: Float32Array | null = continueLength > 0 && continueLength === prompt.length ? slot.lastLogits : null;
     const hit = task.initial.cache.lookup(prompt);
+    // Whatever this slot held is about to change: it can no longer stand in for a cache entry.
+    this.forgetLoaded(slot.index);
     if (hit && hit.length > start) {
       if (start === 0) await this.saveRetained(slot);
-      this.backend.writeState(slot.index, hit.state);
+      const twin = this.loadedSinceStep.get(hit.state);
+      if (twin !== undefined) this.backend.copyState(twin, slot.index);
+      else this.backend.writeState(slot.index, hit.state), this.loadedSinceStep.set(hit.state, slot.index);
       start = hit.length;
       logits = hit.logits;
       slot.retained = prompt.slice(0, start);
@@ -358,6 +370,10 @@ export class Scheduler {
       if (!logits) throw new Error('prompt is empty and the initial state has no logits to continue from');
       await this.finishPrefill(run, logits);
     }
+  }
+
+  private forgetLoaded(slot: number): void {
+    for (const [state, at] of this.loadedSinceStep) if (at === slot) this.loadedSinceStep.delete(state);
   }
 
   /** Before a slot's retained state is overwritten, keep it in the prefix cache if worthwhile. */

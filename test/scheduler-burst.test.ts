@@ -12,8 +12,11 @@ import { byteTokenizer, FakeBackend } from './fake-backend';
 
 type Stop = Extract<GenerateEvent, { type: 'stop' }>;
 
-/** The fake model, with each run() taking 2 ms plus `msPerToken` for every token it carries. */
+/** The fake model, with each run() taking 2 ms plus `msPerToken` for every token it carries; counts state loads. */
 class TimedFake extends FakeBackend {
+  writes = 0;
+  copies = 0;
+
   constructor(
     slots: number,
     private readonly msPerToken: number,
@@ -25,6 +28,16 @@ class TimedFake extends FakeBackend {
     const tokens = jobs.reduce((n, j) => n + j.tokens.length, 0);
     await new Promise((r) => setTimeout(r, 2 + tokens * this.msPerToken));
     return super.run(jobs) as Promise<(Float32Array | null)[]>;
+  }
+
+  override writeState(slot: number, state: Float32Array): void {
+    this.writes++;
+    super.writeState(slot, state);
+  }
+
+  override copyState(from: number, to: number): void {
+    this.copies++;
+    super.copyState(from, to);
   }
 }
 
@@ -217,6 +230,28 @@ describe('scheduler: a burst of prompts submitted together', function () {
     assert.deepStrictEqual(
       results.slice(1).map((r) => r.tokens),
       await alone(prompts.slice(1), 4),
+    );
+    await engine.close();
+  });
+
+  it('uploads a checkpoint its waiting prompts share once, and copies it between slots on the GPU for the others', async () => {
+    const { engine, fake } = makeEngine(8, { chunkSize: 16, prefillChunkSize: 16 });
+    const instruction = 'Answer every item below in one short, polite line of text. '.repeat(2);
+    const burst = items.slice(0, 6).map((i) => instruction + i);
+    const results = await Promise.all(burst.map((p) => generate(engine, p, 4, { sharedPrefix: instruction.length })));
+    // The five waiting prompts resume from one checkpoint: one upload, four slot-to-slot copies.
+    assert.strictEqual(fake.writes, 1, `${fake.writes} uploads`);
+    assert.strictEqual(fake.copies, 4, `${fake.copies} copies`);
+    // Later prompts resume from the cache again; a slot that has run a step since is no source for a copy.
+    fake.writes = fake.copies = 0;
+    const later = items.slice(6, 9).map((i) => instruction + i);
+    const more = [];
+    for (const p of later) more.push(await generate(engine, p, 4, { sharedPrefix: instruction.length }));
+    assert.strictEqual(fake.copies, 0);
+    assert.ok(fake.writes >= later.length);
+    assert.deepStrictEqual(
+      [...results, ...more].map((r) => r.tokens),
+      await alone([...burst, ...later], 4),
     );
     await engine.close();
   });
