@@ -110,7 +110,8 @@ export async function benchBatchFlow(opts: { items?: number; newTokens?: number;
       for await (const _ of engine.generate({ prompt: 'Warm up.', maxTokens: 2 })) void _;
       const r = await runFlow(engine, prefixReuse, items, newTokens);
       log(`prefixReuse ${prefixReuse}: ${r.prefillTokensComputed}/${r.promptTokens} prompt tokens computed, last result ${r.timeToLastResultMs} ms, first ${r.timeToFirstResultMs} ms`);
-      log(`  ${r.steps.steps} steps (${r.steps.prefillOnlySteps} prefill only, ${r.steps.mixedSteps} chunks + decoding, ${r.steps.decodeOnlySteps} decode only):`);
+      const b = r.steps.backendMs;
+      log(`  ${r.steps.steps} steps (${r.steps.prefillOnlySteps} prefill only, ${r.steps.mixedSteps} chunks + decoding, ${r.steps.decodeOnlySteps} decode only); backend ${b.prefillOnly} / ${b.mixed} / ${b.decodeOnly} ms, between steps ${r.steps.betweenStepsMs} ms:`);
       for (const l of r.steps.timeline) log(`    ${l}`);
       runs.push(r);
     } finally {

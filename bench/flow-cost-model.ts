@@ -219,7 +219,8 @@ export async function benchFlowCostModel(opts: { items?: number; newTokens?: num
   for (const reuse of [false, true]) {
     const r = await modelledRun(reuse, items, newTokens, cost, Math.min(items, 64));
     log(`modelled H200, prefixReuse ${reuse}: ${r.prefillTokensComputed} prompt tokens computed, last result ${r.timeToLastResultMs} ms, first ${r.timeToFirstResultMs} ms, mean ${r.meanItemLatencyMs} ms`);
-    log(`  ${r.steps.steps} steps (${r.steps.prefillOnlySteps} prefill only, ${r.steps.mixedSteps} chunks + decoding, ${r.steps.decodeOnlySteps} decode only):`);
+    const b = r.steps.backendMs;
+    log(`  ${r.steps.steps} steps (${r.steps.prefillOnlySteps} prefill only, ${r.steps.mixedSteps} chunks + decoding, ${r.steps.decodeOnlySteps} decode only); backend ${b.prefillOnly} / ${b.mixed} / ${b.decodeOnly} ms, between steps ${r.steps.betweenStepsMs} ms:`);
     for (const l of r.steps.timeline) log(`    ${l}`);
     runs.push(r);
   }

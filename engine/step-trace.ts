@@ -46,6 +46,8 @@ export interface StepTraceSummary {
   /** Wall time from the first step's start to the last step's end, and the part spent in backend calls by step kind. */
   wallMs: number;
   backendMs: { prefillOnly: number; mixed: number; decodeOnly: number };
+  /** Wall time outside backend calls: admission (state uploads), sampling, consumers, waits on state read-backs. */
+  betweenStepsMs: number;
   /** Consecutive steps of one shape: "12× d1-8 +c5/240 (812 ms)" = 12 steps with 1 to 8 decoding rows carrying 5 chunks of 240 tokens in all. */
   timeline: string[];
 }
@@ -135,6 +137,7 @@ export class StepTrace {
       decodeRowsPerDecodeStep: spread(this.rowsPerStep),
       wallMs: this.steps === 0 ? 0 : round(this.lastEnd - this.firstStart),
       backendMs: { prefillOnly: round(this.backend.prefillOnly), mixed: round(this.backend.mixed), decodeOnly: round(this.backend.decodeOnly) },
+      betweenStepsMs: this.steps === 0 ? 0 : round(this.lastEnd - this.firstStart - this.backend.prefillOnly - this.backend.mixed - this.backend.decodeOnly),
       timeline,
     };
   }
