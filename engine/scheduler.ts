@@ -21,7 +21,10 @@ export interface SchedulerOptions {
   prefillChunkSize?: number;
   /** Tasks allowed to wait for a slot. */
   maxQueue: number;
-  /** Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'). */
+  /**
+   * Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'), when they computed at
+   * least this many tokens beyond the cached prefix or retained state they resumed from.
+   */
   cacheMinTokens: number;
   /** Share of their speed decoding requests keep while a prompt prefills (default 0.75). */
   decodeKeep?: number;
@@ -534,11 +537,13 @@ export class Scheduler {
   private async finishPrefill(run: Running, logits: Float32Array): Promise<void> {
     const { task, slot } = run;
     const policy = task.cachePrompt ?? 'auto';
-    const wantCache =
-      policy !== 'never' &&
-      task.prompt.length > 0 &&
-      (policy === 'always' || task.prompt.length >= this.options.cacheMinTokens) &&
-      !task.initial.cache.has(task.prompt, true);
+    const min = this.options.cacheMinTokens;
+    // 'auto' caches a prompt that saves at least cacheMinTokens of prefill over where it resumed from, or that a
+    // queued prompt waits for. A flow's items, resumed from their shared instruction, would otherwise each read
+    // back a state no later prompt uses (64 of 13 MB for the 1.5B, a GPU round trip each, between steps) and fill
+    // the cache with them, pushing out entries that serve.
+    const worthKeeping = task.prompt.length >= min && (task.prompt.length - run.start >= min || this.awaited(run, task.prompt.length));
+    const wantCache = policy !== 'never' && task.prompt.length > 0 && (policy === 'always' || worthKeeping) && !task.initial.cache.has(task.prompt, true);
     let state: Float32Array | null = null;
     if (task.wantsState) state = await this.backend.readState(slot.index);
     if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);
@@ -559,6 +564,12 @@ export class Scheduler {
     }
     run.phase = 'run';
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
+  }
+
+  /** Whether a queued task waits for `run`'s prompt up to `length`. */
+  private awaited(run: Running, length: number): boolean {
+    for (const w of this.waiting.values()) if (w.run === run && w.target >= length) return true;
+    return false;
   }
 
   private apply(run: Running, next: Feed | null): void {

@@ -16,6 +16,7 @@ type Stop = Extract<GenerateEvent, { type: 'stop' }>;
 class TimedFake extends FakeBackend {
   writes = 0;
   copies = 0;
+  reads = 0;
 
   constructor(
     slots: number,
@@ -33,6 +34,11 @@ class TimedFake extends FakeBackend {
   override writeState(slot: number, state: Float32Array): void {
     this.writes++;
     super.writeState(slot, state);
+  }
+
+  override readState(slot: number): Promise<Float32Array> {
+    this.reads++;
+    return super.readState(slot);
   }
 
   override copyState(from: number, to: number): void {
@@ -270,6 +276,26 @@ describe('scheduler: a burst of prompts submitted together', function () {
       kept.map((i) => (results[i] as { tokens: number[] }).tokens),
       await alone(kept.map((i) => prompts[i]), 4),
     );
+    await engine.close();
+  });
+
+  it('keeps no whole-prompt entry (and reads back no state) for a prompt that computed few tokens past its cached prefix', async () => {
+    // cacheMinTokens 16: a 5-token item after a cached instruction is not worth a state, nor its read-back. Eight
+    // slots, so that no slot is reused here (a reused slot's retained state is kept: another read).
+    const { engine, fake } = makeEngine(8, { chunkSize: 16, prefillChunkSize: 16 });
+    const instruction = 'Answer every item below in one short, polite line of text. '.repeat(2);
+    await generate(engine, instruction + 'first item, cached whole', 2, { sharedPrefix: instruction.length });
+    const short = ['A: x1', 'B: y2', 'C: z3', 'D: w4'].map((i) => instruction + i);
+    fake.reads = 0;
+    for (const p of short) assert.strictEqual((await generate(engine, p, 2, { sharedPrefix: instruction.length })).cached, instruction.length);
+    assert.strictEqual(fake.reads, 0, `${fake.reads} state read-backs for prompts only 5 tokens past the cached instruction`);
+    // Repeated, a short prompt resumes from the instruction again (its own 5 tokens are computed again).
+    assert.strictEqual((await generate(engine, short[0], 2, { sharedPrefix: instruction.length })).cached, instruction.length);
+    // A prompt that computed at least cacheMinTokens past it is still kept whole, and resumes whole when repeated.
+    const long = instruction + 'F: a longer item of text that is worth a state';
+    await generate(engine, long, 2, { sharedPrefix: instruction.length });
+    assert.ok(fake.reads >= 1);
+    assert.strictEqual((await generate(engine, long, 2, { sharedPrefix: instruction.length })).cached, byteTokenizer.encode(long).length);
     await engine.close();
   });
 });
