@@ -13,6 +13,7 @@
 import type { EngineConfig, GenerateEvent } from '../engine/api';
 import { createEngine } from '../engine/engine-factory';
 import type { RwkvEngine } from '../engine/engine';
+import { StepTrace, type StepTraceSummary } from '../engine/step-trace';
 
 function arg(name: string): string | undefined {
   const i = process.argv.indexOf(`--${name}`);
@@ -46,6 +47,8 @@ interface FlowRun {
   meanItemLatencyMs: number;
   checkpoints: number;
   sharedWaits: number;
+  /** The scheduler's steps during the run: what the wall time went to. */
+  steps: StepTraceSummary;
   /** Greedy output per item (compared between the runs, not printed). */
   texts?: string[];
 }
@@ -59,6 +62,8 @@ async function runFlow(engine: RwkvEngine, prefixReuse: boolean, items: number, 
   let generated = 0;
   const done: number[] = [];
   const texts: string[] = new Array(items).fill('');
+  const trace = new StepTrace();
+  const stopTrace = engine.scheduler.onStep((step) => trace.add(step));
   await Promise.all(
     Array.from({ length: items }, async (_, i) => {
       const prompt = instruction + itemText(i);
@@ -70,6 +75,7 @@ async function runFlow(engine: RwkvEngine, prefixReuse: boolean, items: number, 
       done.push(performance.now() - t0);
     }),
   );
+  stopTrace();
   const s = engine.stats;
   return {
     prefixReuse,
@@ -83,6 +89,7 @@ async function runFlow(engine: RwkvEngine, prefixReuse: boolean, items: number, 
     meanItemLatencyMs: Math.round(done.reduce((a, b) => a + b, 0) / done.length),
     checkpoints: s.checkpoints - before.checkpoints,
     sharedWaits: s.sharedWaits - before.sharedWaits,
+    steps: trace.summary(),
     texts,
   };
 }
@@ -103,6 +110,9 @@ export async function benchBatchFlow(opts: { items?: number; newTokens?: number;
       for await (const _ of engine.generate({ prompt: 'Warm up.', maxTokens: 2 })) void _;
       const r = await runFlow(engine, prefixReuse, items, newTokens);
       log(`prefixReuse ${prefixReuse}: ${r.prefillTokensComputed}/${r.promptTokens} prompt tokens computed, last result ${r.timeToLastResultMs} ms, first ${r.timeToFirstResultMs} ms`);
+      const b = r.steps.backendMs;
+      log(`  ${r.steps.steps} steps (${r.steps.prefillOnlySteps} prefill only, ${r.steps.mixedSteps} chunks + decoding, ${r.steps.decodeOnlySteps} decode only); backend ${b.prefillOnly} / ${b.mixed} / ${b.decodeOnly} ms, between steps ${r.steps.betweenStepsMs} ms:`);
+      for (const l of r.steps.timeline) log(`    ${l}`);
       runs.push(r);
     } finally {
       await engine.close();

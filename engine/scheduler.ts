@@ -1,13 +1,17 @@
 // Continuous batching over the backend's slots. Each step is ONE backend.run(): one token for
-// every slot that is decoding plus at most one prefill chunk (all pending chunks when nothing
-// decodes), so a long prompt never stalls the slots that are generating. Slots free the moment a
-// task ends; further tasks wait in a bounded queue. Every failure ends only the task concerned.
+// every slot that is decoding plus prompt chunks of several slots within a token budget (chunkSize
+// beside decoding slots; every pending chunk, prefillChunkSize each, when nothing decodes), so a long
+// prompt never stalls the slots that are generating. The pacer holds prompts back only for slots
+// whose requests came in an earlier step: a burst submitted together prefills at once instead of
+// trickling in behind its own first members. Slots free the moment a task ends; further tasks wait in a
+// bounded queue. Every failure ends only the task concerned.
 
 import { AbortError, EngineClosedError, QueueFullError } from './errors';
 import type { InitialState } from './initial-states';
 import type { Feed, SlotTask } from './slot-task';
 import { PacedStep, PacingState, PrefillPacer } from './prefill-pacer';
 import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
+import type { StepRecord } from './step-trace';
 import type { InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
 
 export interface SchedulerOptions {
@@ -17,7 +21,10 @@ export interface SchedulerOptions {
   prefillChunkSize?: number;
   /** Tasks allowed to wait for a slot. */
   maxQueue: number;
-  /** Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'). */
+  /**
+   * Prompts at least this long are cached when their prefill ends (cachePrompt 'auto'), when they computed at
+   * least this many tokens beyond the cached prefix or retained state they resumed from.
+   */
   cacheMinTokens: number;
   /** Share of their speed decoding requests keep while a prompt prefills (default 0.75). */
   decodeKeep?: number;
@@ -47,6 +54,8 @@ interface Running {
   task: SlotTask;
   slot: SlotRecord;
   seq: number;
+  /** Steps finished before the task was submitted: tasks with the same count arrived together. */
+  arrival: number;
   phase: 'prefill' | 'run';
   /** Prompt tokens the slot held before the prefill feed (cached prefix or retained state). */
   start: number;
@@ -78,6 +87,13 @@ export class Scheduler {
   private readonly abortListeners = new Map<SlotTask, () => void>();
   private readonly running = new Map<number, Running>();
   private seq = 0;
+  /**
+   * Steps finished so far: arrival times in steps (see plan's pacing rule). Finished rather than planned, so that
+   * tasks submitted together still count as together when the loop plans its first step between their submissions.
+   */
+  private finished = 0;
+  /** Each queued task's arrival: steps finished before it was submitted. */
+  private readonly arrivals = new WeakMap<SlotTask, number>();
   private looping = false;
   private loopDone: Promise<void> = Promise.resolve();
   /** 'drain': finish what is queued and running; 'now': stop after the current step. */
@@ -93,6 +109,14 @@ export class Scheduler {
   private readonly waiting = new Map<SlotTask, { run: Running; target: number }>();
   /** Queued tasks that have waited for a shared prefix (counted once when admitted). */
   private readonly waited = new Set<SlotTask>();
+  /**
+   * Cached states written into a slot since the last step, by entry: a later task resuming from the same entry
+   * (a burst's items waiting for one shared checkpoint) copies that slot's state on the GPU instead of uploading
+   * the same megabytes again. Emptied before every step, which changes the slots' states.
+   */
+  private readonly loadedSinceStep = new Map<Float32Array, number>();
+  /** Told about every finished step (benchmarks' step traces). */
+  private readonly stepListeners = new Set<(step: StepRecord) => void>();
 
   constructor(
     private readonly backend: InferenceBackend,
@@ -113,6 +137,12 @@ export class Scheduler {
     return this.pacer.state;
   }
 
+  /** Call `listener` after every step with its shape and backend time; returns the call that stops it. */
+  onStep(listener: (step: StepRecord) => void): () => void {
+    this.stepListeners.add(listener);
+    return () => this.stepListeners.delete(listener);
+  }
+
   get queued(): number {
     return this.queue.length;
   }
@@ -129,6 +159,7 @@ export class Scheduler {
     const free = this.pool.idleCount;
     if (this.queue.length >= this.options.maxQueue + free) throw new QueueFullError(this.options.maxQueue);
     this.queue.push(task);
+    this.arrivals.set(task, this.finished);
     if (task.signal) {
       const listener = () => {
         const at = this.queue.indexOf(task);
@@ -211,7 +242,9 @@ export class Scheduler {
       const decodeRows = plan.reduce((n, p) => n + (p.tokens.length === 1 ? 1 : 0), 0);
       const chunkTokens = plan.reduce((n, p) => n + (p.tokens.length > 1 ? p.tokens.length : 0), 0);
       last = decodeRows > 0 ? { started, decodeRows, chunkTokens, promptWaiting } : null;
-      await this.step(plan);
+      this.loadedSinceStep.clear();
+      await this.step(plan, started, decodeRows, chunkTokens);
+      this.finished++;
       // Let request consumers and new submissions in between steps.
       await new Promise((r) => setImmediate(r));
     }
@@ -235,6 +268,7 @@ export class Scheduler {
       try {
         await this.place(task, choice);
       } catch (error) {
+        this.forgetLoaded(choice.slot.index);
         this.pool.clear(choice.slot);
         this.pool.release(choice.slot);
         this.running.delete(choice.slot.index);
@@ -307,9 +341,13 @@ export class Scheduler {
     let start = continueLength;
     let logits: Float32Array | null = continueLength > 0 && continueLength === prompt.length ? slot.lastLogits : null;
     const hit = task.initial.cache.lookup(prompt);
+    // Whatever this slot held is about to change: it can no longer stand in for a cache entry.
+    this.forgetLoaded(slot.index);
     if (hit && hit.length > start) {
       if (start === 0) await this.saveRetained(slot);
-      this.backend.writeState(slot.index, hit.state);
+      const twin = this.loadedSinceStep.get(hit.state);
+      if (twin !== undefined) this.backend.copyState(twin, slot.index);
+      else this.backend.writeState(slot.index, hit.state), this.loadedSinceStep.set(hit.state, slot.index);
       start = hit.length;
       logits = hit.logits;
       slot.retained = prompt.slice(0, start);
@@ -327,13 +365,18 @@ export class Scheduler {
     slot.initial = task.initial;
     this.stats.cachedPromptTokens += start;
     const marks = this.reuse ? [...new Set(task.checkpoints ?? [])].filter((m) => Number.isInteger(m) && m > start && m < prompt.length).sort((a, b) => a - b) : [];
-    const run: Running = { task, slot, seq: this.seq++, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
+    const arrival = this.arrivals.get(task) ?? this.finished;
+    const run: Running = { task, slot, seq: this.seq++, arrival, phase: 'prefill', start, marks, pendingReads: 0, feed: prompt.slice(start), fed: 0, output: 'last', adjust: undefined, collected: [] };
     this.running.set(slot.index, run);
     task.onStart?.({ slot: slot.index, promptTokens: prompt.length, cachedTokens: start });
     if (run.feed.length === 0) {
       if (!logits) throw new Error('prompt is empty and the initial state has no logits to continue from');
       await this.finishPrefill(run, logits);
     }
+  }
+
+  private forgetLoaded(slot: number): void {
+    for (const [state, at] of this.loadedSinceStep) if (at === slot) this.loadedSinceStep.delete(state);
   }
 
   /** Before a slot's retained state is overwritten, keep it in the prefix cache if worthwhile. */
@@ -355,17 +398,31 @@ export class Scheduler {
   private plan(): { jobs: PlannedJob[]; promptWaiting: boolean } {
     const single: PlannedJob[] = [];
     const chunked: Running[] = [];
+    // The earliest arrival among the decoding slots' requests: prompts that came after it are paced.
+    let firstDecoding = Infinity;
     for (const run of this.running.values()) {
       const left = run.feed.length - run.fed;
       if (left === 1) single.push({ run, tokens: [run.feed[run.fed]], output: run.output, adjust: run.adjust });
       else if (left > 1) chunked.push(run);
+      if (left === 1 && run.phase === 'run') firstDecoding = Math.min(firstDecoding, run.arrival);
     }
     chunked.sort((a, b) => a.seq - b.seq);
-    // With slots decoding, at most one chunk's worth of prompt tokens a step, and only as often as the pacer
-    // allows; short prompts share it (requests arriving one by one over HTTP would otherwise take a step each).
+    // With slots decoding, at most one chunk's worth of prompt tokens a step (short prompts share it; requests
+    // arriving one by one over HTTP would otherwise take a step each). The pacer protects decoding slots from
+    // prompts that came after them, in a later step (whether or not those slots decoded yet: first come, first
+    // served). Prompts that came together with every decoding slot's request (a flow's items, submitted at once,
+    // whose first members decode already) are not held back: the slots they would protect are their own burst's,
+    // and every step they wait is a step more of decoding for the whole burst.
     const promptWaiting = chunked.length > 0;
-    const take = single.length === 0 ? chunked : promptWaiting && this.pacer.chunkAllowed() ? chunked : [];
-    if (single.length > 0) this.pacer.stepPlanned(take.length > 0);
+    let take: Running[] = chunked;
+    if (single.length > 0 && promptWaiting) {
+      const early = chunked.filter((run) => run.arrival <= firstDecoding);
+      const paced = early.length < chunked.length;
+      const pacedAllowed = paced && this.pacer.chunkAllowed();
+      take = pacedAllowed ? chunked : early;
+      // The pacer counts only chunks it allowed: its no-starvation interval is about the prompts it holds.
+      this.pacer.stepPlanned(pacedAllowed);
+    } else if (single.length > 0) this.pacer.stepPlanned(false);
     const chunkSize = single.length === 0 ? this.aloneChunkSize : this.options.chunkSize;
     let budget = single.length === 0 ? Infinity : this.options.chunkSize;
     const jobs = single;
@@ -386,7 +443,7 @@ export class Scheduler {
     return { jobs, promptWaiting };
   }
 
-  private async step(plan: PlannedJob[]): Promise<void> {
+  private async step(plan: PlannedJob[], started: number, decodeRows: number, chunkTokens: number): Promise<void> {
     const jobs: SlotJob[] = plan.map((p) => ({ slot: p.run.slot.index, tokens: p.tokens, output: p.output, adjust: p.adjust }));
     const t0 = performance.now();
     let results: JobResult[];
@@ -405,8 +462,13 @@ export class Scheduler {
       }
       return;
     } finally {
-      this.stats.backendMs += performance.now() - t0;
+      const backendMs = performance.now() - t0;
+      this.stats.backendMs += backendMs;
       this.stats.steps++;
+      if (this.stepListeners.size > 0) {
+        const record: StepRecord = { startedMs: started, backendMs, decodeRows, chunkJobs: plan.length - decodeRows, chunkTokens };
+        for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
+      }
     }
     if (this.failure) return; // the backend broke while this step ran: its tasks have ended, its results are void
     const vocab = this.backend.info.vocabSize;
@@ -475,11 +537,13 @@ export class Scheduler {
   private async finishPrefill(run: Running, logits: Float32Array): Promise<void> {
     const { task, slot } = run;
     const policy = task.cachePrompt ?? 'auto';
-    const wantCache =
-      policy !== 'never' &&
-      task.prompt.length > 0 &&
-      (policy === 'always' || task.prompt.length >= this.options.cacheMinTokens) &&
-      !task.initial.cache.has(task.prompt, true);
+    const min = this.options.cacheMinTokens;
+    // 'auto' caches a prompt that saves at least cacheMinTokens of prefill over where it resumed from, or that a
+    // queued prompt waits for. A flow's items, resumed from their shared instruction, would otherwise each read
+    // back a state no later prompt uses (64 of 13 MB for the 1.5B, a GPU round trip each, between steps) and fill
+    // the cache with them, pushing out entries that serve.
+    const worthKeeping = task.prompt.length >= min && (task.prompt.length - run.start >= min || this.awaited(run, task.prompt.length));
+    const wantCache = policy !== 'never' && task.prompt.length > 0 && (policy === 'always' || worthKeeping) && !task.initial.cache.has(task.prompt, true);
     let state: Float32Array | null = null;
     if (task.wantsState) state = await this.backend.readState(slot.index);
     if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);
@@ -500,6 +564,12 @@ export class Scheduler {
     }
     run.phase = 'run';
     this.apply(run, task.onPrefilled(logits, task.wantsState ? state : null));
+  }
+
+  /** Whether a queued task waits for `run`'s prompt up to `length`. */
+  private awaited(run: Running, length: number): boolean {
+    for (const w of this.waiting.values()) if (w.run === run && w.target >= length) return true;
+    return false;
   }
 
   private apply(run: Running, next: Feed | null): void {
