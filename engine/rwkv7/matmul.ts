@@ -43,9 +43,9 @@ export interface MatmulConfig {
   gemmTile: 16 | 64;
 }
 
-/** The group uniform's layout (mm_common.wgsl): 4 segments of 8 words, then count and flags. */
+/** The group uniform's layout (mm_common.wgsl): 8 segments of 8 words, then count and flags. */
 const SEG_WORDS = 8;
-const MAX_SEGS = 4;
+export const MAX_SEGS = 8;
 /** Segments start at virtual rows that are multiples of this, so no workgroup straddles two. */
 export const SEGMENT_ALIGN = 64;
 
@@ -68,8 +68,8 @@ export function chooseMatmul(rows: number, c: MatmulConfig): MatmulVariant {
   return { kind: 'gemm', tile: c.gemmTile };
 }
 
-/** The weight prelude: how a kernel reads W. */
-function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
+/** The weight prelude: how a kernel reads W (shaders/weights_*.wgsl; load_w8 at binding 1). */
+export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
   if (v.kind === 'sgmat') return 'weights_f16_matrix';
   if (c.precision === 'f32') return 'weights_f32';
   if (c.precision === 'int8') return 'weights_i8';
