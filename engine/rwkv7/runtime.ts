@@ -10,7 +10,10 @@ import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
-import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, weightPrelude, type SegmentIO } from './matmul';
+import {
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, splitOf, splitReduceDispatch, splitReduceShader,
+  weightPrelude, type SegmentIO,
+} from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
@@ -32,6 +35,8 @@ export interface RuntimeOptions {
    * shaders/rwkv7_tmix_decode.wgsl); 0 turns it off. Default DECODE_FUSE_JOBS.
    */
   fuseDecodeJobs?: number;
+  /** Split K of tall batched-decode products (matmul.ts); default RWKV_MATMUL_SPLIT_K=1 in the environment, else off. */
+  splitK?: boolean;
   /** The runtime acquired the device itself: dispose() destroys it. A device lent from outside is left alone. */
   ownsDevice?: boolean;
 }
@@ -42,6 +47,9 @@ export interface RuntimeOptions {
  * subgroups; its gain is the dispatches it saves, which matter at small batches.
  */
 export const DECODE_FUSE_JOBS = 8;
+
+/** Floats of partial sums kept for split-K products when they are on (32 MiB: 8 splits of 64 tokens × 16k outputs). */
+const SPLIT_SCRATCH_FLOATS = 8 * 64 * 16384;
 
 interface Segment {
   job: number;
@@ -55,7 +63,7 @@ interface Segment {
 }
 
 /** The pass commands of one sub-pass, recorded once per batch shape and replayed every step. */
-type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number; label: string } | 'submit';
+type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number; z: number; label: string } | 'submit';
 
 class Recorder {
   readonly ops: Op[] = [];
@@ -76,10 +84,10 @@ class Recorder {
     this.group = g;
   }
 
-  dispatchWorkgroups(x: number, y = 1) {
+  dispatchWorkgroups(x: number, y = 1, z = 1) {
     const label = this.nextLabel ?? this.pipeline!.label.replace(/\(.*$/, '');
     this.nextLabel = null;
-    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y, label });
+    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y, z, label });
   }
 
   /** Submit what is recorded so far, so the GPU starts while the rest is encoded. */
@@ -110,6 +118,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   vecMaxRows: number;
   gemmTile: 16 | 64;
   fuseDecodeJobs: number;
+  /** Split K of tall products (RuntimeOptions.splitK). */
+  readonly splitK: boolean;
   private readonly wkvFacts: WkvDevice;
   private wkvForced: WkvVariant | null = null;
   private readonly layerStride: number;
@@ -144,6 +154,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.vecMaxRows = opts.vecMaxRows ?? 32;
     this.gemmTile = opts.gemmTile ?? 64;
     this.fuseDecodeJobs = opts.fuseDecodeJobs ?? DECODE_FUSE_JOBS;
+    this.splitK = opts.splitK ?? splitKFromEnv();
     const H = info.nHead;
     const N = info.headSize;
     this.layerStride = 2 * this.C + H * N * N;
@@ -178,6 +189,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('ffk', TMAX * F);
     f('xo', RMAX * C);
     f('logits', RMAX * V);
+    // Partial sums of split-K products: a product splits no more than fits (chooseSplit).
+    f('splitParts', this.splitK ? SPLIT_SCRATCH_FLOATS : 4);
     if (this.weights.deepEmbed) {
       // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
       const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
@@ -258,7 +271,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   private get matmulConfig() {
     const { kernelPath, subgroup32 } = this.gpu;
-    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile };
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK };
   }
 
   /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */
@@ -278,14 +291,25 @@ export class Rwkv7Runtime implements InferenceBackend {
     useR = false,
   ) {
     const config = this.matmulConfigOf(g);
-    const variant = chooseMatmul(rows, config);
+    const u = this.groupUniform(key, g, io, useR);
+    const shape = { k: Math.max(...g.segs.map((s) => s.k)), virtualRows: u.virtualRows, scratchFloats: SPLIT_SCRATCH_FLOATS };
+    const variant = chooseMatmul(rows, config, shape);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
-    const u = this.groupUniform(key, g, io, useR);
+    const split = splitOf(variant) > 1;
+    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(split ? [this.buf.splitParts] : [])];
+    const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
-    pass.label(`${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`);
+    pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, resources));
+    pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
+    if (!split) return;
+    const reduce = splitReduceShader(variant, config);
+    const r = this.kernel(reduce.key, () => makeKernel(this.device, reduce.parts, reduce.constants, reduce.bindings));
+    pass.setPipeline(r.pipeline);
+    pass.setBindGroup(0, this.group(`${r.name}:${key}`, r, resources));
+    pass.label(`${label}:reduce`);
+    pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
   }
 
   private get consts() {
@@ -328,7 +352,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       }
       if (op.pipeline !== pipeline) pass.setPipeline((pipeline = op.pipeline));
       pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y);
+      pass.dispatchWorkgroups(op.x, op.y, op.z);
     }
     pass.end();
     return enc;
@@ -342,7 +366,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
       pass.setPipeline(op.pipeline);
       pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y);
+      pass.dispatchWorkgroups(op.x, op.y, op.z);
       pass.end();
     }
     return enc;
