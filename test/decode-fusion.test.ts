@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
-import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import type { Precision } from '../engine/precision';
 
 /** Relative L2 distance of `got` from `want`. */
@@ -69,6 +69,13 @@ describe('RWKV-7 fused decode step', function () {
     rt.wkvVariant = { kind: 'row' };
     assert.strictEqual(fusedCount(1, 1), 0);
     assert.strictEqual(perLayer(rt.dispatchLabels(1, 1, 1)).length, 2 * 11);
+  });
+
+  it('RWKV_FUSE_DECODE_JOBS sets the default (0 turns it off); a value that is not a count is refused by name', () => {
+    assert.strictEqual(fuseDecodeJobsFromEnv({}), DECODE_FUSE_JOBS);
+    assert.strictEqual(fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: '0' }), 0);
+    assert.strictEqual(fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: '64' }), 64);
+    for (const bad of ['-1', '2.5', 'yes', '8 ']) assert.throws(() => fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: bad }), /RWKV_FUSE_DECODE_JOBS/);
   });
 
   it('int8 models (f16 LoRAs beside int8 projections) fuse the time mix but keep rkv and lora1 apart: 8 a layer', async () => {

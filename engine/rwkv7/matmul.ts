@@ -24,8 +24,15 @@ export type MatmulVariant =
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
-/** Workgroups a split product aims for (the H200 has 132 SMs: two a SM). */
-const SPLIT_TARGET_WORKGROUPS = 264;
+/** Workgroups a split product aims for (the H200 has 132 SMs: about two a SM). */
+const SPLIT_TARGET_WORKGROUPS = 256;
+/**
+ * Result tiles of 16 tokens per subgroup of the split subgroup-matrix product, at most (16·mt tokens a
+ * workgroup, each weight read once per 16·mt tokens). 1 as the unsplit kernel: there 4 lost to 1 on the H200
+ * (2048² at 64 tokens: 148 µs against 69, bench/results/h200-gpu-run1-matmul.json), with a quarter of the
+ * workgroups; the split restores the workgroups, so bench section `matmul` times 2 and 4 with splits too.
+ */
+const SPLIT_SGMAT_MT: 1 | 2 | 4 = 1;
 /** Fewest inputs one split sums. */
 const SPLIT_MIN_K = 256;
 /** The environment switch of the split-K products (RWKV_MATMUL_SPLIT_K=1) until they are measured to pay. */
@@ -82,9 +89,9 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
   if (c.splitK && shape && usesSubgroupMatrix(c) && rows <= 128) {
-    // Untested default (RWKV_MATMUL_SPLIT_K=1): up to 64 tokens a workgroup, so each weight is read once per
-    // 64 tokens, and K split until the product has about SPLIT_TARGET_WORKGROUPS workgroups.
-    const mt = rows > 32 ? 4 : rows > 16 ? 2 : 1;
+    // Not yet measured (RWKV_MATMUL_SPLIT_K=1): up to 16·SPLIT_SGMAT_MT tokens a workgroup, and K split until
+    // the product has about SPLIT_TARGET_WORKGROUPS workgroups.
+    const mt = Math.min(SPLIT_SGMAT_MT, rows > 32 ? 4 : rows > 16 ? 2 : 1) as 1 | 2 | 4;
     const base: MatmulVariant = { kind: 'sgmat', mt, nt: 1, sgs: 4, kc: 64 };
     return { ...base, split: chooseSplit(base, shape, rows) };
   }
@@ -232,5 +239,6 @@ export function describeKernels(c: MatmulConfig): string {
   // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
   const quantised = c.precision === 'int8' || c.precision === 'nf4';
   const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}`;
+  const split = c.splitK ? '; K split over up to 8 workgroups where a product has few (RWKV_MATMUL_SPLIT_K)' : '';
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${split}`;
 }

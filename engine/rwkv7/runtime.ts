@@ -32,7 +32,8 @@ export interface RuntimeOptions {
   gemmTile?: 16 | 64;
   /**
    * Decode steps (one token a job) of up to this many jobs run the fused time mix (fewer dispatches a layer,
-   * shaders/rwkv7_tmix_decode.wgsl); 0 turns it off. Default DECODE_FUSE_JOBS.
+   * shaders/rwkv7_tmix_decode.wgsl); 0 turns it off. Default: RWKV_FUSE_DECODE_JOBS from the environment
+   * (benchmarks compare with and without), else DECODE_FUSE_JOBS.
    */
   fuseDecodeJobs?: number;
   /** Split K of tall batched-decode products (matmul.ts); default RWKV_MATMUL_SPLIT_K=1 in the environment, else off. */
@@ -47,6 +48,14 @@ export interface RuntimeOptions {
  * subgroups; its gain is the dispatches it saves, which matter at small batches.
  */
 export const DECODE_FUSE_JOBS = 8;
+
+/** RWKV_FUSE_DECODE_JOBS (a whole number ≥ 0) where set, else DECODE_FUSE_JOBS; anything else is an error naming it. */
+export function fuseDecodeJobsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.RWKV_FUSE_DECODE_JOBS;
+  if (v === undefined || v === '') return DECODE_FUSE_JOBS;
+  if (!/^\d+$/.test(v)) throw new RangeError(`RWKV_FUSE_DECODE_JOBS must be a whole number of jobs (0 turns the fused decode step off), got '${v}'`);
+  return Number(v);
+}
 
 /** Floats of partial sums kept for split-K products when they are on (32 MiB: 8 splits of 64 tokens × 16k outputs). */
 const SPLIT_SCRATCH_FLOATS = 8 * 64 * 16384;
@@ -153,7 +162,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
     this.vecMaxRows = opts.vecMaxRows ?? 32;
     this.gemmTile = opts.gemmTile ?? 64;
-    this.fuseDecodeJobs = opts.fuseDecodeJobs ?? DECODE_FUSE_JOBS;
+    this.fuseDecodeJobs = opts.fuseDecodeJobs ?? fuseDecodeJobsFromEnv();
     this.splitK = opts.splitK ?? splitKFromEnv();
     const H = info.nHead;
     const N = info.headSize;
