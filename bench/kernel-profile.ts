@@ -3,6 +3,8 @@
 // dispatch runs in a timed pass of its own (engine/gpu/kernel-profiler.ts); the unprofiled step time of the
 // same shape is printed beside the kernels' sum, which tells how much of a step is not GPU work at all.
 // --profile-shapes 0.1B,1.5B chooses shapes; --profile-steps N the profiled steps per case (default 10).
+// Decode at batch 1 and 8 runs twice: with the fused decode step (the default up to its job limit) and with the
+// separate kernels ("separate"), so one run shows what the fusion saves in dispatches and step time.
 
 import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
@@ -30,12 +32,18 @@ export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<R
     const V = be.info.vocabSize;
     let n = 0;
     const tok = () => (n++ * 7919) % V;
-    const cases: [string, () => SlotJob[]][] = [
-      ['decode b1', () => [{ slot: 0, tokens: [tok()], output: 'last' }]],
-      ['decode b64', () => Array.from({ length: 64 }, (_, s) => ({ slot: s, tokens: [tok()], output: 'last' as const }))],
-      ['prefill 512', () => [{ slot: 1, tokens: Array.from({ length: 512 }, tok), output: 'last' }]],
+    const decode = (b: number) => () => Array.from({ length: b }, (_, s) => ({ slot: s, tokens: [tok()], output: 'last' as const }));
+    const fused = runtime.fuseDecodeJobs;
+    const cases: [string, () => SlotJob[], number][] = [
+      ['decode b1', decode(1), fused],
+      ['decode b1 separate', decode(1), 0],
+      ['decode b8', decode(8), fused],
+      ['decode b8 separate', decode(8), 0],
+      ['decode b64', decode(64), fused],
+      ['prefill 512', () => [{ slot: 1, tokens: Array.from({ length: 512 }, tok), output: 'last' }], fused],
     ];
-    for (const [name, jobs] of cases) {
+    for (const [name, jobs, fuseJobs] of cases) {
+      runtime.fuseDecodeJobs = fuseJobs;
       await be.run(jobs()); // warm-up: pipelines and recorded passes
       const t0 = performance.now();
       for (let i = 0; i < steps; i++) await be.run(jobs());

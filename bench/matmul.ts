@@ -5,12 +5,17 @@
 // unwritten element shows), then timed with timestamp queries: µs per product, TFLOP/s, weight GB/s.
 // Small shapes run first, so a kernel that does not finish shows up on a small problem (the watchdog ends
 // the process naming the stage; a single product that takes longer than HANG_SECONDS ends it too).
+// Self-check: every variant that fails to build or run, or misses its error bound (ERROR_BOUND), is listed
+// after the summary and the section fails (checkMatmulRows), after every other variant was still timed.
+// Split-K variants (mm_split.wgsl) run as the engine runs them: the product, then the reduction of its partials.
 
 import * as fs from 'fs';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
-import { groupUniform, matmulDispatch, matmulShader, type MatmulVariant } from '../engine/rwkv7/matmul';
+import {
+  groupUniform, matmulDispatch, matmulShader, splitOf, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant,
+} from '../engine/rwkv7/matmul';
 import type { MatrixGroup } from '../engine/rwkv7/weights';
 import { GpuSpanTimer, calibrateRepetitions, median } from './device/gpu-span-timer';
 import { progress } from './device/progress';
@@ -30,7 +35,9 @@ export const MATMUL_CASES: MatmulCase[] = [
   { n: 160, k: 96, rows: 37 },
   { n: 256, k: 256, rows: 64 },
   ...[8, 16, 32, 64, 128, 512].map((rows) => ({ n: 2048, k: 2048, rows })),
-  { n: 8192, k: 2048, rows: 64 },
+  // The 1.5B batched-decode shapes of the split-K products: ffn value (K = 4C), ffn key, and 2048² above.
+  ...[16, 32, 64].map((rows) => ({ n: 2048, k: 8192, rows })),
+  ...[16, 32, 64].map((rows) => ({ n: 8192, k: 2048, rows })),
   { n: 8192, k: 2048, rows: 512 },
   { n: 2048, k: 8192, rows: 512 },
 ];
@@ -52,15 +59,27 @@ export const SGMAT_VARIANTS: MatmulVariant[] = (
     [2, 2, 1, 64],
     [1, 1, 1, 64],
   ] as const
-).map(([mt, nt, sgs, kc]) => ({ kind: 'sgmat', mt, nt, sgs, kc }));
+).map(([mt, nt, sgs, kc]): MatmulVariant => ({ kind: 'sgmat', mt, nt, sgs, kc }))
+  // Split K (engine: RWKV_MATMUL_SPLIT_K=1), 16, 32 and 64 tokens a workgroup.
+  .concat(([1, 2, 4] as const).flatMap((mt) => [2, 4, 8].map((split): MatmulVariant => ({ kind: 'sgmat', mt, nt: 1, sgs: 4, kc: 64, split }))));
+
+/** Split-K on the f32-arithmetic tiles too (the 'f16' and 'f32' paths). */
+export const GEMM_SPLIT_VARIANTS: MatmulVariant[] = [2, 4, 8].map((split) => ({ kind: 'gemm', tile: 64, split }));
+
+/**
+ * Worst relative L2 error against float64 a variant may show: f32 arithmetic on the f16 weights, and for
+ * subgroup matrices the activations rounded to f16 as well (measured 2.1e-4–2.3e-4 on the H200).
+ */
+export const ERROR_BOUND = { f32: 1e-5, f16Inputs: 2e-3 };
 
 const HANG_SECONDS = Number(process.env.MATMUL_HANG_SECONDS ?? 20);
 const REFERENCE_ROWS = 12;
 
 export function variantName(v: MatmulVariant): string {
   if (v.kind === 'vec') return `vec${v.tb}`;
-  if (v.kind === 'gemm') return `gemm${v.tile}`;
-  return `sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}`;
+  const split = splitOf(v) > 1 ? `s${splitOf(v)}` : '';
+  if (v.kind === 'gemm') return `gemm${v.tile}${split}`;
+  return `sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${split}`;
 }
 
 /** Standard normal values (Box–Muller) from a small deterministic generator. */
@@ -90,6 +109,8 @@ export interface MatmulRow {
   variant: string;
   /** Worst relative L2 error of a sampled row against float64 (f16 weights, f32 inputs). */
   relErr?: number;
+  /** The bound relErr must stay under (ERROR_BOUND). */
+  bound?: number;
   us?: number;
   tflops?: number;
   weightGBps?: number;
@@ -109,10 +130,12 @@ export async function benchMatmul(
     { kind: 'vec', tb: 8 },
     { kind: 'gemm', tile: 64 },
     { kind: 'gemm', tile: 16 },
+    ...GEMM_SPLIT_VARIANTS,
     ...(gpu.kernelPath === 'subgroup-matrix' ? SGMAT_VARIANTS : []),
   ];
   const timer = new GpuSpanTimer(device);
   const out: MatmulRow[] = [];
+  let partBuf: GPUBuffer | null = null;
   const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
   try {
     for (const c of opts.cases ?? MATMUL_CASES) {
@@ -151,7 +174,7 @@ export async function benchMatmul(
         ref.set(t, r);
       }
       for (const v of variants) {
-        const row: MatmulRow = { case: name, variant: variantName(v) };
+        const row: MatmulRow = { case: name, variant: variantName(v), bound: v.kind === 'sgmat' ? ERROR_BOUND.f16Inputs : ERROR_BOUND.f32 };
         out.push(row);
         try {
           progress(`matmul ${name}: ${row.variant} build`);
@@ -162,13 +185,36 @@ export async function benchMatmul(
           const internal = await device.popErrorScope();
           const validation = await device.popErrorScope();
           if (validation || internal) throw new Error(`kernel build failed: ${(validation ?? internal)!.message}`);
-          const bg = bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]);
-          const [gx, gy] = matmulDispatch(v, u.virtualRows, c.rows);
+          // A split product: its partial sums (poisoned too) and the reduction kernel, one bind group for both.
+          const partFloats = splitScratchFloats(v, u.virtualRows, c.rows);
+          partBuf?.destroy();
+          partBuf = partFloats > 0 ? createBuffer(device, 'parts', partFloats * 4, S) : null;
+          if (partBuf) device.queue.writeBuffer(partBuf, 0, new Float32Array(partFloats).fill(NaN));
+          let reduceKernel: ReturnType<typeof makeKernel> | null = null;
+          if (partBuf) {
+            const r = splitReduceShader(v, base);
+            device.pushErrorScope('validation');
+            reduceKernel = makeKernel(device, r.parts, r.constants, r.bindings);
+            const rError = await device.popErrorScope();
+            if (rError) throw new Error(`reduction kernel build failed: ${rError.message}`);
+          }
+          const resources = [batch, wBuf, xBuf, yBuf, uBuf, ...(partBuf ? [partBuf] : [])];
+          const bg = bindGroup(device, kernel, resources);
+          const rbg = reduceKernel ? bindGroup(device, reduceKernel, resources) : null;
+          const [gx, gy, gz] = matmulDispatch(v, u.virtualRows, c.rows);
+          const [rx, ry] = splitReduceDispatch(u.virtualRows, c.rows);
           const encode = (reps: number) => (enc: GPUCommandEncoder) => {
             const pass = enc.beginComputePass();
-            pass.setPipeline(kernel.pipeline);
-            pass.setBindGroup(0, bg);
-            for (let i = 0; i < reps; i++) pass.dispatchWorkgroups(gx, gy);
+            for (let i = 0; i < reps; i++) {
+              pass.setPipeline(kernel.pipeline);
+              pass.setBindGroup(0, bg);
+              pass.dispatchWorkgroups(gx, gy, gz);
+              if (reduceKernel) {
+                pass.setPipeline(reduceKernel.pipeline);
+                pass.setBindGroup(0, rbg!);
+                pass.dispatchWorkgroups(rx, ry);
+              }
+            }
             pass.end();
           };
           // Poison, run once, check every element and the sampled rows.
@@ -197,6 +243,7 @@ export async function benchMatmul(
             worst = Math.max(worst, Math.sqrt(num / den));
           }
           row.relErr = +worst.toExponential(2);
+          if (!(worst < row.bound!)) throw new Error(`relative error ${row.relErr} against float64 exceeds ${row.bound}`);
           progress(`matmul ${name}: ${row.variant} time`);
           const reps = await calibrateRepetitions(timer, encode, opts.spanSeconds ?? 0.02, 2000);
           const spans: number[] = [];
@@ -207,6 +254,7 @@ export async function benchMatmul(
           row.weightGBps = +((c.n * c.k * 2) / sec / 1e9).toFixed(0);
         } catch (e) {
           row.error = (e as Error).message.split('\n').slice(0, 6).join(' | ');
+          log(`MATMUL CHECK FAILED: ${row.variant} on ${name}: ${row.error}`);
           if (/did not finish/.test(row.error)) {
             log(JSON.stringify(row));
             throw e; // the queue is stuck behind it: nothing else can be measured
@@ -214,12 +262,20 @@ export async function benchMatmul(
         }
         log(JSON.stringify(row));
       }
-      for (const b of [wBuf, xBuf, yBuf, readBuf, batch, uBuf]) b.destroy();
+      for (const b of [wBuf, xBuf, yBuf, readBuf, batch, uBuf, partBuf]) b?.destroy();
+      partBuf = null;
     }
   } finally {
     timer.dispose();
   }
   return out;
+}
+
+/** Throws, listing them, when any variant failed its check (build, run, every output written, error bound). */
+export function checkMatmulRows(rows: MatmulRow[]): void {
+  const failed = rows.filter((r) => r.error !== undefined);
+  if (failed.length === 0) return;
+  throw new Error(`matmul self-check: ${failed.length} of ${rows.length} variant runs failed:\n${failed.map((r) => `  ${r.case} ${r.variant}: ${r.error}`).join('\n')}`);
 }
 
 /** The fastest correct variant per case, as a short table. */
@@ -249,6 +305,7 @@ if (require.main === module) {
     const i = process.argv.indexOf('--out');
     if (i >= 0) fs.writeFileSync(process.argv[i + 1], JSON.stringify(rows, null, 1));
     console.log(summarizeMatmul(rows));
+    checkMatmulRows(rows);
     process.exit(0);
   })().catch((e) => {
     console.error(e);

@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import { acquireGpu } from '../engine/gpu/device';
 import { benchEngine, OFFICIAL_SHAPES, SMOKE_SHAPES } from './engine';
-import { benchMatmul, MATMUL_CASES, SMOKE_MATMUL_CASES, summarizeMatmul } from './matmul';
+import { benchMatmul, checkMatmulRows, MATMUL_CASES, SMOKE_MATMUL_CASES, summarizeMatmul } from './matmul';
 import { benchSamplers } from './samplers';
 import { benchTokenizer } from './tokenizer';
 
@@ -24,6 +24,9 @@ const SECTIONS: Record<string, Section> = {
   matmul: async ({ gpu, onGpu }) => {
     const rows = await benchMatmul(gpu, { cases: onGpu ? MATMUL_CASES : SMOKE_MATMUL_CASES });
     console.log(summarizeMatmul(rows));
+    const out = arg('out');
+    if (out) fs.writeFileSync(out, JSON.stringify({ matmul: { kernelPath: gpu.kernelPath, rows } }, null, 1)); // kept if the check below fails
+    checkMatmulRows(rows);
     return { kernelPath: gpu.kernelPath, rows };
   },
   tokenizer: () => benchTokenizer(),

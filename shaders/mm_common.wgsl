@@ -1,12 +1,13 @@
-// Shared parts of the matrix kernels. One dispatch computes a group of up to 4 independent products
+// Shared parts of the matrix kernels. One dispatch computes a group of up to 8 independent products
 // y_s = act_s(W_s x_s) (+ y_s when accumulating into the residual stream), e.g. receptance, key and value
-// together, or the first stages of all four LoRAs: fewer dispatches, fewer barriers, fuller GPU.
+// together, the first stages of all four LoRAs, or both at once in a decode step: fewer dispatches, fewer
+// barriers, fuller GPU.
 // Each segment owns a range of "virtual" output rows starting at a multiple of 64, so no workgroup
 // straddles two segments. Weights of all segments sit in one buffer at w_off (in units of 8 elements).
 struct Batch { T: u32, J: u32, R: u32, pad: u32 }
 struct Seg { row0: u32, n: u32, k: u32, w_off: u32, x_off: u32, y_off: u32, act: u32, flags: u32 }
 // p0: the word where a quantised group's scales start (weights_i8 / weights_nf4), else 0.
-struct Group { segs: array<Seg, 4>, count: u32, use_r: u32, p0: u32, p1: u32 }
+struct Group { segs: array<Seg, 8>, count: u32, use_r: u32, p0: u32, p1: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
 @group(0) @binding(2) var<storage, read> x: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;

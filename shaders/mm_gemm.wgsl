@@ -1,5 +1,6 @@
 // Tiled matrix product for many tokens: 64 tokens x 64 output rows per workgroup, K in steps of 32.
 // Each weight tile is read once per 64 tokens, so prefill cost is dominated by arithmetic, not bandwidth.
+// K range and output: mm_whole.wgsl or mm_split.wgsl (as mm_sgmat.wgsl).
 var<workgroup> xs: array<array<vec4<f32>, 16>, 32>;
 
 @compute @workgroup_size(256)
@@ -12,7 +13,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let tr = lid / 16u;
   let tc = lid % 16u;
   var acc: array<vec4<f32>, 4>;
-  for (var k0 = 0u; k0 < s.k; k0 += 32u) {
+  let span = k_span(s.k, wid.z, 32u);
+  for (var k0 = span.x; k0 < span.y; k0 += 32u) {
     for (var r = 0u; r < 2u; r++) {
       let e = lid + r * 256u;
       let t = e / 8u;
@@ -38,7 +40,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     if (t >= rows) { continue; }
     for (var jj = 0u; jj < 4u; jj++) {
       let o = o0 + tc * 4u + jj;
-      if (o < s.n) { store(s, t, o, acc[i][jj]); }
+      if (o < s.n) { emit(s, t, o, acc[i][jj], wid.z); }
     }
   }
 }

@@ -3,6 +3,8 @@
 // owns MT×NT result tiles of 16×16 side by side along the outputs. Activations (f32) are converted to f16 into
 // workgroup memory KC inputs at a time, shared by the subgroups; weights ([out, in] row-major, so the right
 // operand stored column-major) are loaded straight from storage, each weight once per BM tokens.
+// The K range and where results go come from the part before this one: mm_whole.wgsl (all of K, into y) or
+// mm_split.wgsl (one of SPLIT ranges of K, a partial sum into `part`; mm_split_reduce.wgsl adds them).
 // Offsets depend on subgroup_id, which is uniform within a subgroup (what the matrix operations need) but not
 // within a workgroup (what the default uniformity check proves), hence the diagnostic.
 enable chromium_experimental_subgroup_matrix;
@@ -28,13 +30,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let o0 = wid.x * BN - s.row0 + sg * 16u * NT;
   let t0 = wid.y * BM;
   var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;
-  for (var k0 = 0u; k0 < s.k; k0 += KC) {
+  let span = k_span(s.k, wid.z, KC);
+  for (var k0 = span.x; k0 < span.y; k0 += KC) {
     // Stage BM tokens × KC inputs as f16 (rows past the batch as zeros).
     for (var e = lid; e < BM * KC / 4u; e += 32u * SGS) {
       let t = e / (KC / 4u);
       let kq = e % (KC / 4u);
       var v = vec4<f32>(0.0);
-      if (t0 + t < rows && k0 + kq * 4u < s.k) { v = x[s.x_off + ((t0 + t) * s.k + k0) / 4u + kq]; }
+      if (t0 + t < rows && k0 + kq * 4u < span.y) { v = x[s.x_off + ((t0 + t) * s.k + k0) / 4u + kq]; }
       let h = vec4<f16>(v);
       let b = t * XS + kq * 4u;
       xs[b] = h.x;
@@ -44,7 +47,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     }
     workgroupBarrier();
     // Widths are multiples of 32, not of KC: a last stage may be half full.
-    for (var kk = 0u; kk < KC && k0 + kk < s.k; kk += 16u) {
+    for (var kk = 0u; kk < KC && k0 + kk < span.y; kk += 16u) {
       var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
       for (var i = 0u; i < MT; i++) {
         a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xs, i * 16u * XS + kk, false, XS);
@@ -67,7 +70,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       for (var e = lane; e < 256u; e += 32u) {
         let t = t0 + i * 16u + e / 16u;
         let o = o0 + j * 16u + e % 16u;
-        if (t < rows && o < s.n) { store(s, t, o, ot[sg * 256u + e]); }
+        if (t < rows && o < s.n) { emit(s, t, o, ot[sg * 256u + e], wid.z); }
       }
       workgroupBarrier();
     }

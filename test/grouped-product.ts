@@ -5,7 +5,9 @@
 
 import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import type { GpuContext } from '../engine/gpu/device';
-import { groupUniform, matmulDispatch, matmulShader, type MatmulVariant, type SegmentIO } from '../engine/rwkv7/matmul';
+import {
+  groupUniform, matmulDispatch, matmulShader, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant, type SegmentIO,
+} from '../engine/rwkv7/matmul';
 import type { MatrixGroup } from '../engine/rwkv7/weights';
 
 /** Deterministic values in [-1, 1) times `scale`. */
@@ -64,13 +66,26 @@ export async function runGroupedProduct(
   const u = groupUniform('test', { ...c.group, buffer: wBuf }, io, false);
   const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   device.queue.writeBuffer(uBuf, 0, u.words);
-  const shader = matmulShader(v, { kernelPath: gpu.kernelPath, precision: c.group.format, subgroup32: gpu.subgroup32 });
+  const config = { kernelPath: gpu.kernelPath, precision: c.group.format, subgroup32: gpu.subgroup32 };
+  const shader = matmulShader(v, config);
   const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
+  // A split-K product: partial sums poisoned too, so a split that writes nothing shows.
+  const partFloats = splitScratchFloats(v, u.virtualRows, rows);
+  const partBuf = partFloats > 0 ? createBuffer(device, 'parts', partFloats * 4, S) : null;
+  if (partBuf) device.queue.writeBuffer(partBuf, 0, new Float32Array(partFloats).fill(NaN));
+  const resources = [batch, wBuf, xBuf, yBuf, uBuf, ...(partBuf ? [partBuf] : [])];
   const enc = device.createCommandEncoder();
   const pass = enc.beginComputePass();
   pass.setPipeline(kernel.pipeline);
-  pass.setBindGroup(0, bindGroup(device, kernel, [batch, wBuf, xBuf, yBuf, uBuf]));
+  pass.setBindGroup(0, bindGroup(device, kernel, resources));
   pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
+  if (partBuf) {
+    const reduce = splitReduceShader(v, config);
+    const rk = makeKernel(device, reduce.parts, reduce.constants, reduce.bindings);
+    pass.setPipeline(rk.pipeline);
+    pass.setBindGroup(0, bindGroup(device, rk, resources));
+    pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
+  }
   pass.end();
   device.queue.submit([enc.finish()]);
   const got = await readBuffer(device, yBuf, yLen * 4);
@@ -85,6 +100,6 @@ export async function runGroupedProduct(
       }
     }
   });
-  for (const b of [wBuf, xBuf, yBuf, batch, uBuf]) b.destroy();
+  for (const b of [wBuf, xBuf, yBuf, batch, uBuf, partBuf]) b?.destroy();
   return { got, want, xs };
 }

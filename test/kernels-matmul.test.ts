@@ -118,12 +118,16 @@ describe('matrix kernels on the kernel paths of this device', function () {
     ['f32', { kind: 'vec', tb: 8 }, 13],
     ['f32', { kind: 'gemm', tile: 64 }, 70],
     ['f32', { kind: 'gemm', tile: 16 }, 21],
+    // Split K (mm_split.wgsl + mm_split_reduce.wgsl): 3 splits of K = 64 and 32 leave empty ranges, which must add 0.
+    ['f32', { kind: 'gemm', tile: 64, split: 2 }, 70],
+    ['f32', { kind: 'gemm', tile: 64, split: 3 }, 37],
     ['f16', { kind: 'vec', tb: 4 }, 3],
     ['f16', { kind: 'gemm', tile: 64 }, 70],
   ];
   const results = new Map<string, Float32Array>();
   for (const [path, v, rows] of cases) {
-    const label = v.kind === 'vec' ? `streaming (${v.tb} tokens a pass)` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices';
+    const split = v.kind !== 'vec' && (v.split ?? 1) > 1 ? `, K split ${v.split} ways` : '';
+    const label = (v.kind === 'vec' ? `streaming (${v.tb} tokens a pass)` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices') + split;
     it(`'${path}' path, ${label}, ${rows} tokens: matches float64, every output written`, async () => {
       if (!devices.has(path)) devices.set(path, await acquireGpu({ kernelPath: path }));
       const gpu = devices.get(path)!;

@@ -191,7 +191,8 @@ export abstract class SlotRuntime implements InferenceBackend {
 
   private matmulKernel(variant: 'mm_vec' | 'mm_gemm' | 'mm_gemm16', tb: number, format: WeightPrecision) {
     const sub = this.gpu.subgroup32 ? 'subgroup_on' : 'subgroup_off';
-    const parts = variant === 'mm_vec' ? [variant] : ['gemm_tiles', variant];
+    // mm_gemm's K range and output: all of K, through store() (mm_whole.wgsl; split K is RWKV-7's only).
+    const parts = variant === 'mm_vec' ? [variant] : variant === 'mm_gemm' ? ['gemm_tiles', 'mm_whole', variant] : ['gemm_tiles', variant];
     const w = SlotRuntime.weightInclude(format);
     const key = `${variant === 'mm_vec' ? `${variant}${tb}` : variant}:${w}`;
     return this.kernel(key, () =>

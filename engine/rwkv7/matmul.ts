@@ -6,6 +6,8 @@
 //   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode.
 //   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
 //   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
+// mm_gemm and mm_sgmat may split K over `split` workgroups (mm_split.wgsl) whose partial sums a second small
+// dispatch adds (mm_split_reduce.wgsl): off unless RWKV_MATMUL_SPLIT_K=1 (splitKFromEnv) until measured.
 // Each reads its weights through a prelude chosen by the group's storage format (shaders/weights_*.wgsl): f16,
 // f32, int8 (row scales applied once per output) or nf4; mm_vec and mm_gemm run every format, mm_sgmat f16 only.
 
@@ -15,9 +17,28 @@ import type { MatrixGroup, WeightPrecision } from './weights';
 
 export type MatmulVariant =
   | { kind: 'vec'; tb: 4 | 8 }
-  | { kind: 'gemm'; tile: 16 | 64 }
+  /** split: K over this many workgroups (64-token tiles only), 1 or absent for none. */
+  | { kind: 'gemm'; tile: 16 | 64; split?: number }
   /** mt×nt result tiles of 16×16 per subgroup, sgs subgroups side by side along the outputs, kc inputs a stage. */
-  | { kind: 'sgmat'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgs: 1 | 2 | 4; kc: 32 | 64 };
+  | { kind: 'sgmat'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgs: 1 | 2 | 4; kc: 32 | 64; split?: number };
+
+/** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
+export const MAX_SPLIT = 8;
+/** Workgroups a split product aims for (the H200 has 132 SMs: about two a SM). */
+const SPLIT_TARGET_WORKGROUPS = 256;
+/**
+ * Result tiles of 16 tokens per subgroup of the split subgroup-matrix product, at most (16·mt tokens a
+ * workgroup, each weight read once per 16·mt tokens). 1 as the unsplit kernel: there 4 lost to 1 on the H200
+ * (2048² at 64 tokens: 148 µs against 69, bench/results/h200-gpu-run1-matmul.json), with a quarter of the
+ * workgroups; the split restores the workgroups, so bench section `matmul` times 2 and 4 with splits too.
+ */
+const SPLIT_SGMAT_MT: 1 | 2 | 4 = 1;
+/** Fewest inputs one split sums. */
+const SPLIT_MIN_K = 256;
+/** The environment switch of the split-K products (RWKV_MATMUL_SPLIT_K=1) until they are measured to pay. */
+export function splitKFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+  return env.RWKV_MATMUL_SPLIT_K === '1';
+}
 
 /** Where one matrix of a group reads and writes (float offsets into the bound buffers). */
 export interface SegmentIO {
@@ -41,11 +62,21 @@ export interface MatmulConfig {
   vecMaxRows: number;
   /** Token tile of mm_gemm. */
   gemmTile: 16 | 64;
+  /** Split K of tall products across workgroups (tiled kernels, batched decode); off by default. */
+  splitK?: boolean;
 }
 
-/** The group uniform's layout (mm_common.wgsl): 4 segments of 8 words, then count and flags. */
+/** What the split-K choice needs of a group: its widest input and its virtual output rows. */
+export interface ProductShape {
+  k: number;
+  virtualRows: number;
+  /** Room for partial sums (floats): no more splits than fit. */
+  scratchFloats: number;
+}
+
+/** The group uniform's layout (mm_common.wgsl): 8 segments of 8 words, then count and flags. */
 const SEG_WORDS = 8;
-const MAX_SEGS = 4;
+export const MAX_SEGS = 8;
 /** Segments start at virtual rows that are multiples of this, so no workgroup straddles two. */
 export const SEGMENT_ALIGN = 64;
 
@@ -54,9 +85,16 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
   return c.kernelPath === 'subgroup-matrix' && c.precision === 'f16';
 }
 
-/** The kernel for a product over `rows` rows. */
-export function chooseMatmul(rows: number, c: MatmulConfig): MatmulVariant {
+/** The kernel for a product over `rows` rows (of a group of `shape`, which the split-K choice reads). */
+export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+  if (c.splitK && shape && usesSubgroupMatrix(c) && rows <= 128) {
+    // Not yet measured (RWKV_MATMUL_SPLIT_K=1): up to 16·SPLIT_SGMAT_MT tokens a workgroup, and K split until
+    // the product has about SPLIT_TARGET_WORKGROUPS workgroups.
+    const mt = Math.min(SPLIT_SGMAT_MT, rows > 32 ? 4 : rows > 16 ? 2 : 1) as 1 | 2 | 4;
+    const base: MatmulVariant = { kind: 'sgmat', mt, nt: 1, sgs: 4, kc: 64 };
+    return { ...base, split: chooseSplit(base, shape, rows) };
+  }
   if (usesSubgroupMatrix(c) && rows <= 128) {
     // Measured on the H200 (bench/RESULTS.md, gpu runs 1–2): one 16×16 tile per subgroup, four subgroups a
     // workgroup (64 outputs), beats streaming and f32 tiles from 33 to 128 tokens (2048² at 64 tokens: 69 µs
@@ -65,11 +103,27 @@ export function chooseMatmul(rows: number, c: MatmulConfig): MatmulVariant {
     // 6982 in earlier runs), so prefill chunks keep the f32 tiles until the kernel stages weights in shared memory.
     return { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 };
   }
-  return { kind: 'gemm', tile: c.gemmTile };
+  const gemm: MatmulVariant = { kind: 'gemm', tile: c.gemmTile };
+  if (c.splitK && shape && c.gemmTile === 64) return { ...gemm, split: chooseSplit(gemm, shape, rows) };
+  return gemm;
 }
 
-/** The weight prelude: how a kernel reads W. */
-function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
+/** K splits for a tiled product: the fewest (a power of two) that reach the target workgroups, each ≥ SPLIT_MIN_K inputs. */
+export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number): number {
+  const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
+  let split = 1;
+  const fits = (s: number) => s * rows * shape.virtualRows <= shape.scratchFloats;
+  while (split < MAX_SPLIT && x * y * split < SPLIT_TARGET_WORKGROUPS && shape.k / (split * 2) >= SPLIT_MIN_K && fits(split * 2)) split *= 2;
+  return split;
+}
+
+/** K splits of a variant (1: none). */
+export function splitOf(v: MatmulVariant): number {
+  return v.kind === 'vec' ? 1 : (v.split ?? 1);
+}
+
+/** The weight prelude: how a kernel reads W (shaders/weights_*.wgsl; load_w8 at binding 1). */
+export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
   if (v.kind === 'sgmat') return 'weights_f16_matrix';
   if (c.precision === 'f32') return 'weights_f32';
   if (c.precision === 'int8') return 'weights_i8';
@@ -85,22 +139,55 @@ export function matmulShader(
   if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
   const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
   const w = weightPrelude(v, c);
-  const bindings: BindingKind[] = ['uniform', 'read', 'read', 'rw', 'uniform'];
+  const split = splitOf(v);
+  if (split < 1 || split > MAX_SPLIT || !Number.isInteger(split)) throw new RangeError(`K split ${split} is outside 1..${MAX_SPLIT}`);
+  if (v.kind === 'gemm' && v.tile === 16 && split > 1) throw new Error('split K runs on the 64-token tiles only');
+  // A split product also binds its partial sums (binding 5).
+  const bindings: BindingKind[] = split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
+  const kPart = split > 1 ? 'mm_split' : 'mm_whole';
+  const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
     case 'vec':
       return { key: `mm_vec${v.tb}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb }, bindings };
     case 'gemm': {
-      const name = v.tile === 16 ? 'mm_gemm16' : 'mm_gemm';
-      return { key: `${name}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', name], constants: { TB: 8 }, bindings };
+      if (v.tile === 16) return { key: `mm_gemm16:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', 'mm_gemm16'], constants: { TB: 8 }, bindings };
+      return { key: `mm_gemm${splitName}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', kPart, 'mm_gemm'], constants: { TB: 8, SPLIT: split }, bindings };
     }
     case 'sgmat':
       return {
-        key: `mm_sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}`,
-        parts: [w, 'mm_common', 'mm_sgmat'],
-        constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc },
+        key: `mm_sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${splitName}`,
+        parts: [w, 'mm_common', kPart, 'mm_sgmat'],
+        constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc, SPLIT: split },
         bindings,
       };
   }
+}
+
+const PRODUCT_BINDINGS: BindingKind[] = ['uniform', 'read', 'read', 'rw', 'uniform'];
+
+/**
+ * The second dispatch of a split product (mm_split_reduce.wgsl): its bindings are the product's, so one bind
+ * group serves both. It stores through mm_common's store(), which reads the weight prelude's row scale.
+ */
+export function splitReduceShader(
+  v: MatmulVariant,
+  c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
+): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+  const split = splitOf(v);
+  if (split <= 1) throw new Error('only a split-K product has a reduction pass');
+  const w = weightPrelude(v, c);
+  return { key: `mm_split_reduce${split}:${w}`, parts: [w, 'mm_common', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: [...PRODUCT_BINDINGS, 'rw'] };
+}
+
+/** Workgroups of the reduction pass of a split product. */
+export function splitReduceDispatch(virtualRows: number, rows: number): [number, number] {
+  return [Math.ceil(virtualRows / 64), rows];
+}
+
+/** Floats of partial sums a split product writes (0 unsplit). */
+export function splitScratchFloats(v: MatmulVariant, virtualRows: number, rows: number): number {
+  const split = splitOf(v);
+  return split > 1 ? split * rows * virtualRows : 0;
 }
 
 /** Output rows one workgroup of the variant covers. */
@@ -113,8 +200,9 @@ function tokensPerWorkgroup(v: MatmulVariant): number {
   return v.kind === 'vec' ? v.tb : v.kind === 'gemm' ? v.tile : 16 * v.mt;
 }
 
-export function matmulDispatch(v: MatmulVariant, virtualRows: number, rows: number): [number, number] {
-  return [Math.ceil(virtualRows / rowsPerWorkgroup(v)), Math.ceil(rows / tokensPerWorkgroup(v))];
+/** Workgroups of the product: outputs, tokens, K splits. */
+export function matmulDispatch(v: MatmulVariant, virtualRows: number, rows: number): [number, number, number] {
+  return [Math.ceil(virtualRows / rowsPerWorkgroup(v)), Math.ceil(rows / tokensPerWorkgroup(v)), splitOf(v)];
 }
 
 /**
@@ -132,9 +220,11 @@ export function groupUniform(key: string, g: MatrixGroup, io: SegmentIO[], useR:
     words.set([row0, seg.n, seg.k, seg.wOff, x / 4, io[i].yOff, io[i].act ?? 0, io[i].accum ? 1 : 0], i * SEG_WORDS);
     row0 += Math.ceil(seg.n / SEGMENT_ALIGN) * SEGMENT_ALIGN;
   });
-  words.set([g.segs.length, useR ? 1 : 0, g.scaleWord ?? 0], MAX_SEGS * SEG_WORDS);
   const last = g.segs[g.segs.length - 1];
-  return { words, virtualRows: row0 - Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN + last.n };
+  const virtualRows = row0 - Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN + last.n;
+  // p1: the virtual rows, the row stride of a split product's partial sums (mm_split.wgsl).
+  words.set([g.segs.length, useR ? 1 : 0, g.scaleWord ?? 0, virtualRows], MAX_SEGS * SEG_WORDS);
+  return { words, virtualRows };
 }
 
 /** One line for `rwkv-flow info` and benchmark records: which kernels run for how many rows. */
@@ -149,5 +239,6 @@ export function describeKernels(c: MatmulConfig): string {
   // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
   const quantised = c.precision === 'int8' || c.precision === 'nf4';
   const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}`;
+  const split = c.splitK ? '; K split over up to 8 workgroups where a product has few (RWKV_MATMUL_SPLIT_K)' : '';
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${split}`;
 }

@@ -10,7 +10,10 @@ import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
-import { chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, type SegmentIO } from './matmul';
+import {
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, splitOf, splitReduceDispatch, splitReduceShader,
+  weightPrelude, type SegmentIO,
+} from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
@@ -27,9 +30,35 @@ export interface RuntimeOptions {
   vecMaxRows?: number;
   /** Tokens per tile of the tiled kernel: 64 (default) or 16 (more workgroups for mid-size batches). */
   gemmTile?: 16 | 64;
+  /**
+   * Decode steps (one token a job) of up to this many jobs run the fused time mix (fewer dispatches a layer,
+   * shaders/rwkv7_tmix_decode.wgsl); 0 turns it off. Default: RWKV_FUSE_DECODE_JOBS from the environment
+   * (benchmarks compare with and without), else DECODE_FUSE_JOBS.
+   */
+  fuseDecodeJobs?: number;
+  /** Split K of tall batched-decode products (matmul.ts); default RWKV_MATMUL_SPLIT_K=1 in the environment, else off. */
+  splitK?: boolean;
   /** The runtime acquired the device itself: dispose() destroys it. A device lent from outside is left alone. */
   ownsDevice?: boolean;
 }
+
+/**
+ * Default of RuntimeOptions.fuseDecodeJobs. The fused kernel reads each head's second LoRA stages once per job
+ * and sums rows through workgroup memory, where the separate path reads them once per step and may use
+ * subgroups; its gain is the dispatches it saves, which matter at small batches.
+ */
+export const DECODE_FUSE_JOBS = 8;
+
+/** RWKV_FUSE_DECODE_JOBS (a whole number ≥ 0) where set, else DECODE_FUSE_JOBS; anything else is an error naming it. */
+export function fuseDecodeJobsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
+  const v = env.RWKV_FUSE_DECODE_JOBS;
+  if (v === undefined || v === '') return DECODE_FUSE_JOBS;
+  if (!/^\d+$/.test(v)) throw new RangeError(`RWKV_FUSE_DECODE_JOBS must be a whole number of jobs (0 turns the fused decode step off), got '${v}'`);
+  return Number(v);
+}
+
+/** Floats of partial sums kept for split-K products when they are on (32 MiB: 8 splits of 64 tokens × 16k outputs). */
+const SPLIT_SCRATCH_FLOATS = 8 * 64 * 16384;
 
 interface Segment {
   job: number;
@@ -43,7 +72,7 @@ interface Segment {
 }
 
 /** The pass commands of one sub-pass, recorded once per batch shape and replayed every step. */
-type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number; label: string } | 'submit';
+type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number; z: number; label: string } | 'submit';
 
 class Recorder {
   readonly ops: Op[] = [];
@@ -64,10 +93,10 @@ class Recorder {
     this.group = g;
   }
 
-  dispatchWorkgroups(x: number, y = 1) {
+  dispatchWorkgroups(x: number, y = 1, z = 1) {
     const label = this.nextLabel ?? this.pipeline!.label.replace(/\(.*$/, '');
     this.nextLabel = null;
-    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y, label });
+    this.ops.push({ pipeline: this.pipeline!, group: this.group!, x, y, z, label });
   }
 
   /** Submit what is recorded so far, so the GPU starts while the rest is encoded. */
@@ -97,6 +126,9 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Tuning knobs (benchmarks): see RuntimeOptions. */
   vecMaxRows: number;
   gemmTile: 16 | 64;
+  fuseDecodeJobs: number;
+  /** Split K of tall products (RuntimeOptions.splitK). */
+  readonly splitK: boolean;
   private readonly wkvFacts: WkvDevice;
   private wkvForced: WkvVariant | null = null;
   private readonly layerStride: number;
@@ -130,6 +162,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
     this.vecMaxRows = opts.vecMaxRows ?? 32;
     this.gemmTile = opts.gemmTile ?? 64;
+    this.fuseDecodeJobs = opts.fuseDecodeJobs ?? fuseDecodeJobsFromEnv();
+    this.splitK = opts.splitK ?? splitKFromEnv();
     const H = info.nHead;
     const N = info.headSize;
     this.layerStride = 2 * this.C + H * N * N;
@@ -156,13 +190,16 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('x', TMAX * C);
     f('xn', TMAX * C);
     f('mix', 6 * TMAX * C);
-    f('tm', 9 * TMAX * C);
+    // Nine activation regions (head_common.wgsl), then the first LoRA stages' outputs of a fused decode step.
+    f('tm', 9 * TMAX * C + 4 * TMAX * this.weights.maxLora);
     f('lora', 4 * TMAX * this.weights.maxLora);
     f('vfirst', TMAX * C);
     f('xx', TMAX * C);
     f('ffk', TMAX * F);
     f('xo', RMAX * C);
     f('logits', RMAX * V);
+    // Partial sums of split-K products: a product splits no more than fits (chooseSplit).
+    f('splitParts', this.splitK ? SPLIT_SCRATCH_FLOATS : 4);
     if (this.weights.deepEmbed) {
       // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
       const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
@@ -243,7 +280,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   private get matmulConfig() {
     const { kernelPath, subgroup32 } = this.gpu;
-    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile };
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK };
   }
 
   /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */
@@ -263,14 +300,25 @@ export class Rwkv7Runtime implements InferenceBackend {
     useR = false,
   ) {
     const config = this.matmulConfigOf(g);
-    const variant = chooseMatmul(rows, config);
+    const u = this.groupUniform(key, g, io, useR);
+    const shape = { k: Math.max(...g.segs.map((s) => s.k)), virtualRows: u.virtualRows, scratchFloats: SPLIT_SCRATCH_FLOATS };
+    const variant = chooseMatmul(rows, config, shape);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
-    const u = this.groupUniform(key, g, io, useR);
+    const split = splitOf(variant) > 1;
+    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(split ? [this.buf.splitParts] : [])];
+    const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, [this.buf.batch, g.buffer, x, y, u.buffer]));
-    pass.label(`${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`);
+    pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, resources));
+    pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
+    if (!split) return;
+    const reduce = splitReduceShader(variant, config);
+    const r = this.kernel(reduce.key, () => makeKernel(this.device, reduce.parts, reduce.constants, reduce.bindings));
+    pass.setPipeline(r.pipeline);
+    pass.setBindGroup(0, this.group(`${r.name}:${key}`, r, resources));
+    pass.label(`${label}:reduce`);
+    pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
   }
 
   private get consts() {
@@ -292,7 +340,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${wkvVariantName(wkv)}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -313,7 +361,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       }
       if (op.pipeline !== pipeline) pass.setPipeline((pipeline = op.pipeline));
       pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y);
+      pass.dispatchWorkgroups(op.x, op.y, op.z);
     }
     pass.end();
     return enc;
@@ -327,7 +375,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
       pass.setPipeline(op.pipeline);
       pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y);
+      pass.dispatchWorkgroups(op.x, op.y, op.z);
       pass.end();
     }
     return enc;
@@ -409,14 +457,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     const loraOut = [1, 4, 5, 8];
     // Submitting every few layers lets the GPU start while the rest is still being encoded.
     const layersPerSubmit = 4;
-    weights.layers.forEach((L, l) => {
-      const key = `L${l}`;
-      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix);
-      this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, [0, 2, 3].map((m) => ({ xOff: mixAt(m), yOff: tmAt(m) })));
-      this.matmul(pass, `${key}:lora1`, L.lora1, buf.mix, buf.lora, T,
-        L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })));
-      this.matmul(pass, `${key}:lora2`, L.lora2, buf.lora, buf.tm, T,
-        L.lora2.segs.map((_, i) => ({ xOff: i * LREG, yOff: tmAt(loraOut[i]) })));
+    /** prep, the WKV recurrence, post and the output product: the time mix after its LoRAs. */
+    const unfusedTimeMix = (key: string, l: number, L: ModelWeights['layers'][number]) => {
       const pk = prep(l === 0);
       pass.setPipeline(pk.pipeline);
       pass.setBindGroup(0, this.group(`${key}:prep`, pk, [buf.batch, buf.tm, buf.vfirst, L.prep]));
@@ -429,6 +471,31 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.setBindGroup(0, this.group(`${key}:post`, post, [buf.batch, buf.tm, L.post, buf.xx]));
       pass.dispatchWorkgroups(H, T);
       this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
+    };
+    const fuseLanes = this.decodeFuseLanes(T, J);
+    // A fused decode step's first LoRA outputs go to tm from HID on, where the fused kernel reads them.
+    const HID = 9 * REG;
+    const rkvIO: SegmentIO[] = [0, 2, 3].map((m) => ({ xOff: mixAt(m), yOff: tmAt(m) }));
+    weights.layers.forEach((L, l) => {
+      const key = `L${l}`;
+      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix);
+      if (fuseLanes) {
+        const lora1IO = L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: HID + i * LREG, act: loraAct[i] }));
+        if (L.rkvLora1) this.matmul(pass, `${key}:rkv+lora1`, L.rkvLora1, buf.mix, buf.tm, T, [...rkvIO, ...lora1IO]);
+        else {
+          this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO);
+          this.matmul(pass, `${key}:lora1>tm`, L.lora1, buf.mix, buf.tm, T, lora1IO);
+        }
+        this.fusedTimeMix(pass, key, l, J, L, fuseLanes, HID, LREG);
+        this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
+      } else {
+        this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO);
+        this.matmul(pass, `${key}:lora1`, L.lora1, buf.mix, buf.lora, T,
+          L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })));
+        this.matmul(pass, `${key}:lora2`, L.lora2, buf.lora, buf.tm, T,
+          L.lora2.segs.map((_, i) => ({ xOff: i * LREG, yOff: tmAt(loraOut[i]) })));
+        unfusedTimeMix(key, l, L);
+      }
 
       normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix);
       this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, [{ xOff: 0, yOff: 0, act: 3 }]);
@@ -456,6 +523,51 @@ export class Rwkv7Runtime implements InferenceBackend {
       this.matmul(pass, 'head', weights.head, buf.xo, buf.logits, R, [{ xOff: 0, yOff: 0 }], true);
     }
     return pass.ops;
+  }
+
+  /**
+   * The dispatches a sub-pass of `tokens` tokens in `jobs` jobs of equal length with `rows` logits rows records,
+   * by profiler label, in order (tests and benchmarks count them).
+   */
+  dispatchLabels(tokens: number, jobs: number, rows: number): string[] {
+    const wkv = this.wkvForced ?? chooseWkv(Math.ceil(tokens / jobs), this.wkvFacts);
+    return this.record(tokens, jobs, rows, wkv).flatMap((op) => (op === 'submit' ? [] : [op.label]));
+  }
+
+  /**
+   * Lanes per state row of the fused decode time mix for a sub-pass of T tokens in J jobs, or 0 where it does
+   * not run: not a decode step, more jobs than fuseDecodeJobs, a WKV kernel forced (tests and benchmarks
+   * compare those), LoRAs stored in a quantised format, or a head too large for one workgroup.
+   */
+  private decodeFuseLanes(T: number, J: number): number {
+    if (T !== J || J > this.fuseDecodeJobs || this.wkvForced) return 0;
+    if (this.weights.layers.some((L) => L.lora2.format !== 'f16' && L.lora2.format !== 'f32')) return 0;
+    const N = this.info.headSize;
+    const maxLanes = Math.min(this.device.limits.maxComputeInvocationsPerWorkgroup, this.device.limits.maxComputeWorkgroupSizeX);
+    // 4 lanes a row, as the decode WKV kernel measured best on the H200; fewer where the head is too large.
+    for (const lanes of [4, 2, 1]) if (N % (4 * lanes) === 0 && N * lanes <= maxLanes) return lanes;
+    return 0;
+  }
+
+  /** shaders/rwkv7_tmix_decode.wgsl over H heads × J jobs: the second LoRA stages, prep, WKV and post at once. */
+  private fusedTimeMix(pass: Recorder, key: string, l: number, J: number, L: ModelWeights['layers'][number], lanes: number, hid: number, lreg: number) {
+    const { buf } = this;
+    const first = l === 0;
+    const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
+    const k = this.kernel(`tmixDecode:${prelude},${lanes},${first}`, () =>
+      makeKernel(this.device, [prelude, 'head_common', 'rwkv7_tmix_decode'], { ...this.consts, L: lanes, FIRST: first }, [
+        'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw',
+      ]),
+    );
+    const u = this.groupUniform(`${key}:lora2>fused`, L.lora2, L.lora2.segs.map((_, i) => ({ xOff: hid + i * lreg, yOff: 0 })), false);
+    pass.setPipeline(k.pipeline);
+    pass.setBindGroup(
+      0,
+      this.group(`${key}:tmixDecode:${lanes}`, k, [
+        buf.batch, L.lora2.buffer, this.layerUniforms[l], u.buffer, buf.jobs, buf.tm, L.prep, L.post, buf.vfirst, buf.state, buf.xx,
+      ]),
+    );
+    pass.dispatchWorkgroups(this.info.nHead, J);
   }
 
   // ---- planning -----------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from '../gpu/kernel';
-import { SEGMENT_ALIGN } from './matmul';
+import { MAX_SEGS, SEGMENT_ALIGN } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
 import { isQuantisedMatrix } from '../quant/quantised-matrices';
@@ -57,6 +57,12 @@ export interface LayerWeights {
   lora1: MatrixGroup;
   /** Second LoRA stages w2, a2, g2 and (after layer 0) v2. */
   lora2: MatrixGroup;
+  /**
+   * receptance, key, value, w1, a1, g1 (, v1) in one buffer, of which `rkv` and `lora1` are views: a decode
+   * step runs them as one product (engine/rwkv7/runtime.ts). Absent where the two differ in format (int8 and
+   * nf4 models keep f16 LoRAs) or would not fit one binding.
+   */
+  rkvLora1?: MatrixGroup;
   o: MatrixGroup;
   /** w0, a0, v0, k_k, k_a: [5, C]. */
   prep: GPUBuffer;
@@ -203,6 +209,23 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     return { buffer: uploadBuffer(device, label, data, STORAGE), segs, format };
   };
 
+  /**
+   * The receptance/key/value group and the first LoRA stages: one buffer holding both (rkv and lora1 are views
+   * of its segments) when they share a float format and fit one binding, else two groups.
+   */
+  const projections = (prefix: string, rkvMats: HostMatrix[], l1: HostMatrix[]) => {
+    const all = [...rkvMats, ...l1];
+    const sameFloat = all.every((m) => m.format === l1[0].format) && (l1[0].format === 'f16' || l1[0].format === 'f32');
+    const elementBytes = l1[0].format === 'f16' ? 2 : 4;
+    const merged = all.reduce((n, m) => n + m.n * m.k, SEGMENT_ALIGN * l1[l1.length - 1].k) * elementBytes;
+    if (!sameFloat || all.length > MAX_SEGS || merged > maxBinding) {
+      return { rkv: group(`${prefix}rkv`, rkvMats), lora1: group(`${prefix}lora1`, l1), rkvLora1: undefined };
+    }
+    const both = group(`${prefix}rkv+lora1`, all);
+    const view = (from: number, to: number): MatrixGroup => ({ buffer: both.buffer, segs: both.segs.slice(from, to), format: both.format });
+    return { rkv: view(0, rkvMats.length), lora1: view(rkvMats.length, all.length), rkvLora1: both };
+  };
+
   /** RWKV-7a: every layer's table and gate vectors, and the s_emb_x matrices grouped so each group binds whole. */
   function uploadDeepEmbed(): DeepEmbedWeights {
     const layers: DeepEmbedLayer[] = [];
@@ -242,12 +265,15 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       l2.push(lora(`${a}v2`, false));
     }
     maxLora = Math.max(maxLora, ...l1.map((m) => m.n));
+    const rkvMats = [linear(`${a}receptance.weight`), linear(`${a}key.weight`), linear(`${a}value.weight`)];
+    const { rkv, lora1, rkvLora1 } = projections(`${a}`, rkvMats, l1);
     layers.push({
       ln1: stack(`${p}ln1`, [vals(`${p}ln1.weight`), vals(`${p}ln1.bias`)]),
       ln2: stack(`${p}ln2`, [vals(`${p}ln2.weight`), vals(`${p}ln2.bias`)]),
       attMix: stack(`${a}mix`, ['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g'].map((n) => vals(a + n))),
-      rkv: group(`${a}rkv`, [linear(`${a}receptance.weight`), linear(`${a}key.weight`), linear(`${a}value.weight`)]),
-      lora1: group(`${a}lora1`, l1),
+      rkv,
+      lora1,
+      rkvLora1,
       lora2: group(`${a}lora2`, l2),
       o: group(`${a}output.weight`, [linear(`${a}output.weight`)]),
       prep: stack(`${a}prep`, [

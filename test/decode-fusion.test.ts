@@ -1,0 +1,123 @@
+// The fused decode step of RWKV-7 (engine/rwkv7/runtime.ts, shaders/rwkv7_tmix_decode.wgsl): how many dispatches
+// a step records, and that the fused step gives the logits and states of the separate kernels.
+
+import * as assert from 'assert';
+import { createBackend, type Backend } from '../engine/backend';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import type { Precision } from '../engine/precision';
+
+/** Relative L2 distance of `got` from `want`. */
+function relL2(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let d = 0;
+  let n = 0;
+  for (let i = 0; i < want.length; i++) {
+    d += (got[i] - want[i]) ** 2;
+    n += want[i] ** 2;
+  }
+  return Math.sqrt(d / Math.max(n, 1e-30));
+}
+
+describe('RWKV-7 fused decode step', function () {
+  this.timeout(300000);
+  let gpu: GpuContext;
+  const open: Backend[] = [];
+  before(async () => {
+    gpu = await acquireGpu();
+  });
+  afterEach(() => {
+    for (const be of open.splice(0)) be.dispose();
+  });
+
+  async function runtimeFor(opts: { nLayer: number; nEmbd: number; precision: Precision; variant?: 'v7' | 'v7a'; seed?: number }) {
+    const ck = randomRwkv7Checkpoint({ nLayer: opts.nLayer, nEmbd: opts.nEmbd, vocabSize: 300, dtype: 'f32', seed: opts.seed ?? 5, variant: opts.variant });
+    const be = await createBackend({ model: ck, slots: 4, precision: opts.precision, gpu, device: 'gpu' });
+    open.push(be);
+    return be as unknown as Rwkv7Runtime & Backend;
+  }
+
+  const perLayer = (labels: string[]) => labels.slice(1, labels.indexOf('layer_norm'));
+
+  it('a decode step records 7 dispatches a layer instead of 11 (the 0.1B and 1.5B layer counts)', async () => {
+    for (const nLayer of [12, 24]) {
+      const rt = await runtimeFor({ nLayer, nEmbd: 64, precision: 'f16' });
+      const fused = rt.dispatchLabels(1, 1, 1);
+      assert.deepStrictEqual(fused.slice(0, 8), [
+        'embed', 'ln_shift', 'mm_vec4:rkv+lora1', 'rwkv7_tmix_decode', 'mm_vec4:o', 'ln_shift', 'mm_vec4:fk', 'mm_vec4:fv',
+      ]);
+      assert.deepStrictEqual(fused.slice(-2), ['layer_norm', 'mm_vec4:head']);
+      assert.strictEqual(fused.length, 7 * nLayer + 3, fused.join(', '));
+      rt.fuseDecodeJobs = 0;
+      const separate = rt.dispatchLabels(1, 1, 1);
+      assert.strictEqual(separate.length, 11 * nLayer + 3, separate.join(', '));
+      assert.ok(fused.length <= 0.7 * separate.length, `${fused.length} against ${separate.length}`);
+      rt.dispose();
+      open.pop();
+    }
+  });
+
+  it('fuses decode steps of up to fuseDecodeJobs jobs only, never a prefill chunk or a forced WKV kernel', async () => {
+    const rt = await runtimeFor({ nLayer: 2, nEmbd: 128, precision: 'f32' });
+    const fusedCount = (T: number, J: number) => rt.dispatchLabels(T, J, J).filter((l) => l === 'rwkv7_tmix_decode').length;
+    assert.strictEqual(fusedCount(4, 4), 2);
+    assert.strictEqual(fusedCount(8, 2), 0);
+    rt.fuseDecodeJobs = 3;
+    assert.strictEqual(fusedCount(3, 3), 2);
+    assert.strictEqual(fusedCount(4, 4), 0);
+    rt.fuseDecodeJobs = 8;
+    rt.wkvVariant = { kind: 'row' };
+    assert.strictEqual(fusedCount(1, 1), 0);
+    assert.strictEqual(perLayer(rt.dispatchLabels(1, 1, 1)).length, 2 * 11);
+  });
+
+  it('RWKV_FUSE_DECODE_JOBS sets the default (0 turns it off); a value that is not a count is refused by name', () => {
+    assert.strictEqual(fuseDecodeJobsFromEnv({}), DECODE_FUSE_JOBS);
+    assert.strictEqual(fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: '0' }), 0);
+    assert.strictEqual(fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: '64' }), 64);
+    for (const bad of ['-1', '2.5', 'yes', '8 ']) assert.throws(() => fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: bad }), /RWKV_FUSE_DECODE_JOBS/);
+  });
+
+  it('int8 models (f16 LoRAs beside int8 projections) fuse the time mix but keep rkv and lora1 apart: 8 a layer', async () => {
+    const rt = await runtimeFor({ nLayer: 2, nEmbd: 128, precision: 'int8' });
+    const layer = perLayer(rt.dispatchLabels(1, 1, 1));
+    assert.strictEqual(layer.length, 2 * 8, layer.join(', '));
+    assert.ok(layer.includes('rwkv7_tmix_decode') && layer.some((l) => l.endsWith(':lora1>tm')), layer.join(', '));
+  });
+
+  for (const c of [
+    { precision: 'f32' as const, variant: 'v7' as const },
+    { precision: 'f16' as const, variant: 'v7' as const },
+    { precision: 'int8' as const, variant: 'v7' as const },
+    { precision: 'f32' as const, variant: 'v7a' as const },
+  ]) {
+    it(`${c.variant} ${c.precision}: fused decode steps give the separate kernels' logits and states (3 jobs, 4 steps)`, async () => {
+      const rt = await runtimeFor({ nLayer: 3, nEmbd: 128, precision: c.precision, variant: c.variant, seed: 11 });
+      const prompts = [[1, 2, 3, 4, 5], [7, 8], [9, 10, 11]];
+      const steps = [[12, 13, 14], [15, 16, 17], [18, 19, 20], [21, 22, 23]];
+      const run = async (fuse: number) => {
+        rt.fuseDecodeJobs = fuse;
+        for (let s = 0; s < 3; s++) rt.resetState(s);
+        await rt.run(prompts.map((tokens, slot) => ({ slot, tokens, output: 'none' as const })));
+        const logits: Float32Array[] = [];
+        for (const step of steps) {
+          const out = await rt.run(step.map((t, slot) => ({ slot, tokens: [t], output: 'last' as const })));
+          for (const r of out) logits.push(Float32Array.from(r as Float32Array));
+        }
+        const states = await Promise.all([0, 1, 2].map((s) => rt.readState(s)));
+        return { logits, states };
+      };
+      const separate = await run(0);
+      const fused = await run(8);
+      assert.ok(rt.dispatchLabels(3, 3, 3).includes('rwkv7_tmix_decode'));
+      fused.logits.forEach((l, i) => {
+        const e = relL2(l, separate.logits[i]);
+        assert.ok(e < 2e-5, `logits row ${i}: relative L2 ${e}`);
+      });
+      fused.states.forEach((s, i) => {
+        const e = relL2(s, separate.states[i]);
+        assert.ok(e < 2e-5, `state of slot ${i}: relative L2 ${e}`);
+      });
+    });
+  }
+});

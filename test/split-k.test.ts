@@ -1,0 +1,99 @@
+// Split-K products (engine/rwkv7/matmul.ts, shaders/mm_split.wgsl, mm_split_reduce.wgsl): off unless asked for,
+// how many splits a product takes, and the engine's logits with them against without.
+
+import * as assert from 'assert';
+import { createBackend, type Backend } from '../engine/backend';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { chooseMatmul, describeKernels, MAX_SPLIT, splitKFromEnv, type MatmulConfig } from '../engine/rwkv7/matmul';
+import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { checkMatmulRows } from '../bench/matmul';
+
+const H200: MatmulConfig = { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, vecMaxRows: 32, gemmTile: 64 };
+const ROOM = 8 * 64 * 16384;
+
+describe('split-K products', function () {
+  this.timeout(300000);
+
+  it('are off unless RWKV_MATMUL_SPLIT_K=1: without the switch the kernels are the ones measured before', () => {
+    assert.strictEqual(splitKFromEnv({}), false);
+    assert.strictEqual(splitKFromEnv({ RWKV_MATMUL_SPLIT_K: '0' }), false);
+    assert.strictEqual(splitKFromEnv({ RWKV_MATMUL_SPLIT_K: '1' }), true);
+    const shape = { k: 8192, virtualRows: 2048, scratchFloats: ROOM };
+    assert.deepStrictEqual(chooseMatmul(64, H200, shape), { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 });
+    assert.deepStrictEqual(chooseMatmul(512, { ...H200, kernelPath: 'f16' }, shape), { kind: 'gemm', tile: 64 });
+    // `rwkv-flow info` says when it is on.
+    assert.doesNotMatch(describeKernels(H200), /split/);
+    assert.match(describeKernels({ ...H200, splitK: true }), /K split .*RWKV_MATMUL_SPLIT_K/);
+  });
+
+  it('switched on, the 1.5B batched-decode products split K towards 256 workgroups', () => {
+    const on = { ...H200, splitK: true };
+    const sgmat = { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 };
+    // FFN value (2048 outputs, K = 8192) at 64 tokens: 32 × 4 workgroups unsplit, so 2 splits of 4096 inputs.
+    assert.deepStrictEqual(chooseMatmul(64, on, { k: 8192, virtualRows: 2048, scratchFloats: ROOM }), { ...sgmat, split: 2 });
+    // ... and at 33 tokens (3 token tiles: 96 workgroups) 4 splits.
+    assert.deepStrictEqual(chooseMatmul(33, on, { k: 8192, virtualRows: 2048, scratchFloats: ROOM }), { ...sgmat, split: 4 });
+    // FFN key (8192 outputs, K = 2048): 512 workgroups already, no split.
+    assert.deepStrictEqual(chooseMatmul(64, on, { k: 2048, virtualRows: 8192, scratchFloats: ROOM }), { ...sgmat, split: 1 });
+    // 2048² at 20 tokens (streaming up to 16 here): 32 × 2 workgroups, 4 splits.
+    assert.deepStrictEqual(chooseMatmul(20, { ...on, vecMaxRows: 16 }, { k: 2048, virtualRows: 2048, scratchFloats: ROOM }), { ...sgmat, split: 4 });
+    // Never below 256 inputs a split, never more than fit the partial-sum room, never more than MAX_SPLIT.
+    assert.strictEqual((chooseMatmul(64, on, { k: 512, virtualRows: 64, scratchFloats: ROOM }) as { split: number }).split, 2);
+    assert.strictEqual((chooseMatmul(33, on, { k: 8192, virtualRows: 2048, scratchFloats: 2 * 33 * 2048 }) as { split: number }).split, 2);
+    assert.ok((chooseMatmul(64, on, { k: 1 << 20, virtualRows: 64, scratchFloats: Infinity }) as { split: number }).split <= MAX_SPLIT);
+    // Streaming decode and prefill chunks with enough workgroups are left alone.
+    assert.deepStrictEqual(chooseMatmul(8, on, { k: 8192, virtualRows: 2048, scratchFloats: ROOM }), { kind: 'vec', tb: 8 });
+    assert.deepStrictEqual(chooseMatmul(512, { ...on, kernelPath: 'f16' }, { k: 2048, virtualRows: 8192, scratchFloats: ROOM }), { kind: 'gemm', tile: 64, split: 1 });
+  });
+
+  it("bench section matmul fails loudly when a variant missed its check, naming case, variant and error", () => {
+    const ok = { case: '2048x8192xT64', variant: 'sgmat1x1x4k64s8', relErr: 2e-4, bound: 2e-3, us: 50 };
+    assert.doesNotThrow(() => checkMatmulRows([ok]));
+    const bad = { case: '2048x8192xT64', variant: 'sgmat4x1x4k64s2', bound: 2e-3, error: 'relative error 0.5 against float64 exceeds 0.002' };
+    assert.throws(() => checkMatmulRows([ok, bad]), /1 of 2 variant runs failed:\n {2}2048x8192xT64 sgmat4x1x4k64s2: relative error 0.5/);
+  });
+
+  describe('in the engine (f32 tiles on this device)', () => {
+    let gpu: GpuContext;
+    const open: Backend[] = [];
+    before(async () => {
+      gpu = await acquireGpu();
+    });
+    after(() => {
+      for (const be of open) be.dispose();
+    });
+
+    it('a 40-token chunk gives the same logits with K split as without, and the FFN value product is split', async () => {
+      const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, dtype: 'f32', seed: 21 });
+      const tokens = Array.from({ length: 40 }, (_, i) => (i * 37 + 5) % 300);
+      const logits: Float32Array[] = [];
+      for (const splitK of [false, true]) {
+        // The runtime reads the switch when it is made (it sizes the partial-sum buffer then).
+        const before = process.env.RWKV_MATMUL_SPLIT_K;
+        process.env.RWKV_MATMUL_SPLIT_K = splitK ? '1' : '0';
+        let be: Backend;
+        try {
+          be = await createBackend({ model: ck, slots: 1, precision: 'f32', gpu, device: 'gpu' });
+        } finally {
+          if (before === undefined) delete process.env.RWKV_MATMUL_SPLIT_K;
+          else process.env.RWKV_MATMUL_SPLIT_K = before;
+        }
+        open.push(be);
+        const rt = be as unknown as Rwkv7Runtime;
+        assert.strictEqual(rt.splitK, splitK);
+        const labels = rt.dispatchLabels(40, 1, 40);
+        assert.strictEqual(labels.includes('mm_gemms2:fv:reduce'), splitK, labels.join(', '));
+        const [out] = await be.run([{ slot: 0, tokens, output: 'all' }]);
+        logits.push(Float32Array.from(out as Float32Array));
+      }
+      let num = 0;
+      let den = 0;
+      for (let i = 0; i < logits[0].length; i++) {
+        num += (logits[1][i] - logits[0][i]) ** 2;
+        den += logits[0][i] ** 2;
+      }
+      assert.ok(Math.sqrt(num / den) < 1e-5, `relative L2 ${Math.sqrt(num / den)}`);
+    });
+  });
+});
