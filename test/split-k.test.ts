@@ -1,4 +1,4 @@
-// Split-K products (engine/rwkv7/matmul.ts, shaders/mm_split.wgsl, mm_split_reduce.wgsl): off unless asked for,
+// Split-K products (engine/rwkv7/matmul.ts, shaders/mm_split.wgsl, mm_split_reduce.wgsl): on unless turned off,
 // how many splits a product takes, and the engine's logits with them against without.
 
 import * as assert from 'assert';
@@ -15,8 +15,8 @@ const ROOM = 8 * 64 * 16384;
 describe('split-K products', function () {
   this.timeout(300000);
 
-  it('are off unless RWKV_MATMUL_SPLIT_K=1: without the switch the kernels are the ones measured before', () => {
-    assert.strictEqual(splitKFromEnv({}), false);
+  it('are on unless RWKV_MATMUL_SPLIT_K=0; off, the kernels are the single-pass ones measured before', () => {
+    assert.strictEqual(splitKFromEnv({}), true);
     assert.strictEqual(splitKFromEnv({ RWKV_MATMUL_SPLIT_K: '0' }), false);
     assert.strictEqual(splitKFromEnv({ RWKV_MATMUL_SPLIT_K: '1' }), true);
     const shape = { k: 8192, virtualRows: 2048, scratchFloats: ROOM };
@@ -24,27 +24,29 @@ describe('split-K products', function () {
     assert.deepStrictEqual(chooseMatmul(512, { ...H200, kernelPath: 'f16' }, shape), { kind: 'gemm', tile: 64 });
     // `rwkv-flow info` says when it is on.
     assert.doesNotMatch(describeKernels(H200), /split/);
-    assert.match(describeKernels({ ...H200, splitK: true }), /K split .*RWKV_MATMUL_SPLIT_K/);
+    assert.match(describeKernels({ ...H200, splitK: true }), /K split .*RWKV_MATMUL_SPLIT_K=0/);
   });
 
-  it('switched on, the 1.5B batched-decode products split K towards 256 workgroups', () => {
-    const on = { ...H200, splitK: true };
+  it('the 1.5B products split K towards 1024 workgroups and at most 1024 inputs a split (the H200 table)', () => {
+    const on = { ...H200, splitK: true, vecMaxRows: 4 };
     const sgmat = { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64 };
-    // FFN value (2048 outputs, K = 8192) at 64 tokens: 32 × 4 workgroups unsplit, so 2 splits of 4096 inputs.
-    assert.deepStrictEqual(chooseMatmul(64, on, { k: 8192, virtualRows: 2048, scratchFloats: ROOM }), { ...sgmat, split: 2 });
-    // ... and at 33 tokens (3 token tiles: 96 workgroups) 4 splits.
-    assert.deepStrictEqual(chooseMatmul(33, on, { k: 8192, virtualRows: 2048, scratchFloats: ROOM }), { ...sgmat, split: 4 });
-    // FFN key (8192 outputs, K = 2048): 512 workgroups already, no split.
-    assert.deepStrictEqual(chooseMatmul(64, on, { k: 2048, virtualRows: 8192, scratchFloats: ROOM }), { ...sgmat, split: 1 });
-    // 2048² at 20 tokens (streaming up to 16 here): 32 × 2 workgroups, 4 splits.
-    assert.deepStrictEqual(chooseMatmul(20, { ...on, vecMaxRows: 16 }, { k: 2048, virtualRows: 2048, scratchFloats: ROOM }), { ...sgmat, split: 4 });
+    const split = (rows: number, k: number, n: number, room = ROOM) => chooseMatmul(rows, on, { k, virtualRows: n, scratchFloats: room });
+    // FFN value (2048 outputs, K = 8192): 8 splits at 16 and 64 tokens (43 and 129 µs against 280 and 350 unsplit) ...
+    assert.deepStrictEqual(split(16, 8192, 2048), { ...sgmat, split: 8 });
+    assert.deepStrictEqual(split(64, 8192, 2048), { ...sgmat, split: 8 });
+    // ... and in a 512-token prefill chunk too: 1024 workgroups already, but K = 8192 is long (739 against 1,837 µs).
+    assert.deepStrictEqual(split(512, 8192, 2048, 8 * 512 * 2048), { ...sgmat, split: 8 });
+    // 2048² at 8 tokens (the streaming kernel stops at 4 rows here): 32 workgroups, 8 splits (13.4 against 17.1 µs).
+    assert.deepStrictEqual(split(8, 2048, 2048), { ...sgmat, split: 8 });
+    // FFN key (8192 outputs, K = 2048) at 512 tokens: 4096 workgroups, 2 splits for K (1,877 against 2,846 µs).
+    assert.deepStrictEqual(split(512, 2048, 8192, 8 * 512 * 8192), { ...sgmat, split: 2 });
     // Never below 256 inputs a split, never more than fit the partial-sum room, never more than MAX_SPLIT.
-    assert.strictEqual((chooseMatmul(64, on, { k: 512, virtualRows: 64, scratchFloats: ROOM }) as { split: number }).split, 2);
-    assert.strictEqual((chooseMatmul(33, on, { k: 8192, virtualRows: 2048, scratchFloats: 2 * 33 * 2048 }) as { split: number }).split, 2);
-    assert.ok((chooseMatmul(64, on, { k: 1 << 20, virtualRows: 64, scratchFloats: Infinity }) as { split: number }).split <= MAX_SPLIT);
-    // Streaming decode and prefill chunks with enough workgroups are left alone.
-    assert.deepStrictEqual(chooseMatmul(8, on, { k: 8192, virtualRows: 2048, scratchFloats: ROOM }), { kind: 'vec', tb: 8 });
-    assert.deepStrictEqual(chooseMatmul(512, { ...on, kernelPath: 'f16' }, { k: 2048, virtualRows: 8192, scratchFloats: ROOM }), { kind: 'gemm', tile: 64, split: 1 });
+    assert.strictEqual((split(64, 512, 64) as { split: number }).split, 2);
+    assert.strictEqual((split(33, 8192, 2048, 2 * 33 * 2048) as { split: number }).split, 2);
+    assert.ok((split(64, 1 << 20, 64, Infinity) as { split: number }).split <= MAX_SPLIT);
+    // The streaming kernel below its row limit; f32 tiles split only where K is long or workgroups are few.
+    assert.deepStrictEqual(split(4, 8192, 2048), { kind: 'vec', tb: 4 });
+    assert.deepStrictEqual(chooseMatmul(512, { ...on, kernelPath: 'f16' }, { k: 1024, virtualRows: 8192, scratchFloats: ROOM }), { kind: 'gemm', tile: 64, split: 1 });
   });
 
   it("bench section matmul fails loudly when a variant missed its check, naming case, variant and error", () => {

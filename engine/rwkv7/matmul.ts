@@ -7,7 +7,7 @@
 //   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
 //   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
 // mm_gemm and mm_sgmat may split K over `split` workgroups (mm_split.wgsl) whose partial sums a second small
-// dispatch adds (mm_split_reduce.wgsl): off unless RWKV_MATMUL_SPLIT_K=1 (splitKFromEnv) until measured.
+// dispatch adds (mm_split_reduce.wgsl): on unless RWKV_MATMUL_SPLIT_K=0 (splitKFromEnv).
 // Each reads its weights through a prelude chosen by the group's storage format (shaders/weights_*.wgsl): f16,
 // f32, int8 (row scales applied once per output) or nf4; mm_vec and mm_gemm run every format, mm_sgmat f16 only.
 
@@ -24,20 +24,30 @@ export type MatmulVariant =
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
-/** Workgroups a split product aims for (the H200 has 132 SMs: about two a SM). */
-const SPLIT_TARGET_WORKGROUPS = 256;
+/**
+ * Workgroups a split product aims for, and the most inputs one split walks. Measured on the H200 (bench section
+ * `matmul`, bench/RESULTS.md "Split-K"): a workgroup walking all of K = 8192 alone was the batched-decode bottleneck
+ * (1.5B FFN value at 64 tokens 350 µs unsplit, 129 µs in 8 splits; at 512 tokens 1,837 against 739 µs), and
+ * products with few workgroups gain from splitting even at K = 2048 (2048² at 16 tokens: 70 → 14 µs).
+ */
+const SPLIT_TARGET_WORKGROUPS = 1024;
+const SPLIT_MAX_K = 1024;
 /**
  * Result tiles of 16 tokens per subgroup of the split subgroup-matrix product, at most (16·mt tokens a
- * workgroup, each weight read once per 16·mt tokens). 1 as the unsplit kernel: there 4 lost to 1 on the H200
- * (2048² at 64 tokens: 148 µs against 69, bench/results/h200-gpu-run1-matmul.json), with a quarter of the
- * workgroups; the split restores the workgroups, so bench section `matmul` times 2 and 4 with splits too.
+ * workgroup, each weight read once per 16·mt tokens). 1: with splits, 2 and 4 won only a few shapes on the H200
+ * (bench section `matmul`), and lost where the splits already gave enough workgroups.
  */
 const SPLIT_SGMAT_MT: 1 | 2 | 4 = 1;
 /** Fewest inputs one split sums. */
 const SPLIT_MIN_K = 256;
-/** The environment switch of the split-K products (RWKV_MATMUL_SPLIT_K=1) until they are measured to pay. */
+/**
+ * Rows up to which the streaming kernel runs where split subgroup-matrix products exist: from 8 tokens the split
+ * tiles won on the H200 (2048² at 8 tokens 13.4 µs against 17.1; at 16 tokens, FFN shapes 43 against 442 µs).
+ */
+export const SPLIT_SGMAT_VEC_ROWS = 4;
+/** Split-K products are on unless RWKV_MATMUL_SPLIT_K=0 (the single-pass kernels, as measured before them). */
 export function splitKFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
-  return env.RWKV_MATMUL_SPLIT_K === '1';
+  return env.RWKV_MATMUL_SPLIT_K !== '0';
 }
 
 /** Where one matrix of a group reads and writes (float offsets into the bound buffers). */
@@ -62,7 +72,7 @@ export interface MatmulConfig {
   vecMaxRows: number;
   /** Token tile of mm_gemm. */
   gemmTile: 16 | 64;
-  /** Split K of tall products across workgroups (tiled kernels, batched decode); off by default. */
+  /** Split K of tall products across workgroups (tiled kernels); on by default (splitKFromEnv). */
   splitK?: boolean;
 }
 
@@ -88,11 +98,10 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
 /** The kernel for a product over `rows` rows (of a group of `shape`, which the split-K choice reads). */
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
-  if (c.splitK && shape && usesSubgroupMatrix(c) && rows <= 128) {
-    // Not yet measured (RWKV_MATMUL_SPLIT_K=1): up to 16·SPLIT_SGMAT_MT tokens a workgroup, and K split until
-    // the product has about SPLIT_TARGET_WORKGROUPS workgroups.
-    const mt = Math.min(SPLIT_SGMAT_MT, rows > 32 ? 4 : rows > 16 ? 2 : 1) as 1 | 2 | 4;
-    const base: MatmulVariant = { kind: 'sgmat', mt, nt: 1, sgs: 4, kc: 64 };
+  if (c.splitK && shape && usesSubgroupMatrix(c)) {
+    // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
+    // f32 tiles in prefill too (1.5B FFN at 512 tokens: 739 against 3,136 µs).
+    const base: MatmulVariant = { kind: 'sgmat', mt: SPLIT_SGMAT_MT, nt: 1, sgs: 4, kc: 64 };
     return { ...base, split: chooseSplit(base, shape, rows) };
   }
   if (usesSubgroupMatrix(c) && rows <= 128) {
@@ -108,12 +117,17 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   return gemm;
 }
 
-/** K splits for a tiled product: the fewest (a power of two) that reach the target workgroups, each ≥ SPLIT_MIN_K inputs. */
+/**
+ * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product
+ * SPLIT_TARGET_WORKGROUPS workgroups and each split at most SPLIT_MAX_K inputs, each split keeping SPLIT_MIN_K
+ * inputs and all partial sums fitting the scratch.
+ */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number): number {
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
   let split = 1;
   const fits = (s: number) => s * rows * shape.virtualRows <= shape.scratchFloats;
-  while (split < MAX_SPLIT && x * y * split < SPLIT_TARGET_WORKGROUPS && shape.k / (split * 2) >= SPLIT_MIN_K && fits(split * 2)) split *= 2;
+  const wants = (s: number) => x * y * s < SPLIT_TARGET_WORKGROUPS || shape.k / s > SPLIT_MAX_K;
+  while (split < MAX_SPLIT && wants(split) && shape.k / (split * 2) >= SPLIT_MIN_K && fits(split * 2)) split *= 2;
   return split;
 }
 
@@ -239,6 +253,6 @@ export function describeKernels(c: MatmulConfig): string {
   // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
   const quantised = c.precision === 'int8' || c.precision === 'nf4';
   const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
-  const split = c.splitK ? '; K split over up to 8 workgroups where a product has few (RWKV_MATMUL_SPLIT_K)' : '';
+  const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${split}`;
 }

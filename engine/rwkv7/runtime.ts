@@ -11,7 +11,7 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import {
-  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, splitOf, splitReduceDispatch, splitReduceShader,
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -36,7 +36,7 @@ export interface RuntimeOptions {
    * (benchmarks compare with and without), else DECODE_FUSE_JOBS.
    */
   fuseDecodeJobs?: number;
-  /** Split K of tall batched-decode products (matmul.ts); default RWKV_MATMUL_SPLIT_K=1 in the environment, else off. */
+  /** Split K of tiled products (matmul.ts); default on unless RWKV_MATMUL_SPLIT_K=0 in the environment. */
   splitK?: boolean;
   /** The runtime acquired the device itself: dispose() destroys it. A device lent from outside is left alone. */
   ownsDevice?: boolean;
@@ -129,6 +129,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   fuseDecodeJobs: number;
   /** Split K of tall products (RuntimeOptions.splitK). */
   readonly splitK: boolean;
+  /** Floats of the split products' partial sums (0 without split-K). */
+  private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
   private wkvForced: WkvVariant | null = null;
   private readonly layerStride: number;
@@ -160,10 +162,14 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.F = info.ffnDim;
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
-    this.vecMaxRows = opts.vecMaxRows ?? 32;
     this.gemmTile = opts.gemmTile ?? 64;
     this.fuseDecodeJobs = opts.fuseDecodeJobs ?? fuseDecodeJobsFromEnv();
     this.splitK = opts.splitK ?? splitKFromEnv();
+    // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
+    const splitTiles = this.splitK && gpu.kernelPath === 'subgroup-matrix' && weights.precision === 'f16';
+    this.vecMaxRows = opts.vecMaxRows ?? (splitTiles ? SPLIT_SGMAT_VEC_ROWS : 32);
+    // Partial sums of split products: room for every split of the widest group at the most tokens, within a cap.
+    this.splitScratchFloats = this.splitK ? Math.min(SPLIT_SCRATCH_FLOATS, MAX_SPLIT * this.TMAX * Math.max(this.F, 4 * this.C, 64)) : 0;
     const H = info.nHead;
     const N = info.headSize;
     this.layerStride = 2 * this.C + H * N * N;
@@ -199,7 +205,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('xo', RMAX * C);
     f('logits', RMAX * V);
     // Partial sums of split-K products: a product splits no more than fits (chooseSplit).
-    f('splitParts', this.splitK ? SPLIT_SCRATCH_FLOATS : 4);
+    f('splitParts', Math.max(4, this.splitScratchFloats));
     if (this.weights.deepEmbed) {
       // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
       const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
@@ -301,7 +307,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   ) {
     const config = this.matmulConfigOf(g);
     const u = this.groupUniform(key, g, io, useR);
-    const shape = { k: Math.max(...g.segs.map((s) => s.k)), virtualRows: u.virtualRows, scratchFloats: SPLIT_SCRATCH_FLOATS };
+    const shape = { k: Math.max(...g.segs.map((s) => s.k)), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats };
     const variant = chooseMatmul(rows, config, shape);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
