@@ -44,6 +44,9 @@ describe('split-K products', function () {
     assert.strictEqual((split(64, 512, 64) as { split: number }).split, 2);
     assert.strictEqual((split(33, 8192, 2048, 2 * 33 * 2048) as { split: number }).split, 2);
     assert.ok((split(64, 1 << 20, 64, Infinity) as { split: number }).split <= MAX_SPLIT);
+    // Small products (the 0.1B shape's 768 × 3072) stream up to 32 rows, as without the split.
+    assert.deepStrictEqual(split(32, 768, 3072), { kind: 'vec', tb: 8 });
+    assert.deepStrictEqual(split(33, 768, 3072).kind, 'sgmat');
     // The streaming kernel below its row limit; f32 tiles split only where K is long or workgroups are few.
     assert.deepStrictEqual(split(4, 8192, 2048), { kind: 'vec', tb: 4 });
     assert.deepStrictEqual(chooseMatmul(512, { ...on, kernelPath: 'f16' }, { k: 1024, virtualRows: 8192, scratchFloats: ROOM }), { kind: 'gemm', tile: 64, split: 1 });

@@ -45,6 +45,12 @@ const SPLIT_MIN_K = 256;
  * tiles won on the H200 (2048² at 8 tokens 13.4 µs against 17.1; at 16 tokens, FFN shapes 43 against 442 µs).
  */
 export const SPLIT_SGMAT_VEC_ROWS = 4;
+/**
+ * ... except for small matrices, which stream up to this many rows as before: the 0.1B shape's products (768 wide,
+ * under SMALL_PRODUCT_WEIGHTS weights) lost at batch 8 and 32 on split tiles (H200, 2026-12-03 run 3).
+ */
+const SMALL_PRODUCT_VEC_ROWS = 32;
+const SMALL_PRODUCT_WEIGHTS = 3 << 20;
 /** Split-K products are on unless RWKV_MATMUL_SPLIT_K=0 (the single-pass kernels, as measured before them). */
 export function splitKFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.RWKV_MATMUL_SPLIT_K !== '0';
@@ -99,6 +105,7 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
+    if (rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
     // f32 tiles in prefill too (1.5B FFN at 512 tokens: 739 against 3,136 µs).
     const base: MatmulVariant = { kind: 'sgmat', mt: SPLIT_SGMAT_MT, nt: 1, sgs: 4, kc: 64 };
