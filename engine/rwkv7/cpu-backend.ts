@@ -3,7 +3,7 @@
 import type { Checkpoint, ModelInfo } from '../types';
 import type { Backend, BackendOptions } from '../backend';
 import { Rwkv7CpuRuntime } from './cpu-runtime';
-import { cpuRefusal } from '../precision';
+import { cpuRefusal, quantLayersNote } from '../precision';
 
 export async function createCpuBackend(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> {
   const precision = opts.precision ?? 'f16';
@@ -13,10 +13,12 @@ export async function createCpuBackend(ck: Checkpoint, info: ModelInfo, opts: Ba
     maxTokens: opts.maxTokens ?? 256,
     maxRows: opts.maxRows ?? 64,
     precision,
+    quantLayers: opts.quantLayers,
     threads: opts.threads,
   });
   const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
-  const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${opts.precision ?? 'f16'} weights (${reason})`;
+  const partly = quantLayersNote({ precision, quantLayers: opts.quantLayers ?? 0 }, info.nLayer);
+  const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${precision} weights${partly} (${reason})`;
   // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.
   return Object.assign(runtime, { adapterName, kernelPath: `cpu path: ${kernels}`, vecMaxRows: 0, gemmTile: 64 as const });
 }

@@ -94,11 +94,11 @@ export class Rwkv7CpuForward {
   }
 
   private mm(T: number, tasks: MatmulTask[]) {
-    this.pool.matmul(this.W.kind, T, tasks, this.L.scratch, this.L.scratchBytes);
+    this.pool.matmul(T, tasks, this.L.scratch, this.L.scratchBytes);
   }
 
   private task(m: CpuMatrix, x: number, xs: number, y: number, ys: number, act = 0, accum = false): MatmulTask {
-    return { w: m.w, n: m.n, k: m.k, panels: m.panels, x, xs, y, ys, act, accum };
+    return { w: m.w, kind: m.kind, n: m.n, k: m.k, panels: m.panels, x, xs, y, ys, act, accum };
   }
 
   private subPass(sp: CpuSubPass, out: Float32Array) {

@@ -13,7 +13,7 @@ import { checkLogitAdjust, reduceTop } from '../cpu/top-logits-cpu';
 import { type KernelVariant, kernelModule } from '../cpu/wasm-kernels';
 import { TOP_CAPACITY } from './top-logits';
 import type { CpuLayout, CpuSegment, CpuSubPass } from './cpu-forward';
-import { type CpuPrecision, type CpuWeights, MATRIX_KIND, planRwkv7Cpu } from './cpu-weights';
+import { type CpuPrecision, type CpuWeightPlan, type CpuWeights, planRwkv7Cpu } from './cpu-weights';
 import { int8ScratchBytes } from '../cpu/int8-quant';
 import { DEEP_EMBED_ROW } from '../model-spec';
 
@@ -24,6 +24,8 @@ export interface CpuRuntimeOptions {
   /** Most logits rows in one sub-pass. */
   maxRows: number;
   precision: CpuPrecision;
+  /** int8: layers quantised from the first (0 or unset = all; precision.ts WeightStorage). */
+  quantLayers?: number;
   /** Threads computing (the compute thread and its helpers); default: the machine's available parallelism. */
   threads?: number;
 }
@@ -34,6 +36,15 @@ export function defaultCpuThreads(): number {
 }
 
 type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array } | { type: 'error'; message: string };
+
+/** What the CPU backend cannot run, refused before the weights are laid out. */
+function checkCpuModel(info: ModelInfo, opts: CpuRuntimeOptions): void {
+  const { nEmbd: C, headSize: N, ffnDim: F } = info;
+  if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
+  if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
+    throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
+  if (info.version === 'v7a' && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
+}
 
 export class Rwkv7CpuRuntime implements InferenceBackend {
   readonly slots: number;
@@ -56,19 +67,13 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
   private disposed = false;
   private lostReason: string | null = null;
 
-  private constructor(readonly info: ModelInfo, ck: Checkpoint, opts: CpuRuntimeOptions) {
+  private constructor(readonly info: ModelInfo, arena: Arena, plan: CpuWeightPlan, opts: CpuRuntimeOptions) {
     const { nEmbd: C, nHead: H, headSize: N, ffnDim: F, nLayer } = info;
-    if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
     this.slots = opts.slots;
-    if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
-      throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
     this.threads = opts.threads ?? defaultCpuThreads();
     this.TMAX = Math.max(1, opts.maxTokens);
     this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
-    if (info.version === 'v7a' && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
     this.stateSize = nLayer * (2 * C + H * N * N);
-    const arena = new Arena();
-    const plan = planRwkv7Cpu(arena, ck, info, opts.precision);
     const weights: CpuWeights = plan.weights;
     this.weightBytes = weights.bytes;
     this.V = weights.head.n;
@@ -102,7 +107,9 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
     };
     // The widest input of any matrix (ffn value: F; the others C or a LoRA rank), 32 bytes per input (f16).
     // int8 weights: the call's tokens quantized to i16 instead (int8-quant.ts).
-    const scratchNeed = weights.kind === MATRIX_KIND.int8 ? int8ScratchBytes(T, Math.max(C, F, loraStride)) : Math.max(C, F, loraStride) * 32;
+    // A model quantised in its first layers only runs both kinds: the larger need.
+    const widest = Math.max(C, F, loraStride);
+    const scratchNeed = Math.max(widest * 32, weights.hasInt8 ? int8ScratchBytes(T, widest) : 0);
     layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();
@@ -123,7 +130,11 @@ export class Rwkv7CpuRuntime implements InferenceBackend {
 
   /** Lays the model out and starts the compute thread; resolves once it is ready. */
   static async create(ck: Checkpoint, info: ModelInfo, opts: CpuRuntimeOptions): Promise<Rwkv7CpuRuntime> {
-    const rt = new Rwkv7CpuRuntime(info, ck, opts);
+    // The checks on the options the constructor makes come before the (long) weight layout.
+    checkCpuModel(info, opts);
+    const arena = new Arena();
+    const plan = await planRwkv7Cpu(arena, ck, info, { precision: opts.precision, quantLayers: opts.quantLayers ?? 0 });
+    const rt = new Rwkv7CpuRuntime(info, arena, plan, opts);
     const first = await rt.await();
     if (first.type !== 'ready') {
       rt.dispose();

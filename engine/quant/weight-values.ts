@@ -1,0 +1,44 @@
+// What the load-time quantisers read, and how they share the event loop while they do.
+// A matrix comes as f32 values or as f16 bit patterns: an f16 checkpoint's tensor is read as its bits, without
+// a copy, since decoding the whole matrix to f32 first took about as long as quantising it. The quantisers
+// decode each weight through the 65,536-entry table (exact), so both inputs give the same codes.
+
+import { getF16ToF32Table } from '../loader/dtype';
+
+/** [n, k] row-major weights: f32 values, or f16 bit patterns (a Uint16Array is always f16 bits here). */
+export type WeightValues = Float32Array | Uint16Array;
+
+/** The f16 value table, for decoding bit patterns one weight at a time. */
+export const f16Values = (): Float32Array => getF16ToF32Table();
+
+/** About this many weights are quantised between two yields to the event loop (10–30 ms of work). */
+export const WEIGHTS_PER_YIELD = 1 << 22;
+
+/** Lets timers, I/O and other requests run before the next piece of a long load. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The largest |w| of bits[from, to) as an f16 bit pattern: positive f16 patterns sort like their values. */
+export function maxMagnitudeBits(bits: Uint16Array, from: number, to: number): number {
+  let m = 0;
+  for (let i = from; i < to; i++) {
+    const a = bits[i] & 0x7fff;
+    if (a > m) m = a;
+  }
+  return m;
+}
+
+/**
+ * The largest |w| of vals[from, to); NaN when one of them is NaN, wherever it is (the quantisers refuse it:
+ * their earlier max loop let a later weight replace a NaN, which then quantised silently to the code 0).
+ */
+export function maxMagnitude(vals: Float32Array, from: number, to: number): number {
+  let max = 0;
+  for (let i = from; i < to; i++) {
+    const a = Math.abs(vals[i]);
+    if (a > max) max = a;
+    else if (a !== a) return NaN;
+  }
+  return max;
+}
