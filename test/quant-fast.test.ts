@@ -138,6 +138,26 @@ describe('fast quantisers: byte-identical to the implementations they replaced',
     });
   });
 
+  it('f16 bits read two at a time or one at a time (unaligned views, odd output offsets) give the same output', async () => {
+    // bitPairs needs a 4-byte aligned view: a view at byte offset 2 takes the one-at-a-time loops.
+    const n = 43;
+    const k = 96;
+    const h = asF16(matrix(n, k, 77));
+    const shifted = new Uint16Array(n * k + 1);
+    shifted.set(h.bits, 1);
+    const unaligned = shifted.subarray(1);
+    assert.equal(unaligned.byteOffset % 4, 2);
+    const want8 = oldQuantizeRowsInt8(h.values, n, k);
+    for (const bits of [h.bits, unaligned]) assert.ok(bytesOf(quantizeRowsInt8(bits, n, k).q).equals(bytesOf(want8.q)), `int8, view at byte ${bits.byteOffset}`);
+    // Codes written at an odd byte offset (a group's later matrix can start so) take the one-at-a-time store.
+    const buffer = new Int8Array(n * k + 1);
+    const out = { q: buffer.subarray(1), scaleBits: new Uint16Array(n), scales: new Float32Array(n) };
+    await quantizeRowsInt8Yielding(h.bits, n, k, out);
+    assert.ok(bytesOf(out.q).equals(bytesOf(want8.q)), 'int8, codes at an odd offset');
+    const want4 = oldQuantizeNf4(h.values);
+    for (const bits of [h.bits, unaligned]) assert.ok(bytesOf(quantizeNf4(bits).words).equals(bytesOf(want4.words)), `nf4, view at byte ${bits.byteOffset}`);
+  });
+
   it('int8: exact ties round as Math.round does (up), for both signs', () => {
     // Row 3 of matrix(): w / scale = j + 1/2 exactly. Math.round(-2.5) is -2, and the fast path must agree.
     const n = 5;

@@ -9,7 +9,7 @@
 
 import { f16BitsToF32 } from '../loader/dtype';
 import { f16BitsAtLeast } from './f16-scale';
-import { f16Values, maxMagnitude, maxMagnitudeBits, WEIGHTS_PER_YIELD, yieldToEventLoop, type WeightValues } from './weight-values';
+import { bitPairs, f16Values, maxMagnitude, maxMagnitudeBits, maxMagnitudePairs, WEIGHTS_PER_YIELD, yieldToEventLoop, type WeightValues } from './weight-values';
 
 export interface Int8Rows {
   /** [n, k] row-major. */
@@ -35,14 +35,17 @@ function newRows(n: number, k: number): Int8Rows {
 // at least max / 127 rounded, so |x| <= 127 * (1 + 2^-51) and the code stays within ±127 (a clamp per weight
 // cost a third of the time).
 
-/** Rows [from, to) of f16 bits into `out`. */
+/** Rows [from, to) of f16 bits into `out`: two weights at a time where the rows are whole pairs (weight-values.ts bitPairs). */
 function rowsFromF16Bits(bits: Uint16Array, k: number, out: Int8Rows, from: number, to: number): void {
   const table = f16Values();
+  const pairs = k % 2 === 0 && out.q.byteOffset % 2 === 0 ? bitPairs(bits) : null;
+  const codePairs = pairs ? new Int16Array(out.q.buffer, out.q.byteOffset, out.q.length >> 1) : null;
   for (let r = from; r < to; r++) {
     const base = r * k;
-    const m = maxMagnitudeBits(bits, base, base + k);
+    const m = pairs ? maxMagnitudePairs(pairs, base >> 1, (base + k) >> 1) : maxMagnitudeBits(bits, base, base + k);
     const inv = setScale(out, r, m >= 0x7c00 ? NaN : table[m]); // 0x7c00 and up: infinities and NaNs
     if (inv === 0) out.q.fill(0, base, base + k);
+    else if (pairs) codePairsFromF16Bits(pairs, table, inv, codePairs!, base >> 1, (base + k) >> 1);
     else codesFromF16Bits(bits, table, inv, out.q, base, base + k);
   }
 }
@@ -66,6 +69,22 @@ function codesFromF16Bits(bits: Uint16Array, table: Float32Array, inv: number, q
     const y = x + 0.5;
     const c = Math.floor(y);
     q[i] = c === y ? Math.round(x) : c;
+  }
+}
+
+/** codesFromF16Bits two at a time: a u32 of two f16s in, an i16 of their two codes out (little-endian, as bitPairs). */
+function codePairsFromF16Bits(pairs: Uint32Array, table: Float32Array, inv: number, codePairs: Int16Array, from2: number, to2: number): void {
+  for (let j = from2; j < to2; j++) {
+    const w = pairs[j];
+    const x0 = table[w & 0xffff] * inv;
+    const x1 = table[w >>> 16] * inv;
+    const y0 = x0 + 0.5;
+    const y1 = x1 + 0.5;
+    let c0 = Math.floor(y0);
+    let c1 = Math.floor(y1);
+    if (c0 === y0) c0 = Math.round(x0);
+    if (c1 === y1) c1 = Math.round(x1);
+    codePairs[j] = (c0 & 0xff) | (c1 << 8);
   }
 }
 

@@ -6,7 +6,7 @@
 
 import { f16BitsToF32 } from '../loader/dtype';
 import { f16BitsAtLeast } from './f16-scale';
-import { f16Values, maxMagnitude, maxMagnitudeBits, WEIGHTS_PER_YIELD, yieldToEventLoop, type WeightValues } from './weight-values';
+import { bitPairs, f16Values, maxMagnitude, maxMagnitudeBits, maxMagnitudePairs, WEIGHTS_PER_YIELD, yieldToEventLoop, type WeightValues } from './weight-values';
 
 /** Weights per absmax. */
 export const NF4_BLOCK = 64;
@@ -38,6 +38,12 @@ for (let c = 0; c <= CELLS; c++) {
   if (inside.length > 1) throw new Error(`internal: nf4 code cell ${c} holds ${inside.length} midpoints`);
   CELL_MID[c] = inside.length ? inside[0] : Infinity;
 }
+/**
+ * The midpoints times CELLS / 2 (a power of two: exact), for the whole-block loops, which scale 1 / absmax by
+ * it once per block: then v·CELLS/2 is one product per weight, its cell index one addition away, and every
+ * comparison is the unscaled one's exactly.
+ */
+const CELL_MID_SCALED = CELL_MID.map((m) => m * (CELLS / 2));
 
 /** Index of the code nearest to v (v in [-1, 1] up to rounding; ties to the lower code). */
 function nearestCode(v: number): number {
@@ -61,15 +67,18 @@ const nonFinite = (b: number) => new RangeError(`nf4 quantiser: block ${b} holds
  */
 function blocksFromF16Bits(bits: Uint16Array, out: Nf4Blocks, b0: number, b1: number): void {
   const table = f16Values();
+  const pairs = bitPairs(bits); // two weights a load (weight-values.ts); a block starts at an even weight
   for (let b = b0; b < b1; b++) {
     const from = b * NF4_BLOCK;
     const to = Math.min(bits.length, from + NF4_BLOCK);
-    const m = maxMagnitudeBits(bits, from, to);
+    const whole = to - from === NF4_BLOCK;
+    const m = pairs && whole ? maxMagnitudePairs(pairs, from >> 1, to >> 1) : maxMagnitudeBits(bits, from, to);
     if (m >= 0x7c00) throw nonFinite(b); // infinities and NaNs
     out.absmaxBits[b] = m;
     const inv = m === 0 ? 0 : 1 / table[m];
-    if (to - from === NF4_BLOCK) wordsFromF16Bits(bits, table, inv, out.words, from);
-    else lastWords(bits, inv, out.words, from, to);
+    if (!whole) lastWords(bits, inv, out.words, from, to);
+    else if (pairs) wordsFromF16Pairs(pairs, table, inv * (CELLS / 2), out.words, from);
+    else wordsFromF16Bits(bits, table, inv, out.words, from);
   }
 }
 
@@ -99,6 +108,22 @@ function wordsFromF16Bits(bits: Uint16Array, table: Float32Array, inv: number, w
       const v = table[bits[e + j]] * inv;
       const c = ((v + 1) * (CELLS / 2)) | 0;
       word |= (v > CELL_MID[c] ? CELL_BASE[c] + 1 : CELL_BASE[c]) << (4 * j);
+    }
+    words[e >> 3] = word;
+  }
+}
+
+/** wordsFromF16Bits over bitPairs, with 1 / absmax scaled by CELLS / 2 (CELL_MID_SCALED). */
+function wordsFromF16Pairs(pairs: Uint32Array, table: Float32Array, invScaled: number, words: Uint32Array, from: number): void {
+  for (let e = from; e < from + NF4_BLOCK; e += 8) {
+    let word = 0;
+    for (let j = 0; j < 4; j++) {
+      const w = pairs[(e >> 1) + j];
+      const v0 = table[w & 0xffff] * invScaled;
+      const v1 = table[w >>> 16] * invScaled;
+      const c0 = (v0 + CELLS / 2) | 0;
+      const c1 = (v1 + CELLS / 2) | 0;
+      word |= ((v0 > CELL_MID_SCALED[c0] ? CELL_BASE[c0] + 1 : CELL_BASE[c0]) << (8 * j)) | ((v1 > CELL_MID_SCALED[c1] ? CELL_BASE[c1] + 1 : CELL_BASE[c1]) << (8 * j + 4));
     }
     words[e >> 3] = word;
   }

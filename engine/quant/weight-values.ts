@@ -19,6 +19,31 @@ export function yieldToEventLoop(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/**
+ * f16 bits read two at a time, as the u32 words they pair into (element 2j in the low half): half the loads and
+ * bounds checks, which is a third of the quantisers' time on a large matrix. Needs a 4-byte aligned view and a
+ * little-endian machine (every platform Node runs on today; others take the one-at-a-time loops).
+ */
+export function bitPairs(bits: Uint16Array): Uint32Array | null {
+  if (!LITTLE_ENDIAN || bits.byteOffset % 4 !== 0) return null;
+  return new Uint32Array(bits.buffer, bits.byteOffset, bits.length >> 1);
+}
+
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+/** maxMagnitudeBits over pairs [from2, to2) of bitPairs (elements 2·from2 .. 2·to2). */
+export function maxMagnitudePairs(pairs: Uint32Array, from2: number, to2: number): number {
+  let m = 0;
+  for (let j = from2; j < to2; j++) {
+    const w = pairs[j];
+    const a = w & 0x7fff;
+    const b = (w >>> 16) & 0x7fff;
+    if (a > m) m = a;
+    if (b > m) m = b;
+  }
+  return m;
+}
+
 /** The largest |w| of bits[from, to) as an f16 bit pattern: positive f16 patterns sort like their values. */
 export function maxMagnitudeBits(bits: Uint16Array, from: number, to: number): number {
   let m = 0;
