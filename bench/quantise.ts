@@ -1,7 +1,7 @@
 // `npm run bench -- --sections quantise`: host time of the load-time quantisers (engine/quant/) on one matrix
 // of the 1.5B shape's FFN, 2048 x 8192 (16.8 M weights; the 1.5B model quantises 1.3 billion at load), from
-// f16 bits (what an f16 checkpoint holds) and from f32 values, output arrays included. Median of 5 after a
-// warm-up, in CPU milliseconds of this process (less sensitive than wall time to other load on the machine).
+// f16 bits (what an f16 checkpoint holds) and from f32 values, output arrays included. Median of 7 after two
+// warm-ups, in CPU milliseconds of this process (less sensitive than wall time to other load on the machine).
 // No GPU involved.
 //
 //   --quantise-rows 2048 --quantise-cols 8192   another shape
@@ -17,7 +17,8 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-function cpuMs(fn: () => unknown, reps = 5): number {
+function cpuMs(fn: () => unknown, reps = 7): number {
+  fn();
   fn();
   const times: number[] = [];
   for (let r = 0; r < reps; r++) {

@@ -63,7 +63,7 @@ function rowsFromValues(vals: Float32Array, k: number, out: Int8Rows, from: numb
 // The loops live in small functions of their own: V8 compiles them tighter than the same loops inlined in
 // the row loop (measured: a third of the time).
 
-function codesFromF16Bits(bits: Uint16Array, table: Float32Array, inv: number, q: Int8Array, from: number, to: number): void {
+function codesFromF16Bits(bits: Uint16Array, table: Float64Array, inv: number, q: Int8Array, from: number, to: number): void {
   for (let i = from; i < to; i++) {
     const x = table[bits[i]] * inv;
     const y = x + 0.5;
@@ -73,7 +73,7 @@ function codesFromF16Bits(bits: Uint16Array, table: Float32Array, inv: number, q
 }
 
 /** codesFromF16Bits two at a time: a u32 of two f16s in, an i16 of their two codes out (little-endian, as bitPairs). */
-function codePairsFromF16Bits(pairs: Uint32Array, table: Float32Array, inv: number, codePairs: Int16Array, from2: number, to2: number): void {
+function codePairsFromF16Bits(pairs: Uint32Array, table: Float64Array, inv: number, codePairs: Int16Array, from2: number, to2: number): void {
   for (let j = from2; j < to2; j++) {
     const w = pairs[j];
     const x0 = table[w & 0xffff] * inv;

@@ -101,7 +101,7 @@ function blocksFromValues(vals: Float32Array, out: Nf4Blocks, b0: number, b1: nu
 // lookup of nearestCode written out and without its clamp: |w| <= absmax, so |v| <= 1 + 2^-52 and the cell
 // index is 0..CELLS.
 
-function wordsFromF16Bits(bits: Uint16Array, table: Float32Array, inv: number, words: Uint32Array, from: number): void {
+function wordsFromF16Bits(bits: Uint16Array, table: Float64Array, inv: number, words: Uint32Array, from: number): void {
   for (let e = from; e < from + NF4_BLOCK; e += 8) {
     let word = 0;
     for (let j = 0; j < 8; j++) {
@@ -114,7 +114,7 @@ function wordsFromF16Bits(bits: Uint16Array, table: Float32Array, inv: number, w
 }
 
 /** wordsFromF16Bits over bitPairs, with 1 / absmax scaled by CELLS / 2 (CELL_MID_SCALED). */
-function wordsFromF16Pairs(pairs: Uint32Array, table: Float32Array, invScaled: number, words: Uint32Array, from: number): void {
+function wordsFromF16Pairs(pairs: Uint32Array, table: Float64Array, invScaled: number, words: Uint32Array, from: number): void {
   for (let e = from; e < from + NF4_BLOCK; e += 8) {
     let word = 0;
     for (let j = 0; j < 4; j++) {
