@@ -6,6 +6,8 @@
 //   --precision-models bundled,1.5B   which models (default: bundled on a CPU driver, both on a GPU); 1.5B is a
 //                                     random model of the official 1.5B shape (24 layers, 2048 wide, 65536 vocab)
 //   --precisions f32,f16,int8,nf4     which precisions (default all four)
+//   --quant-layers 12,18              also int8 and nf4 with only their first N layers quantised (quantLayers),
+//                                     one row each: 'int8 first 12' (default none)
 //   --heldout FILE.u16                the bundled model's held-out tokens (default .carry/heldout/valid.default.u16)
 //   --heldout-windows N               how many 512-token windows to score (default: all on a GPU, 8 on a CPU driver)
 //
@@ -24,7 +26,7 @@ import { createBackend, type Backend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { packageRoot } from '../engine/package-root';
-import { isPrecision, PRECISIONS, type Precision } from '../engine/precision';
+import { isPrecision, isQuantised, PRECISIONS, type Precision } from '../engine/precision';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import type { Checkpoint } from '../engine/types';
 
@@ -99,6 +101,16 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
   const modelNames = (arg('precision-models') ?? (onGpu ? 'bundled,1.5B' : 'bundled')).split(',');
   const precisions = (arg('precisions') ?? PRECISIONS.join(',')).split(',');
   for (const p of precisions) if (!isPrecision(p)) throw new Error(`--precisions: unknown precision '${p}'`);
+  const quantLayers = (arg('quant-layers') ?? '').split(',').filter((s) => s !== '').map((s) => {
+    const n = Number(s);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`--quant-layers: '${s}' is not a layer count >= 1`);
+    return n;
+  });
+  // Each run: a row label, the precision, and how many layers it quantises (0 = all).
+  const runs: [string, Precision, number][] = (precisions as Precision[]).flatMap((p) => [
+    [p, p, 0] as [string, Precision, number],
+    ...(isQuantised(p) ? quantLayers.map((n): [string, Precision, number] => [`${p} first ${n}`, p, n]) : []),
+  ]);
   const heldoutFile = path.resolve(arg('heldout') ?? path.join(packageRoot(), '.carry', 'heldout', 'valid.default.u16'));
   const windowsArg = arg('heldout-windows');
   const windows = windowsArg === undefined ? (onGpu ? Infinity : 8) : Number(windowsArg);
@@ -117,9 +129,9 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
     if (!model) throw new Error(`--precision-models: unknown model '${m}'; known: ${Object.keys(MODELS).join(', ')}`);
     const ck = model.load();
     const rows: Record<string, Record<string, number | string>> = {};
-    for (const precision of precisions as Precision[]) {
+    for (const [label, precision, n] of runs) {
       const t0 = performance.now();
-      const be = await createBackend({ model: ck, slots: 32, precision, maxTokens: WINDOW, maxRows: WINDOW, gpu, device: 'gpu' });
+      const be = await createBackend({ model: ck, slots: 32, precision, quantLayers: n, maxTokens: WINDOW, maxRows: WINDOW, gpu, device: 'gpu' });
       const loadSeconds = (performance.now() - t0) / 1000;
       try {
         const V = be.info.vocabSize;
@@ -132,6 +144,7 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
         const b1 = await rate(seconds, 10, 1, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
         const b32 = await rate(seconds, 5, 32, () => be.run(Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }))));
         const row: Record<string, number | string> = {
+          quantLayers: n,
           weightBytes: be.weightBytes,
           decodeB1TokPerS: +b1.toFixed(1),
           decodeB32TokPerS: +b32.toFixed(1),
@@ -143,8 +156,8 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
           const { nll, tokens } = await heldoutNll(be, heldout, windows, log);
           Object.assign(row, { heldoutNll: +nll.toFixed(5), perplexity: +Math.exp(nll).toFixed(4), heldoutTokens: tokens, heldoutSeconds: +((performance.now() - t1) / 1000).toFixed(1) });
         }
-        rows[precision] = row;
-        log(`${model.name} ${precision}: ${(be.weightBytes / 2 ** 20).toFixed(1)} MiB of weights, decode b1 ${b1.toFixed(1)} tok/s, b32 ${b32.toFixed(0)} tok/s` +
+        rows[label] = row;
+        log(`${model.name} ${label}: ${(be.weightBytes / 2 ** 20).toFixed(1)} MiB of weights, decode b1 ${b1.toFixed(1)} tok/s, b32 ${b32.toFixed(0)} tok/s` +
           (row.perplexity !== undefined ? `, perplexity ${row.perplexity} over ${row.heldoutTokens} held-out tokens` : '') + ` (load ${loadSeconds.toFixed(1)} s)`);
       } finally {
         be.dispose();
@@ -154,7 +167,7 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
     const f16 = rows.f16;
     const ratios: Record<string, number> = {};
     if (f16) {
-      for (const p of ['f32', 'int8', 'nf4']) {
+      for (const p of Object.keys(rows).filter((r) => r !== 'f16')) {
         const r = rows[p];
         if (!r) continue;
         ratios[`${p}.bytesVsF16`] = +((r.weightBytes as number) / (f16.weightBytes as number)).toFixed(3);

@@ -7,17 +7,18 @@ import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { listAdapters } from '../engine/gpu/device';
 import { describeModel } from '../engine/model-spec';
 import { serve, SERVE_OPTIONS, SERVE_USAGE } from './serve';
-import { cliPrecision } from './precision-flag';
+import { cliPrecision, cliQuantLayers } from './precision-flag';
 
 const USAGE = `usage:
   rwkv-flow adapters
-  rwkv-flow info [--model FILE] [--precision P] [--device auto|gpu|cpu] [--adapter N|NAME]
-  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--precision P] [--device auto|gpu|cpu]
-  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--precision P] [--device auto|gpu|cpu]
+  rwkv-flow info [--model FILE] [--precision P [--quant-layers N]] [--device auto|gpu|cpu] [--adapter N|NAME]
+  rwkv-flow logits [--model FILE] --tokens 1,2,3 [--chunk N] [--precision P [--quant-layers N]] [--device auto|gpu|cpu]
+  rwkv-flow generate [--model FILE] --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--seed S] [--precision P [--quant-layers N]] [--device auto|gpu|cpu]
 ${SERVE_USAGE}
 \`adapters\` lists the WebGPU adapters with their buffer limits; --adapter picks one by index or name substring.
 Without --model, the bundled default model (models/default.st) is used. --precision f16 (default), f32, int8 or
-nf4 (GPU only) stores the weights so; --f32 is --precision f32. --device auto (default) runs on the GPU
+nf4 (GPU only) stores the weights so; --f32 is --precision f32. --quant-layers N with int8 or nf4 quantises only
+the first N layers (the later ones stay f16, the head quantised; 0 = all). --device auto (default) runs on the GPU
 when the machine has a hardware one, else on the CPU backend.`;
 
 const OPTIONS = {
@@ -26,6 +27,7 @@ const OPTIONS = {
   chunk: { type: 'string' },
   f32: { type: 'boolean' },
   precision: { type: 'string' },
+  'quant-layers': { type: 'string' },
   device: { type: 'string' },
   adapter: { type: 'string' },
   prompt: { type: 'string' },
@@ -73,17 +75,22 @@ export async function main(argv: string[]): Promise<number> {
   const adapter = values.adapter === undefined ? undefined : /^\d+$/.test(values.adapter) ? Number(values.adapter) : values.adapter;
   const modelPath = resolveModelPath({ modelPath: values.model });
   const precision = cliPrecision(values);
+  const quantLayers = cliQuantLayers(values, precision);
   const device = values.device as 'auto' | 'gpu' | 'cpu' | undefined;
   if (device !== undefined && !['auto', 'gpu', 'cpu'].includes(device)) throw new Error(`--device must be auto, gpu or cpu, got '${device}'`);
   switch (cmd) {
     case 'info': {
       const info = describeModel(loadCheckpoint(modelPath));
       const { vocabMap, ...rest } = info;
-      const be = await createBackend({ model: modelPath, slots: 1, precision, device, adapter });
+      const be = await createBackend({ model: modelPath, slots: 1, precision, quantLayers, device, adapter });
       const out = {
         model: modelPath,
         ...rest,
         reducedVocab: vocabMap ? vocabMap.length : undefined,
+        precision,
+        quantLayers: quantLayers ?? 0,
+        // What the loaded weights take where they run (GPU buffers or the CPU backend's memory).
+        weightBytes: be.weightBytes,
         adapter: be.adapterName,
         kernels: be.kernelPath,
       };
@@ -99,7 +106,7 @@ export async function main(argv: string[]): Promise<number> {
         return n;
       });
       const chunk = positiveInt('chunk', values.chunk, 128);
-      const be = await createBackend({ model: modelPath, slots: 1, precision, maxTokens: chunk, maxRows: chunk, device, adapter });
+      const be = await createBackend({ model: modelPath, slots: 1, precision, quantLayers, maxTokens: chunk, maxRows: chunk, device, adapter });
       try {
         const [out] = await be.run([{ slot: 0, tokens, output: 'all' }]);
         const V = be.info.vocabSize;
@@ -114,7 +121,7 @@ export async function main(argv: string[]): Promise<number> {
       if (values.prompt === undefined) throw new Error('generate needs --prompt TEXT');
       const maxTokens = positiveInt('max-tokens', values['max-tokens'], 200);
       // The CLI user is the operator: the flag sets the cap, and there is no deadline (Ctrl-C stops it).
-      const engine = await createEngine({ modelPath: values.model, precision, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0, device, adapter });
+      const engine = await createEngine({ modelPath: values.model, precision, quantLayers, maxBatch: 1, maxTokensLimit: maxTokens, requestTimeoutMs: 0, device, adapter });
       try {
         for await (const ev of engine.generate({
           prompt: values.prompt,

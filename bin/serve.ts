@@ -9,10 +9,11 @@ import { checkEngineConfig } from '../engine/engine-config';
 import { resolveModelPath } from '../engine/engine-factory';
 import { DEFAULT_HOST, DEFAULT_MAX_BODY_BYTES, DEFAULT_PORT, startServer } from '../engine/server/server';
 import { acquireEngine } from '../engine/shared-engine';
-import { cliPrecision } from './precision-flag';
+import { cliPrecision, quantLayersFlag } from './precision-flag';
 
 export const SERVE_USAGE = `  rwkv-flow serve [--model FILE] [--port N] [--host ADDR] [--api-key KEY] [--config FILE.json]
-                  [--max-batch N] [--max-queue N] [--state-dir DIR] [--cache-mib N] [--precision P] [--max-body-bytes N]
+                  [--max-batch N] [--max-queue N] [--state-dir DIR] [--cache-mib N] [--precision P [--quant-layers N]]
+                  [--max-body-bytes N]
     Serves the model over HTTP on ${DEFAULT_HOST}:${DEFAULT_PORT} unless told otherwise: the engine API the
     nodes use in "server" mode, OpenAI-compatible /v1/completions, /v1/chat/completions, /v1/embeddings,
     /v1/models, /health and Prometheus /metrics. The key may also come from RWKV_FLOW_API_KEY (kept out of
@@ -30,7 +31,7 @@ export const SERVE_OPTIONS = {
   'max-body-bytes': { type: 'string' },
 } as const;
 
-type Values = Partial<Record<keyof typeof SERVE_OPTIONS | 'model' | 'precision', string>> & { f32?: boolean };
+type Values = Partial<Record<keyof typeof SERVE_OPTIONS | 'model' | 'precision' | 'quant-layers', string>> & { f32?: boolean };
 
 function integer(name: string, v: string | undefined, min: number): number | undefined {
   if (v === undefined) return undefined;
@@ -55,6 +56,8 @@ export function serveEngineConfig(values: Values): EngineConfig {
   const flags: EngineConfig = {
     modelPath: values.model,
     precision: values.precision !== undefined || values.f32 ? cliPrecision(values) : undefined,
+    // The precision it goes with may come from --config: the engine config check below judges the pair.
+    quantLayers: quantLayersFlag(values),
     maxBatch: integer('max-batch', values['max-batch'], 1),
     maxQueue: integer('max-queue', values['max-queue'], 0),
     stateDir: values['state-dir'],

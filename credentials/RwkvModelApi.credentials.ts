@@ -65,6 +65,16 @@ export class RwkvModelApi implements ICredentialType {
       description: 'Weight precision. Int8 (one scale per output row) and NF4 (4 bits, one scale per 64 weights) quantise the large matrices at load; NF4 runs on the GPU only, the CPU backend refuses it',
     },
     {
+      displayName: 'Quantised Layers',
+      name: 'quantLayers',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description:
+        'How many layers, counting from the first, Int8 or NF4 quantises; the later layers keep F16 weights (more memory, less error), the output head stays quantised. 0 = every layer. At most the model\'s layer count.',
+      displayOptions: { show: { precision: ['int8', 'nf4'] } },
+    },
+    {
       displayName: 'Device',
       name: 'device',
       type: 'options',

@@ -8,6 +8,12 @@ export interface EngineConfig {
   modelPath?: string;
   /** Weight storage (engine/precision.ts): 'f16' (default), 'f32', 'int8' (per-row scales) or 'nf4' (GPU backend only). */
   precision?: Precision;
+  /**
+   * With precision 'int8' or 'nf4': how many layers, counting from the first, are quantised (ai00's `quant`);
+   * the later layers keep f16 matrices, the head stays quantised. 0 or unset = every layer; at most the model's
+   * layer count (checked when the model is read). Refused with 'f16' and 'f32'.
+   */
+  quantLayers?: number;
   /** Where the model runs: 'auto' (default) = the GPU when a hardware one exists, else the CPU backend. */
   device?: 'auto' | 'gpu' | 'cpu';
   maxBatch?: number;

@@ -11,13 +11,18 @@ import { chooseDevice, type DeviceChoice } from './cpu/device-choice';
 import { modelVersion, type ModelVersion } from './versions';
 import { embeddedInitialState } from './initial-states';
 import { applyLoraFiles, type LoraFile } from './lora';
-import { cpuRefusal, isPrecision, precisionList } from './precision';
+import { checkQuantLayers, cpuRefusal, isPrecision, precisionList, type WeightStorage } from './precision';
 
 export interface BackendOptions {
   model: string | Checkpoint;
   slots: number;
   /** 'f16' (default), 'f32', 'int8' (per-row scales) or 'nf4' (GPU only): engine/precision.ts. */
   precision?: WeightPrecision;
+  /**
+   * With 'int8' or 'nf4': how many layers, from the first, are quantised (0 or unset = all; at most the model's
+   * layer count); the later layers keep f16 matrices (precision.ts WeightStorage).
+   */
+  quantLayers?: number;
   /** Most tokens one GPU pass processes; larger calls are split into several passes (still one round trip). */
   maxTokens?: number;
   /** Most logits rows one pass returns. */
@@ -51,6 +56,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   if (!Number.isInteger(opts.slots) || opts.slots < 1) throw new RangeError(`slots must be a positive integer, got ${opts.slots}`);
   const precision = opts.precision ?? 'f16';
   if (!isPrecision(precision)) throw new RangeError(`precision must be ${precisionList()}, got ${precision}`);
+  checkQuantLayers(opts.quantLayers, precision); // the layer count is checked once the model is described
   // The tensor index first: the model is described, and checked against the adapter's limits, before its bytes are read.
   const reader = typeof opts.model === 'string' ? openCheckpoint(opts.model) : null;
   let ck: Checkpoint;
@@ -60,6 +66,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
   try {
     const index = reader ?? (opts.model as Checkpoint);
     info = describeModel(index);
+    checkQuantLayers(opts.quantLayers, precision, info.nLayer);
     version = modelVersion(info);
     // The CPU backend runs every version but not nf4: nf4 sends 'auto' to the GPU and refuses 'cpu' by name.
     const precisionOnCpu = cpuRefusal(precision);
@@ -86,6 +93,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     if (chosen.device === 'gpu' && !opts.gpu) releaseGpu(chosen.gpu);
     throw e;
   }
+  const storage: WeightStorage = { precision, quantLayers: opts.quantLayers ?? 0 };
   const withDefaultState = <B extends Backend>(b: B): B => {
     try {
       return Object.assign(b, { defaultState: embeddedInitialState(ck, info, b.stateSize) });
@@ -94,7 +102,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       throw e;
     }
   };
-  if (chosen.device === 'cpu') return withDefaultState(await version.cpu(ck, info, { ...opts, precision }, chosen.reason));
+  if (chosen.device === 'cpu') return withDefaultState(await version.cpu(ck, info, { ...opts, precision, quantLayers: storage.quantLayers }, chosen.reason));
   // A device acquired here belongs to the backend, which destroys it on dispose; one lent in is the lender's.
   const ownsDevice = !opts.gpu;
   const gpu = chosen.gpu;
@@ -107,7 +115,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       gemmTile: opts.gemmTile,
       ownsDevice,
     };
-    const runtime = version.gpu(gpu, ck, info, precision, runtimeOpts);
+    const runtime = await version.gpu(gpu, ck, info, storage, runtimeOpts);
     return withDefaultState(Object.assign(runtime, { adapterName: gpu.adapterName }));
   } catch (e) {
     // Weights half uploaded: the device goes with them (a lent one keeps what the lender must free).

@@ -5,7 +5,7 @@
 import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS } from './engine';
 import { checkLoraConfig } from './lora';
-import { isPrecision, precisionList } from './precision';
+import { checkQuantLayers, isPrecision, precisionList } from './precision';
 
 /** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
 export const MAX_CHUNK_TOKENS = 8192;
@@ -15,6 +15,7 @@ export const MAX_QUEUE = 1_000_000;
 /** What an unset field means, so `{}` and `{ maxBatch: 8 }` are the same engine. */
 const DEFAULTS: Partial<Record<keyof EngineConfig, unknown>> = {
   precision: 'f16',
+  quantLayers: 0,
   maxBatch: ENGINE_DEFAULTS.maxBatch,
   chunkSize: ENGINE_DEFAULTS.chunkSize,
   prefillChunkSize: ENGINE_DEFAULTS.prefillChunkSize,
@@ -55,6 +56,11 @@ export function checkEngineConfig(config: EngineConfig): void {
   }
   if (config.precision !== undefined && !isPrecision(config.precision)) {
     throw new RangeError(`engine config: precision must be ${precisionList()}, got ${JSON.stringify(config.precision)}`);
+  }
+  try {
+    checkQuantLayers(config.quantLayers, config.precision ?? 'f16');
+  } catch (e) {
+    throw new RangeError(`engine config: ${(e as Error).message}`);
   }
   integerIn(config, 'maxBatch', 1, MAX_BATCH);
   integerIn(config, 'chunkSize', 1, MAX_CHUNK_TOKENS);

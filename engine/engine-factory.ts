@@ -62,6 +62,7 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     model,
     slots: maxBatch,
     precision: config.precision,
+    quantLayers: config.quantLayers,
     device: config.device,
     lora,
     adapter: config.adapter,

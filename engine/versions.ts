@@ -7,7 +7,7 @@ import type { Checkpoint, InferenceBackend, ModelInfo, RwkvVersion } from './typ
 import type { Backend, BackendOptions } from './backend';
 import type { GpuContext } from './gpu/device';
 import type { SlotRuntimeOptions } from './gpu/slot-runtime';
-import type { WeightPrecision } from './rwkv7/weights';
+import type { WeightStorage } from './precision';
 import { uploadRwkv7 } from './rwkv7/weights';
 import { Rwkv7Runtime } from './rwkv7/runtime';
 import { cpuBackend } from './cpu/cpu-backend';
@@ -28,8 +28,8 @@ export type GpuRuntime = InferenceBackend & { weightBytes: number; vecMaxRows: n
 export interface ModelVersion {
   /** As messages name it. */
   readonly name: string;
-  /** Uploads the weights to the device and builds the batched runtime on them. */
-  gpu(gpu: GpuContext, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision, opts: SlotRuntimeOptions): GpuRuntime;
+  /** Uploads the weights to the device (yielding to the event loop as it goes) and builds the batched runtime on them. */
+  gpu(gpu: GpuContext, ck: Checkpoint, info: ModelInfo, storage: WeightStorage, opts: SlotRuntimeOptions): Promise<GpuRuntime>;
   /** Builds the CPU backend (engine/cpu/cpu-backend.ts on the version's planner). */
   cpu(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend>;
 }
@@ -41,8 +41,8 @@ function withBytes<R extends object>(runtime: R, weights: { bytes: number }): R 
 
 /** RWKV-7's backends, which RWKV-7a runs on too (the weights say whether the DeepEmbed gate is there). */
 const RWKV7_PASS: Omit<ModelVersion, 'name'> = {
-  gpu: (gpu, ck, info, precision, opts) => {
-    const w = uploadRwkv7(gpu.device, ck, info, precision);
+  gpu: async (gpu, ck, info, storage, opts) => {
+    const w = await uploadRwkv7(gpu.device, ck, info, storage);
     return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
   },
   cpu: cpuBackend(planRwkv7CpuModel),
@@ -61,8 +61,8 @@ export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED
   v7a: { name: 'RWKV-7a', ...RWKV7_PASS },
   v6: {
     name: 'RWKV-6',
-    gpu: (gpu, ck, info, precision, opts) => {
-      const w = uploadRwkv6(gpu.device, ck, info, precision);
+    gpu: async (gpu, ck, info, storage, opts) => {
+      const w = await uploadRwkv6(gpu.device, ck, info, storage);
       return withBytes(new Rwkv6Runtime(gpu, info, w, opts), w);
     },
     cpu: cpuBackend(finchCpuPlanner(planRwkv6Cpu)),
@@ -70,16 +70,16 @@ export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED
   // RWKV-5.2 runs on RWKV-6's pass without its data-dependent parts (engine/rwkv5/weights.ts).
   v5: {
     name: 'RWKV-5.2',
-    gpu: (gpu, ck, info, precision, opts) => {
-      const w = uploadRwkv5(gpu.device, ck, info, precision);
+    gpu: async (gpu, ck, info, storage, opts) => {
+      const w = await uploadRwkv5(gpu.device, ck, info, storage);
       return withBytes(new Rwkv6Runtime(gpu, info, w, opts), w);
     },
     cpu: cpuBackend(finchCpuPlanner(planRwkv5Cpu)),
   },
   v4: {
     name: 'RWKV-4',
-    gpu: (gpu, ck, info, precision, opts) => {
-      const w = uploadRwkv4(gpu.device, ck, info, precision);
+    gpu: async (gpu, ck, info, storage, opts) => {
+      const w = await uploadRwkv4(gpu.device, ck, info, storage);
       return withBytes(new Rwkv4Runtime(gpu, info, w, opts), w);
     },
     cpu: cpuBackend(planRwkv4CpuModel),

@@ -25,7 +25,10 @@ describe('CPU int8 weights: kernels', () => {
   const w = Float32Array.from({ length: n * k }, () => (rnd() - 0.5) * 2);
   const x = Float32Array.from({ length: T * k }, () => (rnd() - 0.5) * 4);
   const panels = Math.ceil(n / 8);
-  const packed = int8Panels(w, n, k);
+  let packed: Uint8Array;
+  before(async () => {
+    packed = await int8Panels(w, n, k);
+  });
   const { q, scales } = quantizeRowsInt8(w, n, k);
   const deq = dequantizeRowsInt8(q, scales, k);
 

@@ -16,55 +16,10 @@ import { createBackend, type Backend } from '../engine/backend';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
-import { isQuantisedMatrix } from '../engine/quant/quantised-matrices';
-import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
-import type { Checkpoint, RawTensor } from '../engine/types';
+import { cpuDequantised } from './cpu-dequantised';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 import { worstRelL2 } from './metrics';
-
-/** Matrices stored [in, out] that the CPU backend quantises too (each slice of a 3-D one is a matrix). */
-const CPU_LORA = /^blocks\.\d+\.att\.(?:[wavg][12]|time_maa_w[12]|time_decay_w[12])$/;
-/** Matrices stored [out, in] that the CPU backend quantises besides the large ones. */
-const CPU_LINEAR = /^blocks\.\d+\.ffn\.s_emb_x\.weight$/;
-
-/** Rows [n, k] quantised per row and back. */
-function roundTrip(rows: Float32Array, n: number, k: number): Float32Array {
-  const { q, scales } = quantizeRowsInt8(rows, n, k);
-  return dequantizeRowsInt8(q, scales, k);
-}
-
-/** [inDim, outDim] quantised per output (per row of its transpose) and back. */
-function roundTripInOut(m: Float32Array, inDim: number, outDim: number): Float32Array {
-  const rows = new Float32Array(m.length);
-  for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) rows[o * inDim + i] = m[i * outDim + o];
-  const back = roundTrip(rows, outDim, inDim);
-  const out = new Float32Array(m.length);
-  for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[i * outDim + o] = back[o * inDim + i];
-  return out;
-}
-
-/** The checkpoint with every matrix the CPU backend quantises replaced by its dequantised values (f32). */
-function cpuDequantised(ck: Checkpoint): Checkpoint {
-  const tensors = new Map<string, RawTensor>();
-  for (const [name, t] of ck.tensors) {
-    const linear = isQuantisedMatrix(name) || CPU_LINEAR.test(name);
-    if (!linear && !CPU_LORA.test(name)) {
-      tensors.set(name, t);
-      continue;
-    }
-    const w = Float32Array.from(toF32(t));
-    let back: Float32Array;
-    if (linear) back = roundTrip(w, t.shape[0], t.shape[1]);
-    else {
-      const [inDim, outDim] = t.shape.slice(-2);
-      back = new Float32Array(w.length);
-      for (let at = 0; at < w.length; at += inDim * outDim) back.set(roundTripInOut(w.subarray(at, at + inDim * outDim), inDim, outDim), at);
-    }
-    tensors.set(name, { name, dtype: 'f32', shape: t.shape, bytes: new Uint8Array(back.buffer) });
-  }
-  return { format: 'memory', tensors, metadata: ck.metadata };
-}
 
 const CASES = [
   { golden: 'v4-tiny', bound: 2.5e-2 },

@@ -156,8 +156,8 @@ describe('matrix kernels on the kernel paths of this device', function () {
     const { device } = devices.get('f32')!;
     const ck = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 100, dtype: 'f16', seed: 3 });
     const info = describeModel(ck);
-    const w16 = uploadRwkv7(device, ck, info, 'f16');
-    const w32 = uploadRwkv7(device, ck, info, 'f32');
+    const w16 = await uploadRwkv7(device, ck, info, { precision: 'f16', quantLayers: 0 });
+    const w32 = await uploadRwkv7(device, ck, info, { precision: 'f32', quantLayers: 0 });
     // head: 100 rows × 64 → 128 rows as f16; f32 buffers are not padded.
     assert.equal(w16.head.buffer.size, 128 * 64 * 2);
     assert.equal(w32.head.buffer.size, 100 * 64 * 4);

@@ -34,7 +34,7 @@ async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: Mat
     { name: 'a', n: 72, k: 96, data: values(72 * 96, 3).map((x, i) => x * (1 + Math.floor(i / 96) % 7)) },
     { name: 'b', n: 96, k: 64, data: values(96 * 64, 4, 0.1).map((x, i) => x * (1 + Math.floor(i / 64) % 5)) },
   ];
-  const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
+  const packed = await packQuantizedGroup(mats, format, SEGMENT_ALIGN);
   const deq = dequantised(mats, format);
   const { got, want, xs } = await runGroupedProduct(gpu, {
     variant: v,

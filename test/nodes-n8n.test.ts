@@ -180,6 +180,26 @@ describe('n8n nodes (fake engine)', function () {
       assert.deepStrictEqual(provider.configs[0], { modelPath: '/m.st', precision: 'f32', maxBatch: 8, cacheBytes: 1048576, stateDir: '/s' });
     });
 
+    it('passes Quantised Layers with int8 and nf4 (0 = all layers), shown only for them, and ignores a value left from them under f16', async () => {
+      const field = new RwkvModelApi().properties.find((p) => p.name === 'quantLayers')!;
+      assert.ok(field.description && /first/.test(field.description) && /0 = every layer/.test(field.description), 'the field says what it counts');
+      const shown = (precision: string) => NodeHelpers.displayParameter({ precision } as never, field, { typeVersion: 1 }, new RwkvGenerate().description);
+      assert.deepStrictEqual(['f16', 'f32', 'int8', 'nf4'].map(shown), [false, false, true, true]);
+      for (const [credentials, quantLayers] of [
+        [{ precision: 'int8', quantLayers: 3 }, 3],
+        [{ precision: 'nf4', quantLayers: 1 }, 1],
+        [{ precision: 'int8', quantLayers: 0 }, undefined],
+        [{ precision: 'f16', quantLayers: 5 }, undefined],
+      ] as const) {
+        await run(new RwkvGenerate(), { params: { ...GENERATE, prompt: 'x' }, credentials });
+        assert.strictEqual(provider.configs.at(-1)!.quantLayers, quantLayers, JSON.stringify(credentials));
+      }
+      await assert.rejects(
+        run(new RwkvGenerate(), { params: { ...GENERATE, prompt: 'x' }, credentials: { precision: 'int8', quantLayers: 2.5 } }),
+        /RWKV Model credential: quantLayers: must be an integer ≥ 0, got 2.5/,
+      );
+    });
+
     it('passes the operator limits of the credential; a request deadline of 0 means none', async () => {
       await run(new RwkvGenerate(), {
         params: { ...GENERATE, prompt: 'x' },
@@ -435,7 +455,7 @@ describe('n8n nodes (fake engine)', function () {
         credential.properties.map((p) => p.name).sort(),
         [
           'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'engineMode', 'maxBatch', 'maxQueue', 'maxStates',
-          'maxTokensLimit', 'modelPath', 'precision', 'prefillChunkSize', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
+          'maxTokensLimit', 'modelPath', 'precision', 'prefillChunkSize', 'quantLayers', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
         ],
       );
     });

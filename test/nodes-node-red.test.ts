@@ -106,6 +106,21 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.strictEqual(provider.released, 2);
     });
 
+    it('passes the quantised layers with int8 and nf4, and the editor shows the field for them only, with its help', async () => {
+      await helper.load(ALL_NODES, [{ ...MODEL, precision: 'nf4', quantLayers: '2' }]);
+      await until(() => provider.acquired === 1, 'lease');
+      assert.strictEqual(provider.configs[0].quantLayers, 2);
+      await helper.unload();
+      await helper.load(ALL_NODES, [{ ...MODEL, precision: 'f16', quantLayers: '2' }]);
+      await until(() => provider.acquired === 2, 'second lease');
+      assert.strictEqual(provider.configs[1].quantLayers, undefined, 'a value left in the hidden field under f16 is not a setting');
+      const html = fs.readFileSync(path.join(REPO_ROOT, 'nodes', 'node-red', 'rwkv-model.html'), 'utf8');
+      assert.match(html, /quantLayers: \{ value: '', validate: blankOr\(/);
+      assert.match(html, /<div class="form-row rwkv-model-quant">\s*<label for="node-config-input-quantLayers">/);
+      assert.match(html, /\.rwkv-model-quant'\)\.toggle\(v === 'int8' \|\| v === 'nf4'\)/);
+      assert.match(html, /<dt>Quant\. layers <span class="property-type">integer<\/span><\/dt>\s*<dd>With <code>int8<\/code> or <code>nf4<\/code>: how many layers, counting from the first/);
+    });
+
     it('reports a bad configuration on every message instead of crashing', async () => {
       await helper.load(ALL_NODES, [{ ...MODEL, precision: 'f8' }, { id: 'n1', type: 'rwkv-embed', model: 'm1', wires: [[]] }]);
       const err = nextError('n1');

@@ -106,8 +106,8 @@ describe('GPU layout of a quantised matrix group', () => {
     { name: 'b', n: 2, k: 32, data: Float32Array.from({ length: 2 * 32 }, (_, i) => Math.cos(i) * 4) },
   ];
 
-  it('int8: codes of both matrices back to back, one scale per row at its 64-aligned virtual row', () => {
-    const p = packQuantizedGroup(mats, 'int8', 64);
+  it('int8: codes of both matrices back to back, one scale per row at its 64-aligned virtual row', async () => {
+    const p = await packQuantizedGroup(mats, 'int8', 64);
     const elements = 3 * 64 + 2 * 32;
     assert.equal(p.scaleWord, elements / 4);
     const bytes = new Int8Array(p.words.buffer, p.words.byteOffset, elements);
@@ -123,8 +123,8 @@ describe('GPU layout of a quantised matrix group', () => {
     assert.equal(p.modelBytes, elements + 2 * 5);
   });
 
-  it('nf4: the group as one flat array of 64-weight blocks, absmaxes from an even word', () => {
-    const p = packQuantizedGroup(mats, 'nf4', 64);
+  it('nf4: the group as one flat array of 64-weight blocks, absmaxes from an even word', async () => {
+    const p = await packQuantizedGroup(mats, 'nf4', 64);
     const flat = new Float32Array([...mats[0].data, ...mats[1].data]);
     const q = quantizeNf4(flat);
     assert.equal(p.scaleWord, 32); // 256 weights / 8 per word
@@ -133,8 +133,16 @@ describe('GPU layout of a quantised matrix group', () => {
     assert.equal(p.modelBytes, 128 + 8);
   });
 
-  it('refuses f16 bits and widths the kernels cannot read', () => {
-    assert.throws(() => packQuantizedGroup([{ name: 'h', n: 1, k: 32, data: new Uint16Array(32) }], 'int8', 64), /h: quantising needs f32 values/);
-    assert.throws(() => packQuantizedGroup([{ name: 'odd', n: 1, k: 30, data: new Float32Array(30) }], 'nf4', 64), /odd: input width 30/);
+  it('takes f16 bits as their values (a group mixing both too), and refuses widths the kernels cannot read', async () => {
+    // f16-exact values, so the bits and the f32 values are the same weights.
+    const exact = mats.map((m) => ({ ...m, data: Float32Array.from(m.data, (v) => f16BitsToF32(f32ToF16Bits(v))) }));
+    const bits = exact.map((m) => ({ ...m, data: Uint16Array.from(m.data, (v) => f32ToF16Bits(v)) }));
+    for (const format of ['int8', 'nf4'] as const) {
+      const want = await packQuantizedGroup(exact, format, 64);
+      assert.deepEqual(Array.from((await packQuantizedGroup(bits, format, 64)).words), Array.from(want.words), `${format}: f16 bits`);
+      assert.deepEqual(Array.from((await packQuantizedGroup([bits[0], exact[1]], format, 64)).words), Array.from(want.words), `${format}: mixed`);
+    }
+    await assert.rejects(packQuantizedGroup([{ name: 'odd', n: 1, k: 30, data: new Float32Array(30) }], 'nf4', 64), /odd: input width 30/);
+    await assert.rejects(packQuantizedGroup([{ name: 'f64', n: 1, k: 32, data: new Float64Array(32) as never }], 'int8', 64), /f64: quantising needs f32 values or f16 bits/);
   });
 });

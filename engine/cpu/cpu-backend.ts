@@ -4,7 +4,7 @@
 import type { Checkpoint, ModelInfo } from '../types';
 import type { Backend, BackendOptions } from '../backend';
 import { CpuRuntime, type CpuPlanner } from './cpu-runtime';
-import { cpuRefusal } from '../precision';
+import { cpuRefusal, quantLayersNote } from '../precision';
 
 export function cpuBackend(planner: CpuPlanner) {
   return async (ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> => {
@@ -13,11 +13,12 @@ export function cpuBackend(planner: CpuPlanner) {
     const runtime = await CpuRuntime.create(
       ck,
       info,
-      { slots: opts.slots, maxTokens: opts.maxTokens ?? 256, maxRows: opts.maxRows ?? 64, precision, threads: opts.threads },
+      { slots: opts.slots, maxTokens: opts.maxTokens ?? 256, maxRows: opts.maxRows ?? 64, precision, quantLayers: opts.quantLayers, threads: opts.threads },
       planner,
     );
     const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
-    const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${precision} weights (${reason})`;
+    const partly = quantLayersNote({ precision, quantLayers: opts.quantLayers ?? 0 }, info.nLayer);
+    const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${precision} weights${partly} (${reason})`;
     // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.
     return Object.assign(runtime, { adapterName, kernelPath: `cpu path: ${kernels}`, vecMaxRows: 0, gemmTile: 64 as const });
   };

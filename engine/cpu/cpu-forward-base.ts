@@ -130,11 +130,11 @@ export abstract class CpuForwardBase<L extends CpuBaseLayout, W extends CpuCommo
   }
 
   protected mm(T: number, tasks: MatmulTask[]) {
-    this.pool.matmul(this.W.kind, T, tasks, this.L.scratch, this.L.scratchBytes);
+    this.pool.matmul(T, tasks, this.L.scratch, this.L.scratchBytes);
   }
 
   protected task(m: CpuMatrix, x: number, xs: number, y: number, ys: number, act = 0, accum = false): MatmulTask {
-    return { w: m.w, n: m.n, k: m.k, panels: m.panels, x, xs, y, ys, act, accum };
+    return { w: m.w, kind: m.kind, n: m.n, k: m.k, panels: m.panels, x, xs, y, ys, act, accum };
   }
 
   /** Byte address of a slot's state of layer l, plus `floats` into it. */

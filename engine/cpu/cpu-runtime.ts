@@ -1,9 +1,9 @@
 // The CPU backend: the InferenceBackend the WebGPU runtimes implement, computed by WebAssembly SIMD kernels on
 // worker threads over one shared memory (weights, slot states, scratch), for every version (its planner lays the
-// model out: planRwkv7CpuModel, finchCpuPlanner for RWKV-5.2/6, planRwkv4CpuModel). This side validates and
-// plans each call (same rules and messages as the GPU runtimes), hands the plan to the compute thread
-// (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls run one at a time in order;
-// state reads and writes are ordered with them as a GPU queue orders them.
+// model out: planRwkv7CpuModel, finchCpuPlanner for RWKV-5.2/6, planRwkv4CpuModel, yielding to the event loop
+// between matrices). This side validates and plans each call (same rules and messages as the GPU runtimes), hands
+// the plan to the compute thread (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls
+// run one at a time in order; state reads and writes are ordered with them as a GPU queue orders them.
 
 import * as os from 'os';
 import * as path from 'path';
@@ -14,13 +14,15 @@ import { checkLogitAdjust, reduceTop } from './top-logits-cpu';
 import { type KernelVariant, kernelModule } from './wasm-kernels';
 import { TOP_CAPACITY } from '../rwkv7/top-logits';
 import type { CpuBaseLayout, CpuSegment, CpuSubPass } from './cpu-forward-base';
-import { type CpuCommonWeights, type CpuPrecision, MATRIX_KIND } from './cpu-weight-writer';
+import type { CpuCommonWeights, CpuPrecision } from './cpu-weight-writer';
 import { int8ScratchBytes } from './int8-quant';
 import type { CpuPassName } from './cpu-passes';
 
-/** What a version's planner is told: the precision and the sizes of the runtime's slots and sub-passes. */
+/** What a version's planner is told: the storage (precision, layers int8 quantises) and the sizes of the runtime's slots and sub-passes. */
 export interface CpuPlanOptions {
   precision: CpuPrecision;
+  /** int8: layers quantised from the first (0 = all; precision.ts WeightStorage). */
+  quantLayers: number;
   slots: number;
   TMAX: number;
   RMAX: number;
@@ -38,7 +40,8 @@ export interface CpuModelPlan<L extends CpuBaseLayout = CpuBaseLayout, W extends
   write(memory: WebAssembly.Memory): void;
 }
 
-export type CpuPlanner = (arena: Arena, ck: Checkpoint, info: ModelInfo, opts: CpuPlanOptions) => CpuModelPlan;
+/** Lays a model out (asynchronously: it yields to the event loop between matrices). */
+export type CpuPlanner = (arena: Arena, ck: Checkpoint, info: ModelInfo, opts: CpuPlanOptions) => Promise<CpuModelPlan>;
 
 export interface CpuRuntimeOptions {
   slots: number;
@@ -47,6 +50,8 @@ export interface CpuRuntimeOptions {
   /** Most logits rows in one sub-pass. */
   maxRows: number;
   precision: CpuPrecision;
+  /** int8: layers quantised from the first (0 or unset = all; precision.ts WeightStorage). */
+  quantLayers?: number;
   /** Threads computing (the compute thread and its helpers); default: the machine's available parallelism. */
   threads?: number;
 }
@@ -54,6 +59,16 @@ export interface CpuRuntimeOptions {
 /** Threads the CPU backend uses when not told: every core the process may use. */
 export function defaultCpuThreads(): number {
   return typeof os.availableParallelism === 'function' ? os.availableParallelism() : os.cpus().length;
+}
+
+/** Most tokens in one sub-pass. */
+function subPassTokens(opts: CpuRuntimeOptions): number {
+  return Math.max(1, opts.maxTokens);
+}
+
+/** Most logits rows in one sub-pass: at most its tokens. */
+function subPassRows(opts: CpuRuntimeOptions): number {
+  return Math.max(1, Math.min(opts.maxRows, subPassTokens(opts)));
 }
 
 type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array } | { type: 'error'; message: string };
@@ -79,22 +94,19 @@ export class CpuRuntime implements InferenceBackend {
   private disposed = false;
   private lostReason: string | null = null;
 
-  private constructor(readonly info: ModelInfo, ck: Checkpoint, opts: CpuRuntimeOptions, planner: CpuPlanner) {
+  private constructor(readonly info: ModelInfo, arena: Arena, plan: CpuModelPlan, opts: CpuRuntimeOptions) {
     this.slots = opts.slots;
-    if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
-      throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
     this.threads = opts.threads ?? defaultCpuThreads();
-    this.TMAX = Math.max(1, opts.maxTokens);
-    this.RMAX = Math.max(1, Math.min(opts.maxRows, this.TMAX));
-    const arena = new Arena();
-    const plan = planner(arena, ck, info, { precision: opts.precision, slots: this.slots, TMAX: this.TMAX, RMAX: this.RMAX });
+    this.TMAX = subPassTokens(opts);
+    this.RMAX = subPassRows(opts);
     const { layout, weights } = plan;
     this.stateSize = layout.stateSize;
     this.weightBytes = weights.bytes;
     this.V = layout.V;
     // f16 panels are widened into the scratch, 32 bytes per input of the widest matrix; int8 weights: the
-    // call's tokens quantized to i16 instead (int8-quant.ts).
-    const scratchNeed = weights.kind === MATRIX_KIND.int8 ? int8ScratchBytes(this.TMAX, plan.widestInput) : plan.widestInput * 32;
+    // call's tokens quantized to i16 instead (int8-quant.ts). A model int8 in its first layers only runs both
+    // kinds: the larger need.
+    const scratchNeed = Math.max(plan.widestInput * 32, weights.hasInt8 ? int8ScratchBytes(this.TMAX, plan.widestInput) : 0);
     layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();
@@ -115,7 +127,18 @@ export class CpuRuntime implements InferenceBackend {
 
   /** Lays the model out and starts the compute thread; resolves once it is ready. */
   static async create(ck: Checkpoint, info: ModelInfo, opts: CpuRuntimeOptions, planner: CpuPlanner): Promise<CpuRuntime> {
-    const rt = new CpuRuntime(info, ck, opts, planner);
+    // The options are checked before the (long) weight layout.
+    if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
+      throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
+    const arena = new Arena();
+    const plan = await planner(arena, ck, info, {
+      precision: opts.precision,
+      quantLayers: opts.quantLayers ?? 0,
+      slots: opts.slots,
+      TMAX: subPassTokens(opts),
+      RMAX: subPassRows(opts),
+    });
+    const rt = new CpuRuntime(info, arena, plan, opts);
     const first = await rt.await();
     if (first.type !== 'ready') {
       rt.dispose();

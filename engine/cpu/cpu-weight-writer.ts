@@ -1,16 +1,25 @@
 // Lays out a checkpoint's weights for the CPU kernels (kernels.ts), for every version's CPU pass: every matrix in
 // panels of 8 output rows ([k][8] per panel, so the kernels multiply 8 rows against one broadcast input) in the
-// precision the GPU path uses (f16 by default, f32 on request) or int8 with per-row scales (CPU only); the
-// embedding table row-major after the load-time ln0 normalization; small vectors f32. Two phases: the writer
-// reserves addresses in the arena and keeps the host copies; `write` copies them into the memory once it exists.
+// precision the GPU path uses (f16 by default, f32 on request) or int8 with per-row scales; the embedding table
+// row-major after the load-time ln0 normalization; small vectors f32. int8 quantises every matrix of the layers
+// `quantLayers` covers (all by default; the later layers' matrices stay f16) and the head; each matrix carries its
+// kind, so one product call can mix them. Two phases: the writer reserves addresses in the arena and keeps the
+// host copies (yielding to the event loop before every matrix); `write` copies them into the memory once it exists.
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from './arena';
 import { int8Panels } from './int8-quant';
+import { inQuantisedLayers } from '../quant/quantised-matrices';
+import { yieldToEventLoop, type WeightValues } from '../quant/weight-values';
+import { quantiserInput } from '../rwkv7/weights';
+import type { WeightStorage } from '../precision';
 
 export type CpuPrecision = 'f16' | 'f32' | 'int8';
+
+/** How the CPU backend stores a model: a precision it runs and the layers int8 quantises (precision.ts WeightStorage). */
+export type CpuWeightStorage = WeightStorage & { precision: CpuPrecision };
 
 /** The kernels' matrix kinds (kernels.ts `matmul`). */
 export const MATRIX_KIND: Record<CpuPrecision, number> = { f16: 0, f32: 1, int8: 2 };
@@ -18,6 +27,8 @@ export const MATRIX_KIND: Record<CpuPrecision, number> = { f16: 0, f32: 1, int8:
 /** One matrix: its panels' address, output rows n (padded to whole panels with zero rows), input width k. */
 export interface CpuMatrix {
   w: number;
+  /** Its storage (MATRIX_KIND): 0 f16, 1 f32, 2 int8. */
+  kind: number;
   n: number;
   k: number;
   panels: number;
@@ -28,8 +39,8 @@ export interface CpuCommonWeights {
   precision: CpuPrecision;
   /** 1 when the embedding table is f32 (the kernels' `embed` `wide`). */
   wide: number;
-  /** The matrices' storage: 0 f16, 1 f32, 2 int8 (MATRIX_KIND). */
-  kind: number;
+  /** Whether any matrix is int8 (the products' scratch is sized for it then). */
+  hasInt8: boolean;
   /** [V, C] embedding table, f16 (also for int8) or f32. */
   emb: number;
   lnOut: [number, number];
@@ -44,8 +55,10 @@ export interface CpuCommonWeights {
  */
 export interface MatrixSource {
   name: string;
-  /** f32 values for int8 (quantized here) and f32, f16 bits for f16. */
-  data: Float32Array | Uint16Array;
+  /** Its storage (MATRIX_KIND, the writer's `kindOf`). */
+  kind: number;
+  /** In that kind: int8 the quantisers' input (f16 bits or f32 values, quantised here), f32 values, f16 bits. */
+  data: WeightValues;
   n: number;
   k: number;
   offset: number;
@@ -54,19 +67,25 @@ export interface MatrixSource {
 }
 
 export class CpuWeightWriter {
+  readonly precision: CpuPrecision;
   readonly wide: boolean;
-  readonly int8: boolean;
   private readonly writes: { at: number; data: Float32Array | Uint16Array | Uint8Array }[] = [];
   private placed = 0;
+  private int8Placed = false;
 
   constructor(
     private readonly arena: Arena,
     private readonly ck: Checkpoint,
-    readonly precision: CpuPrecision,
+    private readonly weightStorage: CpuWeightStorage,
     private readonly C: number,
   ) {
-    this.wide = precision === 'f32';
-    this.int8 = precision === 'int8';
+    this.precision = weightStorage.precision;
+    this.wide = weightStorage.precision === 'f32';
+  }
+
+  /** Whether any matrix placed so far is int8. */
+  get hasInt8(): boolean {
+    return this.int8Placed;
   }
 
   /** Bytes placed so far. */
@@ -101,68 +120,87 @@ export class CpuWeightWriter {
     return this.place(out);
   }
 
-  /** A tensor in the matrices' float storage: f32 values for 'f32' and 'int8', f16 bits for 'f16'. */
-  private inPrecision(t: RawTensor): Float32Array | Uint16Array {
-    return this.wide || this.int8 ? toF32(t) : toF16Bits(t);
+  /**
+   * A matrix's storage: int8 for every matrix of the layers the storage quantises (and the model-wide ones: the
+   * head), else the float precision (f16 for int8's later layers). Matrices read as `columns` of one tensor share
+   * its layer, so its kind.
+   */
+  kindOf(name: string): number {
+    if (this.precision === 'int8' && inQuantisedLayers(name, this.weightStorage)) return MATRIX_KIND.int8;
+    return this.wide ? MATRIX_KIND.f32 : MATRIX_KIND.f16;
+  }
+
+  /** A tensor's values as a matrix of `kind` reads them: the quantisers' input for int8, f32 values, f16 bits. */
+  private valuesFor(t: RawTensor, kind: number): WeightValues {
+    return kind === MATRIX_KIND.int8 ? quantiserInput(t) : kind === MATRIX_KIND.f32 ? toF32(t) : toF16Bits(t);
   }
 
   /** A matrix stored [out, in] (torch Linear). */
   linear(name: string): MatrixSource {
     const t = this.tensor(name);
     const [n, k] = t.shape;
-    return { name, data: this.inPrecision(t), n, k, offset: 0, rowStride: k, colStride: 1 };
+    const kind = this.kindOf(name);
+    return { name, kind, data: this.valuesFor(t, kind), n, k, offset: 0, rowStride: k, colStride: 1 };
   }
 
   /** A matrix stored [in, out] (used as x @ W: the LoRA-like tensors). */
   lora(name: string): MatrixSource {
     const t = this.tensor(name);
-    return this.columns(name, this.inPrecision(t), t.shape[0], t.shape[1]);
+    return this.columns(name, this.storage(name), t.shape[0], t.shape[1]);
   }
 
   /**
-   * Outputs [from, from + count) of a matrix stored [inDim, outDim] starting at `offset` of `data` (values in
-   * the matrices' float storage, as `lora` reads them).
+   * Outputs [from, from + count) of a matrix stored [inDim, outDim] starting at `offset` of `data` (a tensor's
+   * values as `storage` reads them for this name's kind).
    */
-  columns(name: string, data: Float32Array | Uint16Array, inDim: number, outDim: number, offset = 0, from = 0, count = outDim): MatrixSource {
-    return { name, data, n: count, k: inDim, offset: offset + from, rowStride: 1, colStride: outDim };
+  columns(name: string, data: WeightValues, inDim: number, outDim: number, offset = 0, from = 0, count = outDim): MatrixSource {
+    return { name, kind: this.kindOf(name), data, n: count, k: inDim, offset: offset + from, rowStride: 1, colStride: outDim };
   }
 
-  /** A tensor's values in the matrices' float storage (for `columns`). */
-  storage(name: string): Float32Array | Uint16Array {
-    return this.inPrecision(this.tensor(name));
+  /** A tensor's values as its matrices' kind reads them (for `columns`). */
+  storage(name: string): WeightValues {
+    return this.valuesFor(this.tensor(name), this.kindOf(name));
   }
 
-  matrix(s: MatrixSource): CpuMatrix {
-    const { data, n, k, offset, rowStride, colStride } = s;
+  /** Lays a matrix out in panels (int8: quantised first); yields to the event loop before it. */
+  async matrix(s: MatrixSource): Promise<CpuMatrix> {
+    await yieldToEventLoop();
+    const { data, kind, n, k, offset, rowStride, colStride } = s;
     const panels = Math.ceil(n / 8);
-    if (this.int8) {
-      let rows = data as Float32Array;
+    if (kind === MATRIX_KIND.int8) {
+      this.int8Placed = true;
+      let rows = data;
       if (offset !== 0 || rowStride !== k || colStride !== 1) {
-        rows = new Float32Array(n * k);
+        // A LoRA-like [in, out] matrix or a block of one: its [out, in] rows first, same element type (they are small).
+        rows = data instanceof Uint16Array ? new Uint16Array(n * k) : new Float32Array(n * k);
         for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) rows[o * k + i] = data[offset + o * rowStride + i * colStride];
       }
-      return { w: this.place(int8Panels(rows, n, k)), n, k, panels };
+      return { w: this.place(await int8Panels(rows, n, k)), kind, n, k, panels };
     }
-    const out = this.wide ? new Float32Array(panels * 8 * k) : new Uint16Array(panels * 8 * k);
+    const wide = kind === MATRIX_KIND.f32;
+    if (wide !== (data instanceof Float32Array)) throw new Error(`internal: ${s.name}'s values are not in its kind (${kind})`);
+    const out = wide ? new Float32Array(panels * 8 * k) : new Uint16Array(panels * 8 * k);
     for (let o = 0; o < n; o++) {
       const base = (o >> 3) * 8 * k + (o & 7);
       const src = offset + o * rowStride;
       if (colStride === 1) for (let i = 0; i < k; i++) out[base + i * 8] = data[src + i];
       else for (let i = 0; i < k; i++) out[base + i * 8] = data[src + i * colStride];
     }
-    return { w: this.place(out), n, k, panels };
+    return { w: this.place(out), kind, n, k, panels };
   }
 
-  /** The embedding normalized with blocks.0.ln0 (as the reference does once at load), the output norm and head. */
-  common(): Omit<CpuCommonWeights, 'bytes'> {
+  /**
+   * The embedding normalized with blocks.0.ln0 (as the reference does once at load), the output norm and head;
+   * a planner adds `bytes` and `hasInt8` once every matrix is placed.
+   */
+  async common(): Promise<Omit<CpuCommonWeights, 'bytes' | 'hasInt8'>> {
     const emb = normalizedEmbedding(this.tensor('emb.weight'), this.vals('blocks.0.ln0.weight'), this.vals('blocks.0.ln0.bias'));
     return {
       precision: this.precision,
       wide: this.wide ? 1 : 0,
-      kind: MATRIX_KIND[this.precision],
       emb: this.place(this.wide ? emb : f32ToF16(emb)),
       lnOut: [this.place(Float32Array.from(this.vals('ln_out.weight'))), this.place(Float32Array.from(this.vals('ln_out.bias')))],
-      head: this.matrix(this.linear('head.weight')),
+      head: await this.matrix(this.linear('head.weight')),
     };
   }
 

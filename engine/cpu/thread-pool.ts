@@ -42,6 +42,8 @@ const SPINS = 2000;
 /** One matrix product y = act(W x) (+ y) over T tokens (see kernels.ts `matmul`). */
 export interface MatmulTask {
   w: number;
+  /** The matrix's storage, kernels.ts `matmul` kind: 0 f16, 1 f32, 2 int8 (a model quantised in its first layers mixes them). */
+  kind: number;
   n: number;
   k: number;
   panels: number;
@@ -88,7 +90,6 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
   const op = ctl[OP];
   const count = ctl[COUNT];
   if (op === OP_MATMUL) {
-    const kind = ctl[HEAD];
     const T = ctl[HEAD + 1];
     // Each thread widens f16 and int8 panels into its own scratch.
     const scratch = ctl[HEAD + 2] + index * ctl[HEAD + 3];
@@ -102,7 +103,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
       const panels = ctl[o + 11];
       const p0 = Math.max(from - base, 0);
       const p1 = Math.min(to - base, panels);
-      if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], kind, ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
+      if (p0 < p1) k.matmul(ctl[o], ctl[o + 1], ctl[o + 2], ctl[o + 3], ctl[o + 4], ctl[o + 5], ctl[o + 6], ctl[o + 7], T, ctl[o + 9], ctl[o + 10], p0, p1, scratch);
       base += panels;
     }
   } else if (op === OP_PREP || op === OP_POST || op === OP_FINCH_MIX || op === OP_FINCH_POST) {
@@ -172,13 +173,13 @@ export class ThreadPool {
     }
   }
 
-  /** `scratch`: per-thread scratch of `scratchBytes` each (32 bytes per input of the widest matrix). */
-  matmul(kind: number, T: number, tasks: MatmulTask[], scratch: number, scratchBytes: number): void {
+  /** `scratch`: per-thread scratch of `scratchBytes` each (what the widest matrix of any kind needs, cpu-runtime.ts). */
+  matmul(T: number, tasks: MatmulTask[], scratch: number, scratchBytes: number): void {
     if (tasks.length > MAX_ITEMS) throw new Error(`too many matrix products in one task: ${tasks.length}`);
     const c = this.ctl;
     c[OP] = OP_MATMUL;
     c[COUNT] = tasks.length;
-    c[HEAD] = kind;
+    c[HEAD] = 0; // unused: each task carries its matrix's kind
     c[HEAD + 1] = T;
     c[HEAD + 2] = scratch;
     c[HEAD + 3] = scratchBytes;
@@ -189,6 +190,7 @@ export class ThreadPool {
       c[o] = t.w;
       c[o + 1] = t.n;
       c[o + 2] = t.k;
+      c[o + 3] = t.kind;
       c[o + 4] = t.x;
       c[o + 5] = t.xs;
       c[o + 6] = t.y;

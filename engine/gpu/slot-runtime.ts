@@ -12,6 +12,7 @@ import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from './kern
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from '../rwkv7/top-logits';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
+import { quantLayersNote } from '../precision';
 
 export interface SlotRuntimeOptions {
   slots: number;
@@ -38,6 +39,8 @@ export interface ChannelMixWeights {
 /** What every version's weights hold besides its layers. */
 export interface CommonWeights {
   precision: WeightPrecision;
+  /** Layers quantised from the first (0 = all; precision.ts WeightStorage). */
+  quantLayers: number;
   /** The embedding, already layer-normed with blocks.0.ln0. */
   emb: MatrixGroup;
   lnOut: [GPUBuffer, GPUBuffer];
@@ -385,7 +388,8 @@ export abstract class SlotRuntime implements InferenceBackend {
    */
   get kernelPath(): string {
     const p = this.common.precision;
-    const loads = p === 'int8' || p === 'nf4' ? `${p} weights (small matrices f16)` : p === 'f32' ? 'f32 weights' : 'f16 weights unpacked in the shader';
+    const partly = quantLayersNote({ precision: p, quantLayers: this.common.quantLayers }, this.info.nLayer);
+    const loads = p === 'int8' || p === 'nf4' ? `${p} weights${partly} (small matrices f16)` : p === 'f32' ? 'f32 weights' : 'f16 weights unpacked in the shader';
     return `f32 path: RWKV-4/5/6 products compute in f32 (${loads}) on every adapter`;
   }
 

@@ -1,23 +1,27 @@
 // Uploading a checkpoint's tensors in the layout the shared kernels read: matrices as [out, in] row-major in a
 // group buffer (f16 packed two per u32, or f32), with the input width padded to a multiple of 32; small
 // vectors as f32 stacked [M, C]. With 'int8' or 'nf4' the large matrices (quant/quantised-matrices.ts) are
-// quantised (quant/gpu-matrix-group.ts); LoRA-like matrices and the embedding stay f16. Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
+// quantised (quant/gpu-matrix-group.ts), in the layers `quantLayers` covers; LoRA-like matrices and the
+// embedding stay f16. Groups are uploaded one at a time with a yield to the event loop before each (a large
+// model is seconds of host work). Used by the RWKV-4/5/6 weights (RWKV-7 keeps its own in rwkv7/weights.ts).
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import { uploadBuffer } from './kernel';
-import { floatFormat, matrixSegments, type MatrixGroup, type WeightPrecision } from '../rwkv7/weights';
+import { floatFormat, matrixSegments, quantiserInput, type MatrixGroup, type WeightPrecision } from '../rwkv7/weights';
 import { SEGMENT_ALIGN } from '../rwkv7/matmul';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
-import { isQuantisedMatrix } from '../quant/quantised-matrices';
+import { gpuMatrixFormat } from '../quant/quantised-matrices';
+import { yieldToEventLoop } from '../quant/weight-values';
+import type { WeightStorage } from '../precision';
 import type { CommonWeights } from './slot-runtime';
 
 const STORAGE = 0x80; // GPUBufferUsage.STORAGE, spelled out so this file loads before Dawn's globals exist.
 
 export const pad32 = (n: number) => Math.ceil(n / 32) * 32;
 
-/** A matrix on the host, [n out, k in] row-major: f16 bits for 'f16', f32 values for 'f32' and the quantised formats. */
+/** A matrix on the host, [n out, k in] row-major: f16 bits for 'f16', f32 values for 'f32'; the quantised formats as rwkv7/weights.ts quantiserInput. */
 export interface HostMatrix {
   name: string;
   data: Uint16Array | Float32Array;
@@ -29,13 +33,16 @@ export interface HostMatrix {
 export class WeightUploader {
   /** Bytes uploaded so far. */
   bytes = 0;
+  readonly precision: WeightPrecision;
 
   constructor(
     private readonly device: GPUDevice,
     private readonly ck: Checkpoint,
-    readonly precision: WeightPrecision,
+    private readonly storage: WeightStorage,
     private readonly C: number,
   ) {
+    const precision = storage.precision;
+    this.precision = precision;
     const maxBinding = device.limits.maxStorageBufferBindingSize;
     // int8 and nf4 keep the embedding f16, as large as the head: f16 sizes bound every buffer.
     for (const t of ck.tensors.values()) {
@@ -76,8 +83,8 @@ export class WeightUploader {
   linear(name: string): HostMatrix {
     const t = this.tensor(name);
     const [n, k] = t.shape;
-    const format = isQuantisedMatrix(name) ? this.precision : floatFormat(this.precision);
-    return { name, data: format === 'f16' ? toF16Bits(t) : toF32(t), n, k, format };
+    const format = gpuMatrixFormat(name, this.storage);
+    return { name, data: format === 'f16' ? toF16Bits(t) : format === 'f32' ? toF32(t) : quantiserInput(t), n, k, format };
   }
 
   /** A host f32 matrix [n, k] as a HostMatrix in float storage (f16, or f32 for 'f32'). */
@@ -97,12 +104,13 @@ export class WeightUploader {
     return this.host(name, out, padOut, k);
   }
 
-  group(label: string, mats: HostMatrix[]): MatrixGroup {
+  async group(label: string, mats: HostMatrix[]): Promise<MatrixGroup> {
+    await yieldToEventLoop();
     const format = mats[0].format;
     if (mats.some((m) => m.format !== format)) throw new Error(`${label}: one group holds one storage format`);
     const segs = matrixSegments(mats);
     if (format === 'int8' || format === 'nf4') {
-      const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
+      const packed = await packQuantizedGroup(mats, format, SEGMENT_ALIGN);
       this.bytes += packed.modelBytes;
       return { buffer: uploadBuffer(this.device, label, packed.words, STORAGE), segs, format, scaleWord: packed.scaleWord };
     }
@@ -122,16 +130,17 @@ export class WeightUploader {
   }
 
   /** The embedding layer-normed with blocks.0.ln0 (as every reference does once at load), the output norm and head. */
-  common(): CommonWeights {
+  async common(): Promise<CommonWeights> {
     const { C } = this;
     const embT = this.tensor('emb.weight');
     const [V] = embT.shape;
     const emb = normalizedEmbedding(embT, this.vals('blocks.0.ln0.weight'), this.vals('blocks.0.ln0.bias'));
     return {
       precision: this.precision,
-      emb: this.group('emb.weight', [this.host('emb.weight', emb, V, C)]),
+      quantLayers: this.storage.quantLayers,
+      emb: await this.group('emb.weight', [this.host('emb.weight', emb, V, C)]),
       lnOut: [this.f32('ln_out.weight', Float32Array.from(this.vals('ln_out.weight'))), this.f32('ln_out.bias', Float32Array.from(this.vals('ln_out.bias')))],
-      head: this.group('head.weight', [this.linear('head.weight')]),
+      head: await this.group('head.weight', [this.linear('head.weight')]),
     };
   }
 }

@@ -69,7 +69,8 @@ export function bf16BitsToF32(b: number): number {
 
 // 64K-entry tables: one lookup per element beats any bit twiddling in JS.
 let f16ToF32Table: Float32Array | undefined;
-function getF16ToF32Table(): Float32Array {
+/** The value of every f16 bit pattern (index = bits), built on first use and shared: do not write to it. */
+export function getF16ToF32Table(): Float32Array {
   if (!f16ToF32Table) {
     f16ToF32Table = new Float32Array(65536);
     for (let h = 0; h < 65536; h++) f16ToF32Table[h] = f16BitsToF32(h);

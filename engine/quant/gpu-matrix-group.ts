@@ -7,15 +7,17 @@
 //   nf4:  8 codes a word; the group's weights as one flat array of 64-weight blocks (nf4-blocks.ts), one absmax
 //         per block, found from the weight's position alone.
 
-import { quantizeRowsInt8 } from './int8-rows';
-import { quantizeNf4 } from './nf4-blocks';
+import { f16ToF32 } from '../loader/dtype';
+import { quantizeRowsInt8Yielding } from './int8-rows';
+import { NF4_BLOCK, quantizeNf4Yielding } from './nf4-blocks';
+import { yieldToEventLoop, type WeightValues } from './weight-values';
 
 export type QuantizedFormat = 'int8' | 'nf4';
 
-/** One matrix of a group, [n, k] row-major, as f32 values (checked: a caller's union type may hold f16 bits). */
+/** One matrix of a group, [n, k] row-major: f32 values, or f16 bit patterns (weight-values.ts). */
 export interface GroupMatrix {
   name: string;
-  data: Float32Array | Uint16Array;
+  data: WeightValues;
   n: number;
   k: number;
 }
@@ -36,11 +38,29 @@ function putHalves(words: Uint32Array, at: number, halves: Uint16Array, firstInd
   }
 }
 
-export function packQuantizedGroup(mats: GroupMatrix[], format: QuantizedFormat, segmentAlign: number): PackedGroup {
+/** The group's weights as one flat array for nf4: f16 bits when every matrix is, else f32 values. */
+function flatWeights(mats: GroupMatrix[], elements: number): WeightValues {
+  if (mats.length === 1) return mats[0].data;
+  const allBits = mats.every((m) => m.data instanceof Uint16Array);
+  const flat = allBits ? new Uint16Array(elements) : new Float32Array(elements);
+  let off = 0;
+  for (const m of mats) {
+    if (flat instanceof Float32Array && m.data instanceof Uint16Array) f16ToF32(m.data, flat.subarray(off, off + m.data.length));
+    else flat.set(m.data, off);
+    off += m.data.length;
+  }
+  return flat;
+}
+
+/**
+ * Quantises and lays out a group, quantising each matrix straight into the group's words and yielding to the
+ * event loop between matrices and within large ones (a model's load is hundreds of these).
+ */
+export async function packQuantizedGroup(mats: GroupMatrix[], format: QuantizedFormat, segmentAlign: number): Promise<PackedGroup> {
   let elements = 0;
   for (const m of mats) {
     if (m.k % 32 !== 0) throw new Error(`${m.name}: input width ${m.k} is not a multiple of 32`);
-    if (!(m.data instanceof Float32Array)) throw new Error(`${m.name}: quantising needs f32 values, got f16 bits`);
+    if (!(m.data instanceof Float32Array || m.data instanceof Uint16Array)) throw new Error(`${m.name}: quantising needs f32 values or f16 bits`);
     if (m.data.length !== m.n * m.k) throw new Error(`${m.name}: ${m.data.length} values are not ${m.n} rows of ${m.k}`);
     elements += m.n * m.k;
   }
@@ -55,28 +75,23 @@ export function packQuantizedGroup(mats: GroupMatrix[], format: QuantizedFormat,
     });
     const virtualRows = rowStarts[rowStarts.length - 1] + last.n;
     const words = new Uint32Array(codeWords + Math.ceil(virtualRows / 2));
-    const bytes = new Int8Array(words.buffer, 0, elements);
     let off = 0;
     let realRows = 0;
-    mats.forEach((m, s) => {
-      const { q, scaleBits } = quantizeRowsInt8(m.data as Float32Array, m.n, m.k);
-      bytes.set(q, off);
-      off += q.length;
+    for (const [s, m] of mats.entries()) {
+      if (s > 0) await yieldToEventLoop();
+      const q = new Int8Array(words.buffer, off, m.n * m.k);
+      const { scaleBits } = await quantizeRowsInt8Yielding(m.data, m.n, m.k, { q, scaleBits: new Uint16Array(m.n), scales: new Float32Array(m.n) });
       putHalves(words, codeWords, scaleBits, rowStarts[s]);
+      off += q.length;
       realRows += m.n;
-    });
+    }
     return { words, scaleWord: codeWords, modelBytes: elements + 2 * realRows };
   }
-  const flat = new Float32Array(elements);
-  let off = 0;
-  for (const m of mats) {
-    flat.set(m.data as Float32Array, off);
-    off += m.data.length;
-  }
-  const { words: codes, absmaxBits } = quantizeNf4(flat);
-  const scaleWord = codes.length + (codes.length & 1);
-  const words = new Uint32Array(scaleWord + Math.ceil(absmaxBits.length / 2));
-  words.set(codes);
+  const codeWords = Math.ceil(elements / 8);
+  const scaleWord = codeWords + (codeWords & 1);
+  const blocks = Math.ceil(elements / NF4_BLOCK);
+  const words = new Uint32Array(scaleWord + Math.ceil(blocks / 2));
+  const { absmaxBits } = await quantizeNf4Yielding(flatWeights(mats, elements), { words: words.subarray(0, codeWords), absmaxBits: new Uint16Array(blocks) });
   putHalves(words, scaleWord, absmaxBits);
-  return { words, scaleWord, modelBytes: elements / 2 + 2 * absmaxBits.length };
+  return { words, scaleWord, modelBytes: elements / 2 + 2 * blocks };
 }

@@ -28,11 +28,11 @@ export interface Rwkv4CpuLayout extends CpuBaseLayout {
   ffk: number;
 }
 
-export function planRwkv4CpuModel(arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): CpuModelPlan<Rwkv4CpuLayout, Rwkv4CpuWeights> {
+export async function planRwkv4CpuModel(arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): Promise<CpuModelPlan<Rwkv4CpuLayout, Rwkv4CpuWeights>> {
   const { nEmbd: C, ffnDim: F, nLayer } = info;
   if (C % 8 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 (got ${C})`);
-  const w = new CpuWeightWriter(arena, ck, o.precision, C);
-  const weights = planRwkv4Cpu(w, info);
+  const w = new CpuWeightWriter(arena, ck, { precision: o.precision, quantLayers: o.quantLayers }, C);
+  const weights = await planRwkv4Cpu(w, info);
   const T = o.TMAX;
   const layout: Rwkv4CpuLayout = {
     ...allocBaseLayout(arena, { C, V: weights.head.n, nLayer, slots: o.slots, TMAX: T, RMAX: o.RMAX, stateSize: nLayer * 5 * C }),

@@ -28,8 +28,8 @@ function oneMinus(v: Float32Array): Float32Array {
   return Float32Array.from(v, (m) => 1 - m);
 }
 
-export function planRwkv4Cpu(w: CpuWeightWriter, info: ModelInfo): Rwkv4CpuWeights {
-  const common = w.common();
+export async function planRwkv4Cpu(w: CpuWeightWriter, info: ModelInfo): Promise<Rwkv4CpuWeights> {
+  const common = await w.common();
   const linear = (name: string) => w.matrix(w.linear(name));
   const layers: Rwkv4CpuLayer[] = [];
   for (let l = 0; l < info.nLayer; l++) {
@@ -39,17 +39,17 @@ export function planRwkv4Cpu(w: CpuWeightWriter, info: ModelInfo): Rwkv4CpuWeigh
       ln1: w.stack([w.vals(`${p}ln1.weight`), w.vals(`${p}ln1.bias`)]),
       ln2: w.stack([w.vals(`${p}ln2.weight`), w.vals(`${p}ln2.bias`)]),
       attShift: w.stack(['k', 'v', 'r'].map((m) => oneMinus(w.vals(`${a}time_mix_${m}`)))),
-      k: linear(`${a}key.weight`),
-      v: linear(`${a}value.weight`),
-      r: linear(`${a}receptance.weight`),
+      k: await linear(`${a}key.weight`),
+      v: await linear(`${a}value.weight`),
+      r: await linear(`${a}receptance.weight`),
       // The reference takes -exp(time_decay) in f32 at load, as the GPU path does.
       decay: w.stack([Float32Array.from(w.vals(`${a}time_decay`), (d) => -Math.exp(d)), w.vals(`${a}time_first`)]),
-      o: linear(`${a}output.weight`),
+      o: await linear(`${a}output.weight`),
       ffnShift: w.stack([oneMinus(w.vals(`${p}ffn.time_mix_k`)), oneMinus(w.vals(`${p}ffn.time_mix_r`))]),
-      ffnK: linear(`${p}ffn.key.weight`),
-      ffnR: linear(`${p}ffn.receptance.weight`),
-      ffnV: linear(`${p}ffn.value.weight`),
+      ffnK: await linear(`${p}ffn.key.weight`),
+      ffnR: await linear(`${p}ffn.receptance.weight`),
+      ffnV: await linear(`${p}ffn.value.weight`),
     });
   }
-  return { ...common, layers, bytes: w.bytes };
+  return { ...common, layers, bytes: w.bytes, hasInt8: w.hasInt8 };
 }

@@ -7,7 +7,8 @@
 // and the channel mix of RWKV-5/6: r = sigmoid(R r_x), out = r ⊙ (V relu(K k_x)²).
 
 import type { Checkpoint, ModelInfo } from '../types';
-import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
+import type { MatrixGroup } from '../rwkv7/weights';
+import type { WeightStorage } from '../precision';
 import type { CommonWeights } from '../gpu/slot-runtime';
 import { WeightUploader } from '../gpu/weight-upload';
 
@@ -40,9 +41,9 @@ function oneMinus(v: Float32Array): Float32Array {
   return Float32Array.from(v, (m) => 1 - m);
 }
 
-export function uploadRwkv4(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): Rwkv4Weights {
-  const up = new WeightUploader(device, ck, precision, info.nEmbd);
-  const common = up.common();
+export async function uploadRwkv4(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<Rwkv4Weights> {
+  const up = new WeightUploader(device, ck, storage, info.nEmbd);
+  const common = await up.common();
   const layers: Rwkv4Layer[] = [];
   for (let l = 0; l < info.nLayer; l++) {
     const p = `blocks.${l}.`;
@@ -51,13 +52,13 @@ export function uploadRwkv4(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       ln1: up.stack(`${p}ln1`, [up.vals(`${p}ln1.weight`), up.vals(`${p}ln1.bias`)]),
       ln2: up.stack(`${p}ln2`, [up.vals(`${p}ln2.weight`), up.vals(`${p}ln2.bias`)]),
       attShift: up.stack(`${a}shift`, ['k', 'v', 'r'].map((m) => oneMinus(up.vals(`${a}time_mix_${m}`)))),
-      kvr: up.group(`${a}kvr`, ['key', 'value', 'receptance'].map((m) => up.linear(`${a}${m}.weight`))),
+      kvr: await up.group(`${a}kvr`, ['key', 'value', 'receptance'].map((m) => up.linear(`${a}${m}.weight`))),
       // The reference takes -exp(time_decay) in f32 at load, as here.
       decay: up.stack(`${a}decay`, [Float32Array.from(up.vals(`${a}time_decay`), (d) => -Math.exp(d)), up.vals(`${a}time_first`)]),
-      o: up.group(`${a}output.weight`, [up.linear(`${a}output.weight`)]),
+      o: await up.group(`${a}output.weight`, [up.linear(`${a}output.weight`)]),
       ffnShift: up.stack(`${p}ffn.shift`, [oneMinus(up.vals(`${p}ffn.time_mix_k`)), oneMinus(up.vals(`${p}ffn.time_mix_r`))]),
-      ffnKR: up.group(`${p}ffn.kr`, [up.linear(`${p}ffn.key.weight`), up.linear(`${p}ffn.receptance.weight`)]),
-      ffnV: up.group(`${p}ffn.value.weight`, [up.linear(`${p}ffn.value.weight`)]),
+      ffnKR: await up.group(`${p}ffn.kr`, [up.linear(`${p}ffn.key.weight`), up.linear(`${p}ffn.receptance.weight`)]),
+      ffnV: await up.group(`${p}ffn.value.weight`, [up.linear(`${p}ffn.value.weight`)]),
     });
   }
   return { common, layers, bytes: up.bytes };

@@ -11,18 +11,18 @@ function oneMinus(v: Float32Array): Float32Array {
   return Float32Array.from(v, (m) => 1 - m);
 }
 
-export function planRwkv5Cpu(w: CpuWeightWriter, info: ModelInfo): FinchCpuWeights {
-  const common = w.common();
+export async function planRwkv5Cpu(w: CpuWeightWriter, info: ModelInfo): Promise<FinchCpuWeights> {
+  const common = await w.common();
   const layers: FinchCpuLayer[] = [];
   for (let l = 0; l < info.nLayer; l++) {
     const p = `blocks.${l}.`;
     const a = `${p}att.`;
     layers.push({
-      ...finchCpuLayerCommon(w, l),
+      ...(await finchCpuLayerCommon(w, l)),
       attShift: w.stack(['r', 'k', 'v', 'g'].map((m) => oneMinus(w.vals(`${a}time_mix_${m}`)))),
       wkv: w.stack([Float32Array.from(w.vals(`${a}time_decay`), (d) => Math.exp(-Math.exp(d))), w.vals(`${a}time_faaaa`)]),
       ffnShift: w.stack([oneMinus(w.vals(`${p}ffn.time_mix_k`)), oneMinus(w.vals(`${p}ffn.time_mix_r`))]),
     });
   }
-  return { ...common, version: 'v5', layers, mixWidth: 0, decayWidth: 0, bytes: w.bytes };
+  return { ...common, version: 'v5', layers, mixWidth: 0, decayWidth: 0, bytes: w.bytes, hasInt8: w.hasInt8 };
 }

@@ -3,7 +3,7 @@
 // on the RWKV-6 runtime (engine/rwkv6/runtime.ts) with `ddlerp` absent.
 
 import type { Checkpoint, ModelInfo } from '../types';
-import type { WeightPrecision } from '../rwkv7/weights';
+import type { WeightStorage } from '../precision';
 import { WeightUploader } from '../gpu/weight-upload';
 import { finchLayerCommon, type FinchLayer, type FinchWeights } from '../rwkv6/weights';
 
@@ -12,15 +12,15 @@ function oneMinus(v: Float32Array): Float32Array {
   return Float32Array.from(v, (m) => 1 - m);
 }
 
-export function uploadRwkv5(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): FinchWeights {
-  const up = new WeightUploader(device, ck, precision, info.nEmbd);
-  const common = up.common();
+export async function uploadRwkv5(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<FinchWeights> {
+  const up = new WeightUploader(device, ck, storage, info.nEmbd);
+  const common = await up.common();
   const layers: FinchLayer[] = [];
   for (let l = 0; l < info.nLayer; l++) {
     const p = `blocks.${l}.`;
     const a = `${p}att.`;
     layers.push({
-      ...finchLayerCommon(up, l),
+      ...(await finchLayerCommon(up, l)),
       attShift: up.stack(`${a}shift`, ['r', 'k', 'v', 'g'].map((m) => oneMinus(up.vals(`${a}time_mix_${m}`)))),
       wkv: up.stack(`${a}wkv`, [up.vals(`${a}time_decay`), up.vals(`${a}time_faaaa`)]),
       ffnShift: up.stack(`${p}ffn.shift`, [oneMinus(up.vals(`${p}ffn.time_mix_k`)), oneMinus(up.vals(`${p}ffn.time_mix_r`))]),

@@ -38,12 +38,12 @@ export interface FinchCpuLayout extends CpuBaseLayout {
 }
 
 /** The planner of RWKV-6 (planRwkv6Cpu) or RWKV-5.2 (planRwkv5Cpu) weights on this pass. */
-export function finchCpuPlanner(planWeights: (w: CpuWeightWriter, info: ModelInfo) => FinchCpuWeights): CpuPlanner {
-  return (arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): CpuModelPlan<FinchCpuLayout, FinchCpuWeights> => {
+export function finchCpuPlanner(planWeights: (w: CpuWeightWriter, info: ModelInfo) => Promise<FinchCpuWeights>): CpuPlanner {
+  return async (arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): Promise<CpuModelPlan<FinchCpuLayout, FinchCpuWeights>> => {
     const { nEmbd: C, nHead: H, headSize: N, ffnDim: F, nLayer } = info;
     if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
-    const w = new CpuWeightWriter(arena, ck, o.precision, C);
-    const weights = planWeights(w, info);
+    const w = new CpuWeightWriter(arena, ck, { precision: o.precision, quantLayers: o.quantLayers }, C);
+    const weights = await planWeights(w, info);
     const T = o.TMAX;
     const regions = weights.version === 'v6' ? V6_INPUT.g + 1 : V5_INPUT.g + 1;
     const layout: FinchCpuLayout = {

@@ -48,28 +48,28 @@ export interface FinchCpuWeights extends CpuCommonWeights {
 }
 
 /** A layer's weights that RWKV-5 and 6 share: norms, the time mix's matrices, group norm, the channel mix's matrices. */
-export function finchCpuLayerCommon(w: CpuWeightWriter, l: number): Omit<FinchCpuLayer, 'attShift' | 'ddlerp' | 'wkv' | 'ffnShift'> {
+export async function finchCpuLayerCommon(w: CpuWeightWriter, l: number): Promise<Omit<FinchCpuLayer, 'attShift' | 'ddlerp' | 'wkv' | 'ffnShift'>> {
   const p = `blocks.${l}.`;
   const a = `${p}att.`;
   const linear = (name: string) => w.matrix(w.linear(name));
   return {
     ln1: w.stack([w.vals(`${p}ln1.weight`), w.vals(`${p}ln1.bias`)]),
     ln2: w.stack([w.vals(`${p}ln2.weight`), w.vals(`${p}ln2.bias`)]),
-    r: linear(`${a}receptance.weight`),
-    k: linear(`${a}key.weight`),
-    v: linear(`${a}value.weight`),
-    g: linear(`${a}gate.weight`),
-    o: linear(`${a}output.weight`),
+    r: await linear(`${a}receptance.weight`),
+    k: await linear(`${a}key.weight`),
+    v: await linear(`${a}value.weight`),
+    g: await linear(`${a}gate.weight`),
+    o: await linear(`${a}output.weight`),
     lnx: w.stack([w.vals(`${a}ln_x.weight`), w.vals(`${a}ln_x.bias`)]),
-    ffnK: linear(`${p}ffn.key.weight`),
-    ffnR: linear(`${p}ffn.receptance.weight`),
-    ffnV: linear(`${p}ffn.value.weight`),
+    ffnK: await linear(`${p}ffn.key.weight`),
+    ffnR: await linear(`${p}ffn.receptance.weight`),
+    ffnV: await linear(`${p}ffn.value.weight`),
   };
 }
 
-export function planRwkv6Cpu(w: CpuWeightWriter, info: ModelInfo): FinchCpuWeights {
+export async function planRwkv6Cpu(w: CpuWeightWriter, info: ModelInfo): Promise<FinchCpuWeights> {
   const C = info.nEmbd;
-  const common = w.common();
+  const common = await w.common();
   let mixWidth = 0;
   let decayWidth = 0;
   const layers: FinchCpuLayer[] = [];
@@ -78,22 +78,26 @@ export function planRwkv6Cpu(w: CpuWeightWriter, info: ModelInfo): FinchCpuWeigh
     const a = `${p}att.`;
     const D = w.tensor(`${a}time_maa_w1`).shape[1] / 5;
     const w2 = w.storage(`${a}time_maa_w2`);
+    const maa = w.stack(['w', 'k', 'v', 'r', 'g'].map((m) => w.vals(`${a}time_maa_${m}`)));
+    const mix1 = await w.matrix(w.lora(`${a}time_maa_w1`));
+    const mix2: CpuMatrix[] = [];
+    for (let m = 0; m < 5; m++) mix2.push(await w.matrix(w.columns(`${a}time_maa_w2[${m}]`, w2, D, C, m * D * C)));
     const ddlerp: FinchCpuMix = {
-      maa: w.stack(['w', 'k', 'v', 'r', 'g'].map((m) => w.vals(`${a}time_maa_${m}`))),
-      mix1: w.matrix(w.lora(`${a}time_maa_w1`)),
-      mix2: [0, 1, 2, 3, 4].map((m) => w.matrix(w.columns(`${a}time_maa_w2[${m}]`, w2, D, C, m * D * C))),
-      decay1: w.matrix(w.lora(`${a}time_decay_w1`)),
-      decay2: w.matrix(w.lora(`${a}time_decay_w2`)),
+      maa,
+      mix1,
+      mix2,
+      decay1: await w.matrix(w.lora(`${a}time_decay_w1`)),
+      decay2: await w.matrix(w.lora(`${a}time_decay_w2`)),
     };
     mixWidth = Math.max(mixWidth, ddlerp.mix1.panels * 8);
     decayWidth = Math.max(decayWidth, ddlerp.decay1.panels * 8);
     layers.push({
-      ...finchCpuLayerCommon(w, l),
+      ...(await finchCpuLayerCommon(w, l)),
       attShift: w.stack([w.vals(`${a}time_maa_x`), new Float32Array(C).fill(1)]),
       ddlerp,
       wkv: w.stack([w.vals(`${a}time_decay`), w.vals(`${a}time_faaaa`)]),
       ffnShift: w.stack([w.vals(`${p}ffn.time_maa_k`), w.vals(`${p}ffn.time_maa_r`)]),
     });
   }
-  return { ...common, version: 'v6', layers, mixWidth, decayWidth, bytes: w.bytes };
+  return { ...common, version: 'v6', layers, mixWidth, decayWidth, bytes: w.bytes, hasInt8: w.hasInt8 };
 }

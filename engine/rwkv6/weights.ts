@@ -8,7 +8,8 @@
 // and the channel mix: r = sigmoid(R r_x), out = r ⊙ (V relu(K k_x)²).
 
 import type { Checkpoint, ModelInfo } from '../types';
-import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
+import type { MatrixGroup } from '../rwkv7/weights';
+import type { WeightStorage } from '../precision';
 import type { CommonWeights } from '../gpu/slot-runtime';
 import { pad32, WeightUploader } from '../gpu/weight-upload';
 
@@ -58,24 +59,24 @@ export interface FinchWeights {
 }
 
 /** Weights shared by the v5 and v6 layer: norms, the four time-mix matrices, output, group norm, channel mix. */
-export function finchLayerCommon(up: WeightUploader, l: number): Omit<FinchLayer, 'attShift' | 'ddlerp' | 'wkv' | 'ffnShift'> {
+export async function finchLayerCommon(up: WeightUploader, l: number): Promise<Omit<FinchLayer, 'attShift' | 'ddlerp' | 'wkv' | 'ffnShift'>> {
   const p = `blocks.${l}.`;
   const a = `${p}att.`;
   return {
     ln1: up.stack(`${p}ln1`, [up.vals(`${p}ln1.weight`), up.vals(`${p}ln1.bias`)]),
     ln2: up.stack(`${p}ln2`, [up.vals(`${p}ln2.weight`), up.vals(`${p}ln2.bias`)]),
-    rkvg: up.group(`${a}rkvg`, ['receptance', 'key', 'value', 'gate'].map((m) => up.linear(`${a}${m}.weight`))),
+    rkvg: await up.group(`${a}rkvg`, ['receptance', 'key', 'value', 'gate'].map((m) => up.linear(`${a}${m}.weight`))),
     lnx: up.stack(`${a}ln_x`, [up.vals(`${a}ln_x.weight`), up.vals(`${a}ln_x.bias`)]),
-    o: up.group(`${a}output.weight`, [up.linear(`${a}output.weight`)]),
-    ffnKR: up.group(`${p}ffn.kr`, [up.linear(`${p}ffn.key.weight`), up.linear(`${p}ffn.receptance.weight`)]),
-    ffnV: up.group(`${p}ffn.value.weight`, [up.linear(`${p}ffn.value.weight`)]),
+    o: await up.group(`${a}output.weight`, [up.linear(`${a}output.weight`)]),
+    ffnKR: await up.group(`${p}ffn.kr`, [up.linear(`${p}ffn.key.weight`), up.linear(`${p}ffn.receptance.weight`)]),
+    ffnV: await up.group(`${p}ffn.value.weight`, [up.linear(`${p}ffn.value.weight`)]),
   };
 }
 
-export function uploadRwkv6(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): FinchWeights {
+export async function uploadRwkv6(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<FinchWeights> {
   const C = info.nEmbd;
-  const up = new WeightUploader(device, ck, precision, C);
-  const common = up.common();
+  const up = new WeightUploader(device, ck, storage, C);
+  const common = await up.common();
   let loraWidth = 0;
   const layers: FinchLayer[] = [];
   for (let l = 0; l < info.nLayer; l++) {
@@ -92,14 +93,14 @@ export function uploadRwkv6(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     loraWidth = Math.max(loraWidth, pad32(D), pad32(Dw));
     const ones = new Float32Array(C).fill(1);
     layers.push({
-      ...finchLayerCommon(up, l),
+      ...(await finchLayerCommon(up, l)),
       attShift: up.stack(`${a}shift`, [up.vals(`${a}time_maa_x`), ones]),
       ddlerp: {
         maa: up.stack(`${a}maa`, ['w', 'k', 'v', 'r', 'g'].map((m) => up.vals(`${a}time_maa_${m}`))),
-        mixLora1: [up.group(`${a}mixLora1a`, lora1.slice(0, 4)), up.group(`${a}mixLora1b`, lora1.slice(4))],
-        mixLora2: [up.group(`${a}mixLora2a`, lora2.slice(0, 4)), up.group(`${a}mixLora2b`, lora2.slice(4))],
-        decayLora1: up.group(`${a}decayLora1`, [up.transposed(`${a}time_decay_w1`, up.vals(`${a}time_decay_w1`), C, Dw, 0, Dw, pad32(Dw))]),
-        decayLora2: up.group(`${a}decayLora2`, [up.transposed(`${a}time_decay_w2`, up.vals(`${a}time_decay_w2`), Dw, C)]),
+        mixLora1: [await up.group(`${a}mixLora1a`, lora1.slice(0, 4)), await up.group(`${a}mixLora1b`, lora1.slice(4))],
+        mixLora2: [await up.group(`${a}mixLora2a`, lora2.slice(0, 4)), await up.group(`${a}mixLora2b`, lora2.slice(4))],
+        decayLora1: await up.group(`${a}decayLora1`, [up.transposed(`${a}time_decay_w1`, up.vals(`${a}time_decay_w1`), C, Dw, 0, Dw, pad32(Dw))]),
+        decayLora2: await up.group(`${a}decayLora2`, [up.transposed(`${a}time_decay_w2`, up.vals(`${a}time_decay_w2`), Dw, C)]),
       },
       wkv: up.stack(`${a}wkv`, [up.vals(`${a}time_decay`), up.vals(`${a}time_faaaa`)]),
       ffnShift: up.stack(`${p}ffn.shift`, [up.vals(`${p}ffn.time_maa_k`), up.vals(`${p}ffn.time_maa_r`)]),

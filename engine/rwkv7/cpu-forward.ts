@@ -31,12 +31,12 @@ export interface CpuLayout extends CpuBaseLayout {
 }
 
 /** Weights and layout of an RWKV-7 or 7a model on the CPU backend. */
-export function planRwkv7CpuModel(arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): CpuModelPlan<CpuLayout, CpuWeights> {
+export async function planRwkv7CpuModel(arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): Promise<CpuModelPlan<CpuLayout, CpuWeights>> {
   const { nEmbd: C, nHead: H, headSize: N, ffnDim: F, nLayer } = info;
   if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
   if (info.version === 'v7a' && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
   const stateSize = nLayer * (2 * C + H * N * N);
-  const plan = planRwkv7Cpu(arena, ck, info, o.precision);
+  const plan = await planRwkv7Cpu(arena, ck, info, { precision: o.precision, quantLayers: o.quantLayers });
   const weights = plan.weights;
   const T = o.TMAX;
   const loraStride = weights.maxLora;

@@ -1,14 +1,15 @@
 // Lays out an RWKV-7 checkpoint for the CPU kernels (engine/cpu/kernels/kernels.ts) through the CPU weight writer
 // (engine/cpu/cpu-weight-writer.ts: panels of 8 output rows in f16, f32 or int8; the normalized embedding; small
-// vectors f32). `planRwkv7Cpu` reserves addresses in the arena and keeps the host copies; `CpuWeightPlan.write`
-// copies them into the memory once it exists.
+// vectors f32; int8 in the layers `quantLayers` covers). `planRwkv7Cpu` reserves addresses in the arena and keeps
+// the host copies, yielding to the event loop between matrices; `CpuWeightPlan.write` copies them into the memory
+// once it exists.
 
 import type { Checkpoint, ModelInfo } from '../types';
 import { toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from '../cpu/arena';
 import { MAX_PAGES } from '../cpu/wasm-kernels';
 import { DEEP_EMBED_ROW } from '../model-spec';
-import { type CpuCommonWeights, type CpuMatrix, type CpuPrecision, CpuWeightWriter } from '../cpu/cpu-weight-writer';
+import { type CpuCommonWeights, type CpuMatrix, CpuWeightWriter, type CpuWeightStorage } from '../cpu/cpu-weight-writer';
 
 /** Addresses (bytes) of one layer's weights; see weights.ts for the meaning of each group. */
 export interface CpuLayer {
@@ -65,7 +66,8 @@ export interface CpuWeightPlan {
   write(memory: WebAssembly.Memory): void;
 }
 
-export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, precision: CpuPrecision): CpuWeightPlan {
+export async function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, storage: CpuWeightStorage): Promise<CpuWeightPlan> {
+  const { precision } = storage;
   const C = info.nEmbd;
   const wide = precision === 'f32';
   if (info.version === 'v7a') {
@@ -79,12 +81,12 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
           `more than the CPU backend's 4 GiB of WebAssembly memory${wide ? '; try precision f16' : ''}`,
       );
   }
-  const w = new CpuWeightWriter(arena, ck, precision, C);
-  const common = w.common();
+  const w = new CpuWeightWriter(arena, ck, storage, C);
+  const common = await w.common();
   const vals = (name: string) => w.vals(name);
   const stack = (parts: Float32Array[]) => w.stack(parts);
-  const linear = (name: string): CpuMatrix => w.matrix(w.linear(name));
-  const lora = (name: string): CpuMatrix => w.matrix(w.lora(name));
+  const linear = (name: string): Promise<CpuMatrix> => w.matrix(w.linear(name));
+  const lora = (name: string): Promise<CpuMatrix> => w.matrix(w.lora(name));
 
   let maxLora = 8;
   const layers: CpuLayer[] = [];
@@ -96,44 +98,45 @@ export function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo, prec
       ln1: stack([vals(`${p}ln1.weight`), vals(`${p}ln1.bias`)]),
       ln2: stack([vals(`${p}ln2.weight`), vals(`${p}ln2.bias`)]),
       attMix: stack(['x_r', 'x_w', 'x_k', 'x_v', 'x_a', 'x_g'].map((n) => vals(a + n))),
-      r: linear(`${a}receptance.weight`),
-      k: linear(`${a}key.weight`),
-      v: linear(`${a}value.weight`),
-      o: linear(`${a}output.weight`),
-      w1: lora(`${a}w1`),
-      a1: lora(`${a}a1`),
-      g1: lora(`${a}g1`),
-      v1: first ? null : lora(`${a}v1`),
-      w2: lora(`${a}w2`),
-      a2: lora(`${a}a2`),
-      g2: lora(`${a}g2`),
-      v2: first ? null : lora(`${a}v2`),
+      r: await linear(`${a}receptance.weight`),
+      k: await linear(`${a}key.weight`),
+      v: await linear(`${a}value.weight`),
+      o: await linear(`${a}output.weight`),
+      w1: await lora(`${a}w1`),
+      a1: await lora(`${a}a1`),
+      g1: await lora(`${a}g1`),
+      v1: first ? null : await lora(`${a}v1`),
+      w2: await lora(`${a}w2`),
+      a2: await lora(`${a}a2`),
+      g2: await lora(`${a}g2`),
+      v2: first ? null : await lora(`${a}v2`),
       prep: stack([vals(`${a}w0`), vals(`${a}a0`), first ? new Float32Array(C) : vals(`${a}v0`), vals(`${a}k_k`), vals(`${a}k_a`)]),
       post: stack([vals(`${a}r_k`), vals(`${a}ln_x.weight`), vals(`${a}ln_x.bias`)]),
       ffnMix: stack([vals(`${p}ffn.x_k`)]),
-      ffnK: linear(`${p}ffn.key.weight`),
-      ffnV: linear(`${p}ffn.value.weight`),
+      ffnK: await linear(`${p}ffn.key.weight`),
+      ffnV: await linear(`${p}ffn.value.weight`),
     };
     for (const m of [layer.w1, layer.a1, layer.g1, layer.v1]) if (m) maxLora = Math.max(maxLora, m.panels * 8);
     layers.push(layer);
   }
   // RWKV-7a: the tables stay as stored (f16 unless f32 weights, like the embedding); see shaders/rwkv7a_gate.wgsl
   // for why SE is not merged at load.
-  const deepEmbed =
-    info.version !== 'v7a'
-      ? undefined
-      : Array.from({ length: info.nLayer }, (_, l): CpuDeepEmbedLayer => {
-          const f = `blocks.${l}.ffn.`;
-          const table = w.tensor(`${f}s_emb.weight`);
-          const [s1, s2, s0] = [vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)];
-          const gate = new Float32Array(s1.length + s2.length + s0.length);
-          gate.set(s1);
-          gate.set(s2, s1.length);
-          gate.set(s0, s1.length + s2.length);
-          return { table: w.place(wide ? toF32(table) : toF16Bits(table)), gate: w.place(gate), sx: linear(`${f}s_emb_x.weight`) };
-        });
+  let deepEmbed: CpuDeepEmbedLayer[] | undefined;
+  if (info.version === 'v7a') {
+    deepEmbed = [];
+    for (let l = 0; l < info.nLayer; l++) {
+      const f = `blocks.${l}.ffn.`;
+      const table = w.tensor(`${f}s_emb.weight`);
+      const [s1, s2, s0] = [vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)];
+      const gate = new Float32Array(s1.length + s2.length + s0.length);
+      gate.set(s1);
+      gate.set(s2, s1.length);
+      gate.set(s0, s1.length + s2.length);
+      deepEmbed.push({ table: w.place(wide ? toF32(table) : toF16Bits(table)), gate: w.place(gate), sx: await linear(`${f}s_emb_x.weight`) });
+    }
+  }
   return {
-    weights: { ...common, deepEmbed, layers, maxLora, bytes: w.bytes },
+    weights: { ...common, deepEmbed, layers, maxLora, bytes: w.bytes, hasInt8: w.hasInt8 },
     write: (memory) => w.write(memory),
   };
 }

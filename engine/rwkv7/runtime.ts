@@ -15,6 +15,7 @@ import {
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
+import { quantLayersNote } from '../precision';
 import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
 export interface RuntimeOptions {
@@ -265,7 +266,8 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   /** The kernels this runtime's products and WKV recurrence run, as one line (`rwkv-flow info`, benchmark records). */
   get kernelPath(): string {
-    return `${describeKernels(this.matmulConfig)}; ${this.wkvPath}`;
+    const partly = quantLayersNote(this.weights, this.info.nLayer);
+    return `${describeKernels(this.matmulConfig)}${partly ? `; quantised layers${partly}` : ''}; ${this.wkvPath}`;
   }
 
   /** The WKV kernel forced for every batch (tests, benchmarks), or null: chosen per sub-pass (wkv.ts). */

@@ -3,9 +3,11 @@
 // edge cases), weights as f16 or f32, small vectors always f32. With 'int8' or 'nf4' the large matrices
 // (quant/quantised-matrices.ts: receptance, key, value, output, the channel mix's key and value, the head) are
 // quantised at load (quant/gpu-matrix-group.ts); the LoRA matrices, the embedding and RWKV-7a's DeepEmbed
-// tables and matrices stay f16. Matrices used side by side (receptance, key, value; the four LoRA stages) share
+// tables and matrices stay f16; with `quantLayers` N > 0 the layers from N on keep f16 matrices too (the head
+// stays quantised). Matrices used side by side (receptance, key, value; the four LoRA stages) share
 // one buffer so one dispatch computes them all. RWKV-7a adds each layer's DeepEmbed table and gate vectors, and
-// its s_emb_x matrices grouped a few layers to a buffer.
+// its s_emb_x matrices grouped a few layers to a buffer. The upload yields to the event loop between matrix
+// groups and within long quantisations: a 1.5B model is seconds of host work.
 
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
@@ -14,8 +16,9 @@ import { uploadBuffer } from '../gpu/kernel';
 import { MAX_SEGS, SEGMENT_ALIGN } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
-import { isQuantisedMatrix } from '../quant/quantised-matrices';
-import type { Precision } from '../precision';
+import { gpuMatrixFormat } from '../quant/quantised-matrices';
+import { yieldToEventLoop } from '../quant/weight-values';
+import type { Precision, WeightStorage } from '../precision';
 
 /** How weights are stored on the GPU: the model's precision (engine/precision.ts), and each matrix group's format. */
 export type WeightPrecision = Precision;
@@ -60,7 +63,7 @@ export interface LayerWeights {
   /**
    * receptance, key, value, w1, a1, g1 (, v1) in one buffer, of which `rkv` and `lora1` are views: a decode
    * step runs them as one product (engine/rwkv7/runtime.ts). Absent where the two differ in format (int8 and
-   * nf4 models keep f16 LoRAs) or would not fit one binding.
+   * nf4 layers keep f16 LoRAs; with quantLayers the later, f16 layers have it) or would not fit one binding.
    */
   rkvLora1?: MatrixGroup;
   o: MatrixGroup;
@@ -92,6 +95,8 @@ export interface DeepEmbedWeights {
 
 export interface ModelWeights {
   precision: WeightPrecision;
+  /** Layers quantised from the first (0 = all; precision.ts WeightStorage). */
+  quantLayers: number;
   /** RWKV-7a only. */
   deepEmbed?: DeepEmbedWeights;
   emb: MatrixGroup;
@@ -130,10 +135,19 @@ export function matrixSegments(mats: readonly { name: string; n: number; k: numb
   return segs;
 }
 
-/** A matrix on the host: f16 bits for 'f16', f32 values for 'f32' and for the quantised formats (quantised in group()). */
+/**
+ * A matrix on the host: f16 bits for 'f16', f32 values for 'f32'; for the quantised formats (quantised in
+ * group()) the tensor's f16 bits when it is f16, else f32 values.
+ */
 type HostMatrix = { name: string; data: Uint16Array | Float32Array; n: number; k: number; format: WeightPrecision };
 
-export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, precision: WeightPrecision): ModelWeights {
+/** A tensor as the quantisers read it: an f16 tensor's bits without a copy, other dtypes as f32 values. */
+export function quantiserInput(t: RawTensor): Uint16Array | Float32Array {
+  return t.dtype === 'f16' ? toF16Bits(t) : toF32(t);
+}
+
+export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<ModelWeights> {
+  const { precision } = storage;
   const C = info.nEmbd;
   let bytes = 0;
   const maxBinding = device.limits.maxStorageBufferBindingSize;
@@ -168,8 +182,8 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
   const linear = (name: string): HostMatrix => {
     const t = get(name);
     const [n, k] = t.shape;
-    const format = isQuantisedMatrix(name) ? precision : small;
-    return { name, data: format === 'f16' ? toF16Bits(t) : toF32(t), n, k, format };
+    const format = gpuMatrixFormat(name, storage);
+    return { name, data: format === 'f16' ? toF16Bits(t) : format === 'f32' ? toF32(t) : quantiserInput(t), n, k, format };
   };
   /** A LoRA matrix stored [in, out]: transposed to [out, in], and the LoRA side padded to 32. */
   const lora = (name: string, loraIsOut: boolean): HostMatrix => {
@@ -182,11 +196,13 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[o * k + i] = src[i * outDim + o];
     return { name, data: inPrecision(out), n, k, format: small };
   };
-  const group = (label: string, mats: HostMatrix[]): MatrixGroup => {
+  const group = async (label: string, mats: HostMatrix[]): Promise<MatrixGroup> => {
+    await yieldToEventLoop();
     const format = mats[0].format;
+    if (mats.some((m) => m.format !== format)) throw new Error(`${label}: one group holds one storage format`);
     const segs = matrixSegments(mats);
     if (format === 'int8' || format === 'nf4') {
-      const packed = packQuantizedGroup(mats, format, SEGMENT_ALIGN);
+      const packed = await packQuantizedGroup(mats, format, SEGMENT_ALIGN);
       bytes += packed.modelBytes;
       return { buffer: uploadBuffer(device, label, packed.words, STORAGE), segs, format, scaleWord: packed.scaleWord };
     }
@@ -213,27 +229,27 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
    * The receptance/key/value group and the first LoRA stages: one buffer holding both (rkv and lora1 are views
    * of its segments) when they share a float format and fit one binding, else two groups.
    */
-  const projections = (prefix: string, rkvMats: HostMatrix[], l1: HostMatrix[]) => {
+  const projections = async (prefix: string, rkvMats: HostMatrix[], l1: HostMatrix[]) => {
     const all = [...rkvMats, ...l1];
     const sameFloat = all.every((m) => m.format === l1[0].format) && (l1[0].format === 'f16' || l1[0].format === 'f32');
     const elementBytes = l1[0].format === 'f16' ? 2 : 4;
     const merged = all.reduce((n, m) => n + m.n * m.k, SEGMENT_ALIGN * l1[l1.length - 1].k) * elementBytes;
     if (!sameFloat || all.length > MAX_SEGS || merged > maxBinding) {
-      return { rkv: group(`${prefix}rkv`, rkvMats), lora1: group(`${prefix}lora1`, l1), rkvLora1: undefined };
+      return { rkv: await group(`${prefix}rkv`, rkvMats), lora1: await group(`${prefix}lora1`, l1), rkvLora1: undefined };
     }
-    const both = group(`${prefix}rkv+lora1`, all);
+    const both = await group(`${prefix}rkv+lora1`, all);
     const view = (from: number, to: number): MatrixGroup => ({ buffer: both.buffer, segs: both.segs.slice(from, to), format: both.format });
     return { rkv: view(0, rkvMats.length), lora1: view(rkvMats.length, all.length), rkvLora1: both };
   };
 
   /** RWKV-7a: every layer's table and gate vectors, and the s_emb_x matrices grouped so each group binds whole. */
-  function uploadDeepEmbed(): DeepEmbedWeights {
+  async function uploadDeepEmbed(): Promise<DeepEmbedWeights> {
     const layers: DeepEmbedLayer[] = [];
     for (let l = 0; l < info.nLayer; l++) {
       const f = `blocks.${l}.ffn.`;
       const table = linear(`${f}s_emb.weight`); // [V, 1024]: the tensor check above bounds its size
       layers.push({
-        table: group(`${f}s_emb.weight`, [table]).buffer,
+        table: (await group(`${f}s_emb.weight`, [table])).buffer,
         gate: f32(`${f}gate`, concat([vals(`${f}s1`), vals(`${f}s2`), vals(`${f}s0`)])),
       });
     }
@@ -242,7 +258,7 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     const sx: DeepEmbedWeights['sx'] = [];
     for (let l = 0; l < info.nLayer; l += perGroup) {
       const names = Array.from({ length: Math.min(perGroup, info.nLayer - l) }, (_, i) => `blocks.${l + i}.ffn.s_emb_x.weight`);
-      sx.push({ group: group(`s_emb_x ${l}..${l + names.length - 1}`, names.map(linear)), firstLayer: l });
+      sx.push({ group: await group(`s_emb_x ${l}..${l + names.length - 1}`, names.map(linear)), firstLayer: l });
     }
     return { layers, sx };
   }
@@ -266,7 +282,7 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
     }
     maxLora = Math.max(maxLora, ...l1.map((m) => m.n));
     const rkvMats = [linear(`${a}receptance.weight`), linear(`${a}key.weight`), linear(`${a}value.weight`)];
-    const { rkv, lora1, rkvLora1 } = projections(`${a}`, rkvMats, l1);
+    const { rkv, lora1, rkvLora1 } = await projections(`${a}`, rkvMats, l1);
     layers.push({
       ln1: stack(`${p}ln1`, [vals(`${p}ln1.weight`), vals(`${p}ln1.bias`)]),
       ln2: stack(`${p}ln2`, [vals(`${p}ln2.weight`), vals(`${p}ln2.bias`)]),
@@ -274,8 +290,8 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       rkv,
       lora1,
       rkvLora1,
-      lora2: group(`${a}lora2`, l2),
-      o: group(`${a}output.weight`, [linear(`${a}output.weight`)]),
+      lora2: await group(`${a}lora2`, l2),
+      o: await group(`${a}output.weight`, [linear(`${a}output.weight`)]),
       prep: stack(`${a}prep`, [
         vals(`${a}w0`),
         vals(`${a}a0`),
@@ -285,15 +301,16 @@ export function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, 
       ]),
       post: stack(`${a}post`, [vals(`${a}r_k`), vals(`${a}ln_x.weight`), vals(`${a}ln_x.bias`)]),
       ffnMix: stack(`${p}ffn.mix`, [vals(`${p}ffn.x_k`)]),
-      ffnK: group(`${p}ffn.key.weight`, [linear(`${p}ffn.key.weight`)]),
-      ffnV: group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)]),
+      ffnK: await group(`${p}ffn.key.weight`, [linear(`${p}ffn.key.weight`)]),
+      ffnV: await group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)]),
     });
   }
-  const deepEmbed = info.version === 'v7a' ? uploadDeepEmbed() : undefined;
-  const embGroup = group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C, format: small }]);
-  const head = group('head.weight', [linear('head.weight')]);
+  const deepEmbed = info.version === 'v7a' ? await uploadDeepEmbed() : undefined;
+  const embGroup = await group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C, format: small }]);
+  const head = await group('head.weight', [linear('head.weight')]);
   return {
     precision,
+    quantLayers: storage.quantLayers,
     deepEmbed,
     emb: embGroup,
     layers,

@@ -14,6 +14,7 @@ export function modelConfigFromCredential(data: Record<string, unknown>): ModelC
   return parseModelConfig({
     modelPath: data.modelPath,
     precision: data.precision,
+    quantLayers: zeroIsDefault(data.quantLayers),
     device: data.device,
     maxBatch: zeroIsDefault(data.maxBatch),
     chunkSize: zeroIsDefault(data.chunkSize),

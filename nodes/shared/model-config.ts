@@ -12,6 +12,11 @@ export interface ModelConfigFields {
   /** .st or .pth file; empty = the bundled default model. */
   modelPath?: unknown;
   precision?: unknown;
+  /**
+   * int8 / nf4: layers quantised, from the first (0 or blank = all). Ignored with f16 and f32, where the editors
+   * hide the field (a value left in it from an earlier choice is not a setting).
+   */
+  quantLayers?: unknown;
   /** auto | gpu | cpu. */
   device?: unknown;
   maxBatch?: unknown;
@@ -72,6 +77,8 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): M
     }
     config.precision = precision;
   }
+  const quantLayers = optionalInteger('quantLayers', fields.quantLayers, 0);
+  if (quantLayers !== undefined && quantLayers > 0 && (config.precision === 'int8' || config.precision === 'nf4')) config.quantLayers = quantLayers;
   const device = optionalName('device', fields.device);
   if (device !== undefined) {
     if (device !== 'auto' && device !== 'gpu' && device !== 'cpu') {
