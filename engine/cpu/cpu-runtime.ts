@@ -5,6 +5,7 @@
 // the plan to the compute thread (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls
 // run one at a time in order; state reads and writes are ordered with them as a GPU queue orders them.
 
+import { checkJob } from '../job-checks';
 import * as os from 'os';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
@@ -189,18 +190,7 @@ export class CpuRuntime implements InferenceBackend {
     const seen = new Set<number>();
     const rowsPerJob: number[] = [];
     jobs.forEach((j, i) => {
-      if (!Number.isInteger(j.slot) || j.slot < 0 || j.slot >= this.slots)
-        throw new RangeError(`job ${i}: slot ${j.slot} is out of range 0..${this.slots - 1}`);
-      if (seen.has(j.slot)) throw new Error(`job ${i}: slot ${j.slot} appears twice in one call`);
-      seen.add(j.slot);
-      if (j.tokens.length === 0 && j.output !== 'none') throw new Error(`job ${i}: no tokens but output '${j.output}'`);
-      if (j.output === 'top') checkLogitAdjust(j.adjust, i, this.V);
-      else if (j.adjust) throw new Error(`job ${i}: adjust is for output 'top' only`);
-      for (let t = 0; t < j.tokens.length; t++) {
-        const id = j.tokens[t];
-        if (!Number.isInteger(id) || id < 0 || id >= this.V)
-          throw new RangeError(`job ${i}: token ${id} at position ${t} is outside the model's vocabulary 0..${this.V - 1}`);
-      }
+      checkJob(j, i, this.slots, this.V, seen, (a, k) => checkLogitAdjust(a, k, this.V));
       rowsPerJob.push(j.output === 'all' ? j.tokens.length : j.output === 'none' ? 0 : 1);
     });
     const rowBase: number[] = [];

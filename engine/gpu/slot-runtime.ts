@@ -6,6 +6,7 @@
 //
 // RWKV-7 predates this file and keeps its own copy of the same machinery (engine/rwkv7/runtime.ts).
 
+import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
 import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
@@ -317,18 +318,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     const seen = new Set<number>();
     const rowsPerJob: number[] = [];
     jobs.forEach((j, i) => {
-      if (!Number.isInteger(j.slot) || j.slot < 0 || j.slot >= this.slots)
-        throw new RangeError(`job ${i}: slot ${j.slot} is out of range 0..${this.slots - 1}`);
-      if (seen.has(j.slot)) throw new Error(`job ${i}: slot ${j.slot} appears twice in one call`);
-      seen.add(j.slot);
-      if (j.tokens.length === 0 && j.output !== 'none') throw new Error(`job ${i}: no tokens but output '${j.output}'`);
-      if (j.output === 'top') this.top.check(j.adjust, i);
-      else if (j.adjust) throw new Error(`job ${i}: adjust is for output 'top' only`);
-      for (let t = 0; t < j.tokens.length; t++) {
-        const id = j.tokens[t];
-        if (!Number.isInteger(id) || id < 0 || id >= this.V)
-          throw new RangeError(`job ${i}: token ${id} at position ${t} is outside the model's vocabulary 0..${this.V - 1}`);
-      }
+      checkJob(j, i, this.slots, this.V, seen, (a, k) => this.top.check(a, k));
       rowsPerJob.push(j.output === 'all' ? j.tokens.length : j.output === 'last' ? 1 : 0);
     });
     const passes: SubPass[] = [];
