@@ -139,10 +139,10 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
           const max = heldout.reduce((a, b) => Math.max(a, b), 0);
           if (max >= V) throw new Error(`${heldoutFile}: token ${max} is outside the model's ${V} rows (encoded for another vocabulary?)`);
         }
-        let n = 0;
+        let fed = 0;
         const tok = (i: number) => (i * 7919) % V;
-        const b1 = await rate(seconds, 10, 1, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
-        const b32 = await rate(seconds, 5, 32, () => be.run(Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }))));
+        const b1 = await rate(seconds, 10, 1, () => be.run([{ slot: 0, tokens: [tok(fed++)], output: 'last' }]));
+        const b32 = await rate(seconds, 5, 32, () => be.run(Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(fed++)], output: 'last' as const }))));
         const row: Record<string, number | string> = {
           quantLayers: n,
           weightBytes: be.weightBytes,
