@@ -109,6 +109,29 @@ describe('token mask work is bounded by counts', function () {
     }
   });
 
+  it('inside every string of a schema the character stacks are the same, so one shared walk serves them all', () => {
+    const tok = worldTokenizer();
+    const schema = {
+      type: 'object',
+      properties: { a: { type: 'string' }, b: { type: 'string', minLength: 2 }, c: { type: 'array', items: { type: 'string', maxLength: 300 } }, d: { type: 'string', maxLength: 500 } },
+    };
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const a = c.automaton;
+    // The stacks that read an 'x' there, cut to their top two frames (the character and the
+    // loop or count around it): what shared mask walks are keyed by.
+    const tops = (text: string) => {
+      const m = c.newMatcher();
+      for (const id of tok.encode(text)) m.accept(id);
+      const cuts = [...a.stateStacks[(m as unknown as { state: number }).state]].map((n) => a.topState(n, 2));
+      return cuts.filter((s) => a.next(s, 0x78) >= 0).sort((x, y) => x - y).join(',');
+    };
+    // Equal groups are one rule: the loop of every unbounded string (past a minLength too), and
+    // a maxLength's chain of optional copies (300 left of 300 or of 500: the same links).
+    assert.ok(tops('{"a":"xy') !== '');
+    assert.strictEqual(tops('{"a":"xy'), tops('{"b":"xyz'));
+    assert.strictEqual(tops('{"c":["' + 'x'.repeat(10)), tops('{"d":"' + 'x'.repeat(210)));
+  });
+
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {
     const tables = (schema: object) => (compileConstraint({ jsonSchema: schema }, worldTokenizer()) as CompiledGrammarConstraint).automaton.g;
     const moved = (map: Int32Array | null) => (map ? map.filter((to, p) => to !== p).length : 0);
