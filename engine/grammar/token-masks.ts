@@ -16,6 +16,12 @@
 // Walks go over two tries (string-slice.ts): the tokens of whole string-safe characters, where
 // a state that loops on every such character takes the whole subtree below it at once, and the
 // thousand other tokens, walked node by node.
+//
+// Counted strings (maxLength, minLength) never loop: there a state whose safe characters lead
+// along a chain of states (safe-char-chains.ts) allows the safe tokens that fit the chain's
+// length, as one precomputed set per length, and walks only the other tokens; and a state
+// deeper in a repetition than a token can reach has the mask of the place a token's length
+// from its end (counted-repetition.ts), so a long string's places share one mask.
 
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { collapsedPositions } from './counted-repetition';
@@ -190,7 +196,7 @@ export class TokenMasks {
   /**
    * The mask of a state `run` places into a counted string (llguidance's length slices): a safe
    * token is allowed exactly when its characters fit in the run, as each takes one step of the
-   * chain whichever it is, and past the run nothing safe is taken (chainClosed), or every safe
+   * chain whichever it is, and past the run nothing safe is taken (closed), or every safe
    * token fits. Only the thousand other tokens (quotes, escapes, partial characters) are walked,
    * from the state itself.
    */
