@@ -132,6 +132,20 @@ describe('token mask work is bounded by counts', function () {
     assert.strictEqual(tops('{"c":["' + 'x'.repeat(10)), tops('{"d":"' + 'x'.repeat(210)));
   });
 
+  it('the first key of an object with many declared keys builds a few states per key, not one per character', () => {
+    const tok = worldTokenizer();
+    const properties = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`property_number_${i}`, { type: 'integer' }]));
+    const c = compileConstraint({ jsonSchema: { type: 'object', properties, additionalProperties: false } }, tok) as CompiledGrammarConstraint;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    for (const id of tok.encode('{"')) m.accept(id);
+    const before = c.automaton.stateCount;
+    m.fillMask(mask);
+    // Each name is read along the token trie without a state per byte: 121 here, 541 before.
+    const built = c.automaton.stateCount - before;
+    assert.ok(built <= 3 * 60, `${built} states for 60 keys of 18 or 19 bytes`);
+  });
+
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {
     const tables = (schema: object) => (compileConstraint({ jsonSchema: schema }, worldTokenizer()) as CompiledGrammarConstraint).automaton.g;
     const moved = (map: Int32Array | null) => (map ? map.filter((to, p) => to !== p).length : 0);

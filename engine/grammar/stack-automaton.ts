@@ -172,6 +172,40 @@ export class StackAutomaton {
     return false;
   }
 
+  private literalRuns = new Map<number, { bytes: Uint8Array; after: number } | null>();
+
+  /**
+   * When `state` is one stack whose top goes on through positions of one byte each (a key's
+   * name, a keyword): those bytes (two or more) and the state after them, built without the
+   * states in between (reading them can only go that one way).
+   */
+  literalRun(state: number): { bytes: Uint8Array; after: number } | null {
+    let run = this.literalRuns.get(state);
+    if (run === undefined) {
+      run = null;
+      const stacks = this.stateStacks[state];
+      if (stacks.length === 1 && stacks[0] > CONTEXT) {
+        const { kind, arg } = this.g;
+        const node = stacks[0];
+        const bytes: number[] = [];
+        let p = this.nodePos[node];
+        for (; kind[p] === BYTES; p++) {
+          const m = this.setMembers(arg[p]);
+          if (m.length !== 1) break;
+          bytes.push(m[0]);
+        }
+        // Stops at the first position that is not one byte: the closure from there is the state after.
+        if (bytes.length >= 2) {
+          const out = new Set<number>();
+          this.closure(p, this.nodeParent[node], out, new Set<number>());
+          run = { bytes: Uint8Array.from(bytes), after: out.size ? this.internState(out) : DEAD };
+        }
+      }
+      this.literalRuns.set(state, run);
+    }
+    return run;
+  }
+
   private mappedNodes = new Map<number, number>();
   private mappedBy: Int32Array | null = null;
 

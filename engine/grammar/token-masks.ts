@@ -275,6 +275,8 @@ export class TokenMasks {
   }
 
   private walkShared(state: number): SharedMask {
+    const literal = this.automaton.literalRun(state);
+    if (literal) return this.walkLiteral(literal.bytes, literal.after);
     const mask = new Uint32Array(this.words);
     const crossings: number[] = [];
     const a = this.automaton;
@@ -314,6 +316,53 @@ export class TokenMasks {
     let count = 0;
     for (let w = 0; w < mask.length && count <= MASK_AS_LIST; w++) for (let x = mask[w]; x !== 0; x &= x - 1) count++;
     if (count <= MASK_AS_LIST) return { mask: null, tokens: listBits(mask, count), crossings };
+    return { mask, tokens: null, crossings };
+  }
+
+  /**
+   * walkShared from a stack that reads `bytes` one way (a key's name and what follows it): the
+   * tries are followed along the bytes without an automaton state per byte; tokens that stop
+   * inside them are allowed, and those that go past are walked from `after`, the state after them.
+   */
+  private walkLiteral(bytes: Uint8Array, after: number): SharedMask {
+    const tokens: number[] = [];
+    const crossings: number[] = [];
+    const take = (trie: TokenTrie, n: number) => {
+      if (trie.token[n] >= 0) tokens.push(trie.token[n]);
+      if (trie.hasDuplicates[n]) tokens.push(...trie.duplicates.get(n)!);
+    };
+    for (let which = SAFE; which <= REST; which++) {
+      const trie = this.tries[which];
+      const { byte, skip } = trie;
+      // Siblings [from, to): first the trie's first bytes, then a node's children.
+      let from = 0, to = trie.nodeCount;
+      for (let d = 0; d < bytes.length; d++) {
+        let n = from;
+        while (n < to && byte[n] !== bytes[d]) n = skip[n];
+        if (n >= to) break;
+        if (d < bytes.length - 1) {
+          take(trie, n);
+          from = n + 1;
+          to = skip[n];
+          continue;
+        }
+        if (after === DEAD) break;
+        if (which === SAFE && this.slice.boundary[n] && this.loops(after)) {
+          // As walk(): every token below is whole safe characters, which the loop takes.
+          const { tokensInOrder, firstToken } = this.slice;
+          for (let k = firstToken[n]; k < firstToken[skip[n]]; k++) tokens.push(tokensInOrder[k]);
+          break;
+        }
+        take(trie, n);
+        if (skip[n] > n + 1) {
+          if (this.automaton.reachesContext[after]) crossings.push(crossingOf(which, n));
+          else this.walk(which, after, n + 1, skip[n], null, crossings, tokens);
+        }
+      }
+    }
+    if (tokens.length <= MASK_AS_LIST) return { mask: null, tokens: Int32Array.from(tokens), crossings };
+    const mask = new Uint32Array(this.words);
+    for (const t of tokens) mask[t >>> 5] |= 1 << (t & 31);
     return { mask, tokens: null, crossings };
   }
 
