@@ -179,19 +179,44 @@ export class StringSlice {
     const key = firstBytes.join(',');
     let block = this.blocks.get(key);
     if (!block) {
-      block = new Uint32Array(this.safeMask.length);
       const { byte, skip, nodeCount } = this.safe;
-      for (let i = 0; i < nodeCount; i = skip[i]) {
-        if (!((firstBytes[byte[i] >>> 5] >>> (byte[i] & 31)) & 1)) continue;
+      const has = (i: number) => ((firstBytes[byte[i] >>> 5] >>> (byte[i] & 31)) & 1) === 1;
+      let inSet = 0, outOfSet = 0;
+      for (let i = 0; i < nodeCount && byte[i] < 0x80; i = skip[i]) {
+        const n = this.firstToken[skip[i]] - this.firstToken[i];
+        if (has(i)) inSet += n;
+        else outOfSet += n;
+      }
+      // Sets of nearly every character (an undeclared key: all but a declared key's first
+      // letters) are built by clearing the few subtrees left out of all ASCII-first tokens.
+      const clear = outOfSet < inSet;
+      block = clear ? this.asciiFirst().slice() : new Uint32Array(this.safeMask.length);
+      for (let i = 0; i < nodeCount && byte[i] < 0x80; i = skip[i]) {
+        if (has(i) === clear) continue;
         for (let k = this.firstToken[i]; k < this.firstToken[skip[i]]; k++) {
           const t = this.tokensInOrder[k];
-          block[t >>> 5] |= 1 << (t & 31);
+          if (clear) block[t >>> 5] &= ~(1 << (t & 31));
+          else block[t >>> 5] |= 1 << (t & 31);
         }
       }
       if (this.blocks.size >= MAX_BLOCKS) this.blocks.delete(this.blocks.keys().next().value!);
       this.blocks.set(key, block);
     }
     return block;
+  }
+
+  private asciiFirstTokens: Uint32Array | undefined;
+
+  /** The safe tokens that start with an ASCII character, as a bitset. */
+  private asciiFirst(): Uint32Array {
+    if (!this.asciiFirstTokens) {
+      const set = new Uint32Array(this.safeMask.length);
+      const { byte, skip, nodeCount } = this.safe;
+      for (let i = 0; i < nodeCount && byte[i] < 0x80; i = skip[i])
+        for (let k = this.firstToken[i]; k < this.firstToken[skip[i]]; k++) set[this.tokensInOrder[k] >>> 5] |= 1 << (this.tokensInOrder[k] & 31);
+      this.asciiFirstTokens = set;
+    }
+    return this.asciiFirstTokens;
   }
 
   private static cache = new WeakMap<TokenTrie, StringSlice>();
