@@ -1,9 +1,11 @@
 // The fast masks (shared walks per stack top, string-safe tokens taken as blocks where a state
-// loops, crossings re-walked from deeper cuts of each stack) equal the slow reference: every
+// loops or by length where it counts, counted repetitions collapsed past a token's length,
+// crossings re-walked from deeper cuts of each stack) equal the slow reference: every
 // vocabulary token's bytes run through the automaton from the state, allowed when it survives.
 // States come from seeded random walks through random schemas and through hand-made cases that
-// take each path (strings that loop, strings that count or exclude characters, undeclared keys,
-// tokens that close many nesting levels at once).
+// take each path (strings that loop, strings that count or exclude characters, minLength and
+// maxLength on both sides of a token's length and past 4,096, objects with many declared keys,
+// undeclared keys, tokens that close many nesting levels at once).
 
 import * as assert from 'assert';
 import { compileConstraint } from '../engine/grammar';
@@ -185,14 +187,81 @@ describe('token masks equal the reference masks', function () {
         free: { type: 'string' },
         short: { type: 'string', maxLength: 3 },
         noAccent: { type: 'string', pattern: '^[^éè"]*$' },
+        // Any ASCII character first, then anything: the first characters that lead to a loop are almost all of ASCII.
+        asciiFirst: { type: 'string', pattern: '^[ -~][\\s\\S]*$' },
         word: { enum: ['naïve', 'say "hi"', 'back\\slash', '日本'] },
         list: { type: 'array', items: { type: 'string' } },
       },
       additionalProperties: { type: 'string' },
     };
     const c = compiled({ jsonSchema: schema });
-    const prefixes = ['', '{"free":"', '{"free":"x', '{"short":"ab', '{"noAccent":"a', '{"word":"', '{"list":["a","', '{"fr', '{"other', '{"otherKey":"v'];
+    const prefixes = ['', '{"free":"', '{"free":"x', '{"short":"ab', '{"noAccent":"a', '{"asciiFirst":"', '{"word":"', '{"list":["a","', '{"fr', '{"other', '{"otherKey":"v'];
     prefixes.forEach((p, k) => compareAlongWalk(c, 100 + k, 16, p));
+  });
+
+  it('in strings with maxLength and minLength: bounds of 1, around the longest token, and past 4,096', () => {
+    const longest = StringSlice.of(TokenTrie.of(worldTokenizer())).maxChars;
+    assert.strictEqual(longest, 128, 'the World vocabulary\'s longest safe token (the bounds below are placed around it)');
+    const bounded: Record<string, { type: 'string'; minLength?: number; maxLength?: number }> = {
+      max1: { type: 'string', maxLength: 1 },
+      max2: { type: 'string', maxLength: 2 },
+      max127: { type: 'string', maxLength: 127 },
+      max128: { type: 'string', maxLength: 128 },
+      max129: { type: 'string', maxLength: 129 },
+      max32767: { type: 'string', maxLength: 32767 },
+      min1: { type: 'string', minLength: 1 },
+      min130: { type: 'string', minLength: 130 },
+      min5000: { type: 'string', minLength: 5000 },
+      min3max5: { type: 'string', minLength: 3, maxLength: 5 },
+      min4max4100: { type: 'string', minLength: 4, maxLength: 4100 },
+      min4100max4300: { type: 'string', minLength: 4100, maxLength: 4300 },
+    };
+    // A count that ends in a state taking some safe characters: not a closed end.
+    const countThenLetters = { type: 'string', pattern: '^[\\s\\S]{2,4}[a-z]+$' };
+    // A count over some characters only: no chain (each character is checked).
+    const someLetters = { type: 'string', pattern: '^[a-z ]{1,5}$' };
+    const c = compiled({ jsonSchema: { type: 'object', properties: { ...bounded, countThenLetters, someLetters, list: { type: 'array', items: bounded.max129 } }, additionalProperties: false } });
+    // Placed so that random tokens (half of them structural) reach each end of the count: in
+    // characters, not bytes ('é' is 2 bytes, '日' 3, the emoji 4).
+    const fill = (n: number) => Array.from({ length: n }, (_, i) => ['a', 'é', ' ', '日', 'b', '😀', '-'][i % 7]).join('');
+    const prefixes = [
+      '{"max1":"',
+      '{"max2":"é',
+      '{"max127":"' + fill(100),
+      '{"max128":"' + fill(120),
+      '{"max128":"' + fill(1),
+      '{"max129":"' + fill(2),
+      '{"max129":"' + fill(126),
+      '{"max32767":"' + fill(40),
+      '{"max32767":"' + fill(32700),
+      '{"min1":"',
+      '{"min130":"' + fill(5),
+      '{"min130":"' + fill(125),
+      '{"min5000":"' + fill(4980),
+      '{"min3max5":"é',
+      '{"min4max4100":"a',
+      '{"min4max4100":"' + fill(4090),
+      '{"min4100max4300":"' + fill(4000),
+      '{"min4100max4300":"' + fill(4290),
+      '{"countThenLetters":"',
+      '{"countThenLetters":"é日',
+      '{"someLetters":"a',
+      '{"list":["' + fill(125),
+      '{"list":["a","' + fill(129),
+    ];
+    let compared = 0;
+    prefixes.forEach((p, k) => (compared += compareAlongWalk(c, 600 + k, 10, p)));
+    assert.ok(compared >= 150, `${compared} masks compared`);
+  });
+
+  it('at the keys of objects with many declared properties', () => {
+    const props = (n: number, prefix: string) =>
+      Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}${'x'.repeat(i % 5)}`, i % 3 ? { type: 'string', maxLength: 8 + i } : { type: 'integer' }]));
+    const closed = compiled({ jsonSchema: { type: 'object', properties: props(300, 'field'), required: ['field7xx', 'field250'], additionalProperties: false } });
+    const open = compiled({ jsonSchema: { type: 'object', properties: { ...props(120, 'k'), ...props(120, 'kk') }, additionalProperties: { type: 'boolean' } } });
+    const prefixes = ['{"', '{"field', '{"field1', '{"field7xx":"a","', '{"field7xx":"a","field2', '{"field7xx":"a","field250":'];
+    prefixes.forEach((p, k) => compareAlongWalk(closed, 700 + k, 8, p));
+    ['{"', '{"k', '{"k1', '{"kk11x":"ab","', '{"kq', '{"k0":0,"other":'].forEach((p, k) => compareAlongWalk(open, 720 + k, 8, p));
   });
 
   it('where one token closes many nesting levels (crossings re-walked down to the whole stack)', () => {

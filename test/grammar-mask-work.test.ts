@@ -5,7 +5,9 @@
 import * as assert from 'assert';
 import { compileConstraint, canonicalJson } from '../engine/grammar';
 import type { CompiledGrammarConstraint } from '../engine/grammar/compiled-constraint';
+import { collapsedPositions } from '../engine/grammar/counted-repetition';
 import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
+import type { TokenMasks } from '../engine/grammar/token-masks';
 import { worldTokenizer } from './grammar-vocab';
 
 /** Steps through a value's JSON computing every mask; returns the automaton and the parses (stacks) per step. */
@@ -79,5 +81,80 @@ describe('token mask work is bounded by counts', function () {
     const parses = c.automaton.stateStacks.reduce((sum, stacks) => sum + stacks.length, 0);
     // 165k here; 7.9M before objects were unambiguous and masks shared by stack tops.
     assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
+  });
+
+  it('the places of a long counted string share one mask until the longest token can reach its end', () => {
+    const tok = worldTokenizer();
+    for (const bound of [{ maxLength: 32767 }, { minLength: 5000 }, { minLength: 4, maxLength: 10000 }]) {
+      const c = compileConstraint({ jsonSchema: { type: 'string', ...bound } }, tok) as CompiledGrammarConstraint;
+      const masks = (c as unknown as { masks: TokenMasks }).masks;
+      const m = c.newMatcher();
+      const out = new Uint32Array((tok.vocabSize + 31) >>> 5);
+      const seen = new Set<unknown>();
+      let built = 0;
+      // 2,000 characters in, well inside every bound (ASCII, 'é', '日': counted in characters),
+      // past minLength 4's first places (where the string may not end yet).
+      const ids = tok.encode('"' + 'ab é日 '.repeat(400));
+      for (const [k, id] of ids.entries()) {
+        m.accept(id);
+        if (k < 5) continue;
+        const before = c.automaton.stateCount;
+        seen.add(masks.get((m as unknown as { state: number }).state));
+        m.fillMask(out);
+        if (seen.size > 1) built += c.automaton.stateCount - before;
+      }
+      // The first mask inside the string builds the chain of places near an end; after it none.
+      assert.strictEqual(seen.size, 1, `${JSON.stringify(bound)}: ${seen.size} different masks inside the string`);
+      assert.strictEqual(built, 0);
+    }
+  });
+
+  it('inside every string of a schema the character stacks are the same, so one shared walk serves them all', () => {
+    const tok = worldTokenizer();
+    const schema = {
+      type: 'object',
+      properties: { a: { type: 'string' }, b: { type: 'string', minLength: 2 }, c: { type: 'array', items: { type: 'string', maxLength: 300 } }, d: { type: 'string', maxLength: 500 } },
+    };
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const a = c.automaton;
+    // The stacks that read an 'x' there, cut to their top two frames (the character and the
+    // loop or count around it): what shared mask walks are keyed by.
+    const tops = (text: string) => {
+      const m = c.newMatcher();
+      for (const id of tok.encode(text)) m.accept(id);
+      const cuts = [...a.stateStacks[(m as unknown as { state: number }).state]].map((n) => a.topState(n, 2));
+      return cuts.filter((s) => a.next(s, 0x78) >= 0).sort((x, y) => x - y).join(',');
+    };
+    // Equal groups are one rule: the loop of every unbounded string (past a minLength too), and
+    // a maxLength's chain of optional copies (300 left of 300 or of 500: the same links).
+    assert.ok(tops('{"a":"xy') !== '');
+    assert.strictEqual(tops('{"a":"xy'), tops('{"b":"xyz'));
+    assert.strictEqual(tops('{"c":["' + 'x'.repeat(10)), tops('{"d":"' + 'x'.repeat(210)));
+  });
+
+  it('the first key of an object with many declared keys builds a few states per key, not one per character', () => {
+    const tok = worldTokenizer();
+    const properties = Object.fromEntries(Array.from({ length: 60 }, (_, i) => [`property_number_${i}`, { type: 'integer' }]));
+    const c = compileConstraint({ jsonSchema: { type: 'object', properties, additionalProperties: false } }, tok) as CompiledGrammarConstraint;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    for (const id of tok.encode('{"')) m.accept(id);
+    const before = c.automaton.stateCount;
+    m.fillMask(mask);
+    // Each name is read along the token trie without a state per byte: 121 here, 541 before.
+    const built = c.automaton.stateCount - before;
+    assert.ok(built <= 3 * 60, `${built} states for 60 keys of 18 or 19 bytes`);
+  });
+
+  it('collapses counted repetitions only past the given number of copies, and never loops', () => {
+    const tables = (schema: object) => (compileConstraint({ jsonSchema: schema }, worldTokenizer()) as CompiledGrammarConstraint).automaton.g;
+    const moved = (map: Int32Array | null) => (map ? map.filter((to, p) => to !== p).length : 0);
+    assert.strictEqual(collapsedPositions(tables({ type: 'string' }), 128), null);
+    assert.strictEqual(collapsedPositions(tables({ type: 'string', maxLength: 128 }), 128), null);
+    // maxLength 200: the optional copies 129..200 map onto copy 128's rule (X then the reference: 2 positions + END each).
+    assert.strictEqual(moved(collapsedPositions(tables({ type: 'string', maxLength: 200 }), 128)), 72 * 3);
+    // minLength 200: copies in a row; the first 72 map onto the 73rd (128 ahead of it).
+    assert.strictEqual(moved(collapsedPositions(tables({ type: 'string', minLength: 200 }), 128)), 72);
+    assert.throws(() => collapsedPositions(tables({ type: 'string' }), 1), /at least 2/);
   });
 });

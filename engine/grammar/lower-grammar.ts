@@ -51,7 +51,25 @@ class Lowering {
     return id;
   }
 
+  /** Helper rules by their body: equal groups, character sets and repetitions are one rule (see helper). */
+  private helpersByBody = new Map<string, number>();
+
+  /**
+   * A rule for a group. Rules with the same body are one rule: every string of a schema then
+   * has the same character and loop rules, so the automaton's states inside any of them have
+   * the same top frames and share their token masks (token-masks.ts), and a maxLength's chain
+   * of optional copies is shared by every bound that reaches as far.
+   */
   private helper(owner: string, place: string, body: Item[][]): number {
+    const key = body.map((a) => a.join(',')).join('|');
+    const known = this.helpersByBody.get(key);
+    if (known !== undefined) return known;
+    const id = this.newHelper(owner, place, body);
+    this.helpersByBody.set(key, id);
+    return id;
+  }
+
+  private newHelper(owner: string, place: string, body: Item[][]): number {
     const id = this.ruleNames.length;
     this.ruleNames.push(`${owner}#${id}`);
     this.rulePlaces.push(place);
@@ -177,9 +195,15 @@ class Lowering {
     const out: Item[] = [];
     for (let i = 0; i < min; i++) for (const it of x) out.push(it);
     if (max === Infinity) {
-      const id = this.helper(owner, place, []);
-      this.ruleBodies[id] = [[...x, -(id + 1)], []];
-      this.count(this.ruleBodies[id], place);
+      // One loop rule per repeated item (its body names itself, so it is found by the item).
+      const key = `loop:${x.join(',')}`;
+      let id = this.helpersByBody.get(key);
+      if (id === undefined) {
+        id = this.newHelper(owner, place, []);
+        this.ruleBodies[id] = [[...x, -(id + 1)], []];
+        this.count(this.ruleBodies[id], place);
+        this.helpersByBody.set(key, id);
+      }
       out.push(-(id + 1));
     } else if (max > min) {
       // O_1 ::= X | ε ; O_k ::= X O_{k-1} | ε

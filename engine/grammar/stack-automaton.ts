@@ -128,6 +128,119 @@ export class StackAutomaton {
     return s;
   }
 
+  /** The state of the context marker alone: a cut-off run that has popped every frame it had. */
+  get contextOnly(): number {
+    return (this.contextState ??= this.internState(new Set([CONTEXT])));
+  }
+  private contextState: number | undefined;
+
+  /** Per byte table given to topFrames: per byte set, 1 when it holds one of the table's bytes (filled on use). */
+  private setTakes = new WeakMap<Uint8Array, Int8Array>();
+
+  private takesAny(set: number, bytes: Uint8Array): boolean {
+    let known = this.setTakes.get(bytes);
+    if (!known) this.setTakes.set(bytes, (known = new Int8Array(this.g.byteSets.length >>> 8).fill(-1)));
+    if (known[set] < 0) {
+      known[set] = 0;
+      for (let b = 0, at = set * 256; b < 256; b++) if (bytes[b] && this.g.byteSets[at + b]) known[set] = 1;
+    }
+    return known[set] === 1;
+  }
+
+  /**
+   * The stacks of `state` whose next byte may be one of `bytes` (a 256-entry 0/1 table): when
+   * they all have one parent under their top frame, the state of those top frames over the
+   * context marker (shared by every state with the same tops) and that parent node; null when
+   * there are none or the parents differ.
+   */
+  topFramesOverOneParent(state: number, bytes: Uint8Array): { tops: number; parent: number } | null {
+    let parent = -1;
+    const tops = new Set<number>();
+    for (const n of this.stateStacks[state]) {
+      if (n <= CONTEXT || !this.takesAny(this.g.arg[this.nodePos[n]], bytes)) continue;
+      const p = this.nodeParent[n];
+      if (parent < 0) parent = p;
+      else if (p !== parent) return null;
+      tops.add(this.intern(this.nodePos[n], CONTEXT));
+    }
+    return parent < 0 ? null : { tops: this.internState(tops), parent };
+  }
+
+  /** Some stack of `state` may take one of `bytes` next (a context marker counts as may). */
+  mayTake(state: number, bytes: Uint8Array): boolean {
+    for (const n of this.stateStacks[state]) if (n === CONTEXT || (n > CONTEXT && this.takesAny(this.g.arg[this.nodePos[n]], bytes))) return true;
+    return false;
+  }
+
+  private literalRuns = new Map<number, { bytes: Uint8Array; after: number } | null>();
+
+  /**
+   * When `state` is one stack whose top goes on through positions of one byte each (a key's
+   * name, a keyword): those bytes (two or more) and the state after them, built without the
+   * states in between (reading them can only go that one way).
+   */
+  literalRun(state: number): { bytes: Uint8Array; after: number } | null {
+    let run = this.literalRuns.get(state);
+    if (run === undefined) {
+      run = null;
+      const stacks = this.stateStacks[state];
+      if (stacks.length === 1 && stacks[0] > CONTEXT) {
+        const { kind, arg } = this.g;
+        const node = stacks[0];
+        const bytes: number[] = [];
+        let p = this.nodePos[node];
+        for (; kind[p] === BYTES; p++) {
+          const m = this.setMembers(arg[p]);
+          if (m.length !== 1) break;
+          bytes.push(m[0]);
+        }
+        // Stops at the first position that is not one byte: the closure from there is the state after.
+        if (bytes.length >= 2) {
+          const out = new Set<number>();
+          this.closure(p, this.nodeParent[node], out, new Set<number>());
+          run = { bytes: Uint8Array.from(bytes), after: out.size ? this.internState(out) : DEAD };
+        }
+      }
+      this.literalRuns.set(state, run);
+    }
+    return run;
+  }
+
+  private mappedNodes = new Map<number, number>();
+  private mappedBy: Int32Array | null = null;
+
+  /**
+   * The state whose stacks are this state's with the position of every frame p replaced by
+   * map[p] (the state itself when no frame changes). For one map at a time: the mapped stack
+   * nodes are remembered, so stacks that share their lower frames are mapped once.
+   */
+  remapped(state: number, map: Int32Array): number {
+    if (map !== this.mappedBy) {
+      this.mappedBy = map;
+      this.mappedNodes.clear();
+    }
+    const out = new Set<number>();
+    let changed = false;
+    const frames: number[] = [];
+    for (const node of this.stateStacks[state]) {
+      // The frames above the first node already mapped (or the bottom), then rebuilt upwards.
+      let n = node;
+      while (n > CONTEXT && !this.mappedNodes.has(n)) {
+        frames.push(n);
+        n = this.nodeParent[n];
+      }
+      let m = n > CONTEXT ? this.mappedNodes.get(n)! : n;
+      while (frames.length) {
+        const f = frames.pop()!;
+        m = this.intern(map[this.nodePos[f]], m);
+        this.mappedNodes.set(f, m);
+      }
+      if (m !== node) changed = true;
+      out.add(m);
+    }
+    return changed ? this.internState(out) : state;
+  }
+
   /** Scratch sets of computeNext (cleared, not reallocated, per transition). */
   private scratchOut = new Set<number>();
   private scratchSeen = new Set<number>();
@@ -219,15 +332,26 @@ export class StackAutomaton {
     const base = state * 256;
     const row = this.trans;
     row.fill(DEAD, base, base + 256);
-    const { arg, byteSets } = this.g;
-    const sets = new Set<number>();
-    for (const n of stacks) if (n > CONTEXT) sets.add(arg[this.nodePos[n]]);
-    for (const set of sets) {
-      const from = set * 256;
-      for (let b = 0; b < 256; b++) if (byteSets[from + b]) row[base + b] = UNKNOWN;
+    const { arg } = this.g;
+    for (const n of stacks) {
+      if (n <= CONTEXT) continue;
+      const bytes = this.setMembers(arg[this.nodePos[n]]);
+      for (let i = 0; i < bytes.length; i++) row[base + bytes[i]] = UNKNOWN;
     }
   }
 
+  /** The bytes of each byte set, listed on first use (most sets are a few bytes: cheaper than 256 tests per stack). */
+  private members: (Uint8Array | undefined)[] = [];
+
+  private setMembers(set: number): Uint8Array {
+    let m = this.members[set];
+    if (!m) {
+      const list: number[] = [];
+      for (let b = 0, at = set * 256; b < 256; b++) if (this.g.byteSets[at + b]) list.push(b);
+      m = this.members[set] = Uint8Array.from(list);
+    }
+    return m;
+  }
 
 }
 

@@ -18,6 +18,10 @@ const SAFE_CHARS = normalizeSet([0x20, 0x21, 0x23, 0x5b, 0x5d, MAX_CODE_POINT]);
 const SAFE_SEQUENCES: ByteRangeSeq[] = [];
 for (let i = 0; i < SAFE_CHARS.length; i += 2) utf8Sequences(SAFE_CHARS[i], SAFE_CHARS[i + 1], SAFE_SEQUENCES);
 
+/** 1 at every byte that may start a safe character. */
+export const SAFE_FIRST_BYTES = new Uint8Array(256);
+for (const seq of SAFE_SEQUENCES) SAFE_FIRST_BYTES.fill(1, seq[0][0], seq[0][1] + 1);
+
 /**
  * Distinct automaton states the loop check follows after one byte of a sequence: a state that
  * loops has one per UTF-8 position, so more means it does not (and bounds the check's work).
@@ -77,6 +81,18 @@ export function loopsOverSafeChars(a: ByteAutomaton, state: number): boolean {
   return true;
 }
 
+/** The safe characters as UTF-8 byte-range sequences (ASCII first). */
+export function safeCharSequences(): readonly ByteRangeSeq[] {
+  return SAFE_SEQUENCES;
+}
+
+/** Code points in a token's bytes (its lead bytes: the bytes that are not UTF-8 continuation bytes). */
+function charCount(bytes: Uint8Array): number {
+  let n = 0;
+  for (const b of bytes) if ((b & 0xc0) !== 0x80) n++;
+  return n;
+}
+
 /** Blocks kept per vocabulary (8 KiB each for the World vocabulary). */
 const MAX_BLOCKS = 64;
 
@@ -95,6 +111,11 @@ export class StringSlice {
    */
   readonly tokensInOrder: Int32Array;
   readonly firstToken: Int32Array;
+  /** Most characters in a safe token (128 in the World vocabulary). */
+  readonly maxChars: number;
+  /** The safe tokens by character count: those of n characters are byChars[charStart[n] .. charStart[n + 1]). */
+  private byChars: Int32Array;
+  private charStart: Int32Array;
 
   private constructor(trie: TokenTrie) {
     const safe = (this.safe = TokenTrie.subset(trie, isStringSafe));
@@ -118,6 +139,33 @@ export class StringSlice {
     this.firstToken[n] = order.length;
     this.tokensInOrder = Int32Array.from(order);
     for (const t of order) this.safeMask[t >>> 5] |= 1 << (t & 31);
+    const chars = order.map((t) => charCount(safe.tokenBytes(t)!));
+    this.maxChars = chars.reduce((m, c) => Math.max(m, c), 0);
+    this.charStart = new Int32Array(this.maxChars + 2);
+    for (const c of chars) this.charStart[c + 1]++;
+    for (let c = 0; c <= this.maxChars; c++) this.charStart[c + 1] += this.charStart[c];
+    const fill = this.charStart.slice();
+    this.byChars = new Int32Array(order.length);
+    order.forEach((t, i) => (this.byChars[fill[chars[i]]++] = t));
+    this.upToChars = new Array(this.maxChars + 1);
+  }
+
+  /** Bitsets of the safe tokens of at most n characters, built on first use (8 KiB each, World vocabulary). */
+  private upToChars: (Uint32Array | undefined)[];
+
+  /**
+   * The safe tokens of at most `n` characters, as a bitset: what a state allows among them when
+   * it takes any n safe characters but no (n + 1)th (the last n places of a counted string).
+   */
+  safeUpToChars(n: number): Uint32Array {
+    if (n >= this.maxChars) return this.safeMask;
+    let set = this.upToChars[n];
+    if (!set) {
+      set = n > 0 ? this.safeUpToChars(n - 1).slice() : new Uint32Array(this.safeMask.length);
+      for (let k = this.charStart[n]; k < this.charStart[n + 1]; k++) set[this.byChars[k] >>> 5] |= 1 << (this.byChars[k] & 31);
+      this.upToChars[n] = set;
+    }
+    return set;
   }
 
   private blocks = new Map<string, Uint32Array>();
@@ -131,19 +179,44 @@ export class StringSlice {
     const key = firstBytes.join(',');
     let block = this.blocks.get(key);
     if (!block) {
-      block = new Uint32Array(this.safeMask.length);
       const { byte, skip, nodeCount } = this.safe;
-      for (let i = 0; i < nodeCount; i = skip[i]) {
-        if (!((firstBytes[byte[i] >>> 5] >>> (byte[i] & 31)) & 1)) continue;
+      const has = (i: number) => ((firstBytes[byte[i] >>> 5] >>> (byte[i] & 31)) & 1) === 1;
+      let inSet = 0, outOfSet = 0;
+      for (let i = 0; i < nodeCount && byte[i] < 0x80; i = skip[i]) {
+        const n = this.firstToken[skip[i]] - this.firstToken[i];
+        if (has(i)) inSet += n;
+        else outOfSet += n;
+      }
+      // Sets of nearly every character (an undeclared key: all but a declared key's first
+      // letters) are built by clearing the few subtrees left out of all ASCII-first tokens.
+      const clear = outOfSet < inSet;
+      block = clear ? this.asciiFirst().slice() : new Uint32Array(this.safeMask.length);
+      for (let i = 0; i < nodeCount && byte[i] < 0x80; i = skip[i]) {
+        if (has(i) === clear) continue;
         for (let k = this.firstToken[i]; k < this.firstToken[skip[i]]; k++) {
           const t = this.tokensInOrder[k];
-          block[t >>> 5] |= 1 << (t & 31);
+          if (clear) block[t >>> 5] &= ~(1 << (t & 31));
+          else block[t >>> 5] |= 1 << (t & 31);
         }
       }
       if (this.blocks.size >= MAX_BLOCKS) this.blocks.delete(this.blocks.keys().next().value!);
       this.blocks.set(key, block);
     }
     return block;
+  }
+
+  private asciiFirstTokens: Uint32Array | undefined;
+
+  /** The safe tokens that start with an ASCII character, as a bitset. */
+  private asciiFirst(): Uint32Array {
+    if (!this.asciiFirstTokens) {
+      const set = new Uint32Array(this.safeMask.length);
+      const { byte, skip, nodeCount } = this.safe;
+      for (let i = 0; i < nodeCount && byte[i] < 0x80; i = skip[i])
+        for (let k = this.firstToken[i]; k < this.firstToken[skip[i]]; k++) set[this.tokensInOrder[k] >>> 5] |= 1 << (this.tokensInOrder[k] & 31);
+      this.asciiFirstTokens = set;
+    }
+    return this.asciiFirstTokens;
   }
 
   private static cache = new WeakMap<TokenTrie, StringSlice>();

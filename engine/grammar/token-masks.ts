@@ -16,8 +16,16 @@
 // Walks go over two tries (string-slice.ts): the tokens of whole string-safe characters, where
 // a state that loops on every such character takes the whole subtree below it at once, and the
 // thousand other tokens, walked node by node.
+//
+// Counted strings (maxLength, minLength) never loop: there a state whose safe characters lead
+// along a chain of states (safe-char-chains.ts) allows the safe tokens that fit the chain's
+// length, as one precomputed set per length, and walks only the other tokens; and a state
+// deeper in a repetition than a token can reach has the mask of the place a token's length
+// from its end (counted-repetition.ts), so a long string's places share one mask.
 
 import { DEAD, StackAutomaton } from './stack-automaton';
+import { collapsedPositions } from './counted-repetition';
+import { SafeCharChains } from './safe-char-chains';
 import { loopsOverSafeChars, StringSlice } from './string-slice';
 import { TokenTrie } from './token-trie';
 
@@ -98,6 +106,12 @@ export class TokenMasks {
   /** The safe-token trie and the rest, indexed by SAFE and REST. */
   private tries: [TokenTrie, TokenTrie];
   private loopFlags = new Uint8Array(1024);
+  /** Per state: the state whose mask it has (counted-repetition.ts), -1 until known. */
+  private canonicalOf: Int32Array = new Int32Array(1024).fill(-1);
+  /** Frame positions mapped for masks; null when the grammar has no long counted repetition. */
+  private collapsed: Int32Array | null;
+  /** Counted strings: how many safe characters a state takes in a row, one state per character. */
+  private chains: SafeCharChains;
   private scratch: Uint32Array;
   /** walkShared's set of first bytes whose subtrees are taken whole. */
   private loopFirst = new Uint32Array(8);
@@ -112,6 +126,8 @@ export class TokenMasks {
     this.scratch = new Uint32Array(this.words);
     this.slice = StringSlice.of(trie);
     this.tries = [this.slice.safe, this.slice.rest];
+    this.collapsed = collapsedPositions(automaton.g, Math.max(2, trie.maxDepth));
+    this.chains = new SafeCharChains(automaton, this.slice.maxChars, (s) => this.canonical(s));
   }
 
   /** The state loops on every string-safe character (checked once per state). */
@@ -131,15 +147,33 @@ export class TokenMasks {
   }
 
   get(state: number): StateMask {
-    let m = lruGet(this.finals, state);
+    const key = this.canonical(state);
+    let m = lruGet(this.finals, key);
     if (!m) {
-      m = this.compute(state);
-      lruSet(this.finals, state, m);
+      m = this.compute(key);
+      lruSet(this.finals, key, m);
     }
     return m;
   }
 
+  /** The state whose mask `state` has: itself, or its frames past long counted repetitions mapped (counted-repetition.ts). */
+  private canonical(state: number): number {
+    if (!this.collapsed) return state;
+    if (state >= this.canonicalOf.length) this.canonicalOf = grownInt32(this.canonicalOf, this.automaton.stateCount);
+    let c = this.canonicalOf[state];
+    if (c < 0) {
+      c = this.automaton.remapped(state, this.collapsed);
+      if (state >= this.canonicalOf.length) this.canonicalOf = grownInt32(this.canonicalOf, this.automaton.stateCount);
+      this.canonicalOf[state] = c;
+    }
+    return c;
+  }
+
   private compute(state: number): StateMask {
+    // A counted string (not a loop: loops share their walks across every string already).
+    const run = this.chains.run(state);
+    if (run > 0 && this.chains.successor(state) !== state && (run >= this.chains.cap || this.chains.closed(state)))
+      return this.computeCounted(state, run);
     const a = this.automaton;
     // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
     const mask = this.scratch.fill(0);
@@ -156,7 +190,26 @@ export class TokenMasks {
       else for (const t of sh.tokens!) mask[t >>> 5] |= 1 << (t & 31);
       if (sh.crossings.length) this.resolveCrossings(node, sh.crossings, 0, mask);
     }
-    if (a.accepting(state)) mask[0] |= 1;
+    return this.finish(state, mask);
+  }
+
+  /**
+   * The mask of a state `run` places into a counted string (llguidance's length slices): a safe
+   * token is allowed exactly when its characters fit in the run, as each takes one step of the
+   * chain whichever it is, and past the run nothing safe is taken (closed), or every safe
+   * token fits. Only the thousand other tokens (quotes, escapes, partial characters) are walked,
+   * from the state itself.
+   */
+  private computeCounted(state: number, run: number): StateMask {
+    const mask = this.scratch;
+    mask.set(this.slice.safeUpToChars(run));
+    this.walk(REST, state, 0, this.slice.rest.nodeCount, mask, null);
+    return this.finish(state, mask);
+  }
+
+  /** The state's mask from its bits in `mask` (scratch): end of text added, counted, narrow ones as a list. */
+  private finish(state: number, mask: Uint32Array): StateMask {
+    if (this.automaton.accepting(state)) mask[0] |= 1;
     let count = 0;
     let some = -1;
     for (let w = 0; w < mask.length; w++) {
@@ -222,6 +275,8 @@ export class TokenMasks {
   }
 
   private walkShared(state: number): SharedMask {
+    const literal = this.automaton.literalRun(state);
+    if (literal) return this.walkLiteral(literal.bytes, literal.after);
     const mask = new Uint32Array(this.words);
     const crossings: number[] = [];
     const a = this.automaton;
@@ -261,6 +316,53 @@ export class TokenMasks {
     let count = 0;
     for (let w = 0; w < mask.length && count <= MASK_AS_LIST; w++) for (let x = mask[w]; x !== 0; x &= x - 1) count++;
     if (count <= MASK_AS_LIST) return { mask: null, tokens: listBits(mask, count), crossings };
+    return { mask, tokens: null, crossings };
+  }
+
+  /**
+   * walkShared from a stack that reads `bytes` one way (a key's name and what follows it): the
+   * tries are followed along the bytes without an automaton state per byte; tokens that stop
+   * inside them are allowed, and those that go past are walked from `after`, the state after them.
+   */
+  private walkLiteral(bytes: Uint8Array, after: number): SharedMask {
+    const tokens: number[] = [];
+    const crossings: number[] = [];
+    const take = (trie: TokenTrie, n: number) => {
+      if (trie.token[n] >= 0) tokens.push(trie.token[n]);
+      if (trie.hasDuplicates[n]) tokens.push(...trie.duplicates.get(n)!);
+    };
+    for (let which = SAFE; which <= REST; which++) {
+      const trie = this.tries[which];
+      const { byte, skip } = trie;
+      // Siblings [from, to): first the trie's first bytes, then a node's children.
+      let from = 0, to = trie.nodeCount;
+      for (let d = 0; d < bytes.length; d++) {
+        let n = from;
+        while (n < to && byte[n] !== bytes[d]) n = skip[n];
+        if (n >= to) break;
+        if (d < bytes.length - 1) {
+          take(trie, n);
+          from = n + 1;
+          to = skip[n];
+          continue;
+        }
+        if (after === DEAD) break;
+        if (which === SAFE && this.slice.boundary[n] && this.loops(after)) {
+          // As walk(): every token below is whole safe characters, which the loop takes.
+          const { tokensInOrder, firstToken } = this.slice;
+          for (let k = firstToken[n]; k < firstToken[skip[n]]; k++) tokens.push(tokensInOrder[k]);
+          break;
+        }
+        take(trie, n);
+        if (skip[n] > n + 1) {
+          if (this.automaton.reachesContext[after]) crossings.push(crossingOf(which, n));
+          else this.walk(which, after, n + 1, skip[n], null, crossings, tokens);
+        }
+      }
+    }
+    if (tokens.length <= MASK_AS_LIST) return { mask: null, tokens: Int32Array.from(tokens), crossings };
+    const mask = new Uint32Array(this.words);
+    for (const t of tokens) mask[t >>> 5] |= 1 << (t & 31);
     return { mask, tokens: null, crossings };
   }
 
@@ -361,6 +463,12 @@ function listBits(mask: Uint32Array, count: number): Int32Array {
   let k = 0;
   for (let w = 0; w < mask.length && k < count; w++)
     for (let x = mask[w]; x !== 0; x &= x - 1) out[k++] = w * 32 + 31 - Math.clz32(x & -x);
+  return out;
+}
+
+function grownInt32(a: Int32Array, atLeast: number): Int32Array {
+  const out = new Int32Array(Math.max(2 * a.length, atLeast + 1024)).fill(-1);
+  out.set(a);
   return out;
 }
 
