@@ -90,7 +90,8 @@ describe('nodes on the real engine (tiny model)', function () {
       helper.getNode('n1').on('call:status', (c: Msg) => {
         if (/tokens$/.test(c.args[0].text)) tokens++;
       });
-      helper.getNode('n1').receive({ payload: '1+1=' });
+      // End of text (token 0) banned: the random tiny model must not end the generation before the redeploy does.
+      helper.getNode('n1').receive({ payload: '1+1=', logitBias: { entry: [{ kind: 'id', token: '0', bias: -100 }] } });
       await until(() => tokens >= 2, 'decoding');
       const started = Date.now();
       await helper.setFlows([MODEL], 'full');
