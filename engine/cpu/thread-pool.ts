@@ -81,6 +81,12 @@ export interface Rwkv4WkvTask {
   segments: [number, number, number][];
 }
 
+
+/** The part [from, to) of `units` work items that thread `index` of `threads` takes: contiguous, sizes within one. */
+function share(units: number, index: number, threads: number): [number, number] {
+  return [Math.floor((units * index) / threads), Math.floor((units * (index + 1)) / threads)];
+}
+
 export function controlBlock(): SharedArrayBuffer {
   return new SharedArrayBuffer((ITEMS + MAX_ITEMS * MM_WORDS) * 4);
 }
@@ -95,8 +101,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
     const scratch = ctl[HEAD + 2] + index * ctl[HEAD + 3];
     let total = 0;
     for (let i = 0; i < count; i++) total += ctl[ITEMS + i * MM_WORDS + 11];
-    const from = Math.floor((total * index) / threads);
-    const to = Math.floor((total * (index + 1)) / threads);
+    const [from, to] = share(total, index, threads);
     let base = 0;
     for (let i = 0; i < count && base < to; i++) {
       const o = ITEMS + i * MM_WORDS;
@@ -109,8 +114,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
   } else if (op === OP_PREP || op === OP_POST || op === OP_FINCH_MIX || op === OP_FINCH_POST) {
     // Per-token work, split by tokens: every region of the token range shifts by the same row offset.
     const [tm, region, T, C, N, p, io, first] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4], ctl[HEAD + 5], ctl[HEAD + 6], ctl[HEAD + 7]];
-    const from = Math.floor((T * index) / threads);
-    const to = Math.floor((T * (index + 1)) / threads);
+    const [from, to] = share(T, index, threads);
     if (from < to) {
       const off = from * C * 4;
       if (op === OP_PREP) k.prep(tm + off, region, to - from, C, N, p, io + off, first);
@@ -121,8 +125,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
   } else if (op === OP_FINCH_WKV) {
     const [tm, region, C, N, H, p, dynamic] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4], ctl[HEAD + 5], ctl[HEAD + 6]];
     const units = count * H;
-    const from = Math.floor((units * index) / threads);
-    const to = Math.floor((units * (index + 1)) / threads);
+    const [from, to] = share(units, index, threads);
     for (let u = from; u < to; u++) {
       const o = ITEMS + Math.floor(u / H) * WKV_WORDS;
       const h = u % H;
@@ -132,8 +135,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
     const [tm, region, C, decay, out] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4]];
     const blocks = Math.ceil(C / RWKV4_BLOCK);
     const units = count * blocks;
-    const from = Math.floor((units * index) / threads);
-    const to = Math.floor((units * (index + 1)) / threads);
+    const [from, to] = share(units, index, threads);
     for (let u = from; u < to; u++) {
       const o = ITEMS + Math.floor(u / blocks) * WKV_WORDS;
       const c0 = (u % blocks) * RWKV4_BLOCK;
@@ -142,8 +144,7 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
   } else if (op === OP_WKV) {
     const [tm, region, C, N, H] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4]];
     const units = count * H;
-    const from = Math.floor((units * index) / threads);
-    const to = Math.floor((units * (index + 1)) / threads);
+    const [from, to] = share(units, index, threads);
     for (let u = from; u < to; u++) {
       const o = ITEMS + Math.floor(u / H) * WKV_WORDS;
       const h = u % H;
