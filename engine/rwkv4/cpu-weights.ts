@@ -1,6 +1,7 @@
 // Lays out an RWKV-4 checkpoint for its CPU pass (engine/rwkv4/cpu-forward.ts) through the CPU weight writer;
 // weights.ts has the math.
 
+import { oneMinus } from '../static-shift-mix';
 import type { ModelInfo } from '../types';
 import type { CpuChannelMix } from '../cpu/cpu-forward-base';
 import type { CpuCommonWeights, CpuMatrix, CpuWeightWriter } from '../cpu/cpu-weight-writer';
@@ -21,11 +22,6 @@ export interface Rwkv4CpuLayer extends CpuChannelMix {
 
 export interface Rwkv4CpuWeights extends CpuCommonWeights {
   layers: Rwkv4CpuLayer[];
-}
-
-/** xx*mix + sx*(1 - mix) = xx + (sx - xx)*(1 - mix). */
-function oneMinus(v: Float32Array): Float32Array {
-  return Float32Array.from(v, (m) => 1 - m);
 }
 
 export async function planRwkv4Cpu(w: CpuWeightWriter, info: ModelInfo): Promise<Rwkv4CpuWeights> {

@@ -6,6 +6,7 @@
 //   then p' = max(p + w, k), a' = e^{p+w-p'} a + e^{k-p'} v, b' = e^{p+w-p'} b + e^{k-p'}
 // and the channel mix of RWKV-5/6: r = sigmoid(R r_x), out = r ⊙ (V relu(K k_x)²).
 
+import { oneMinus } from '../static-shift-mix';
 import type { Checkpoint, ModelInfo } from '../types';
 import type { MatrixGroup } from '../rwkv7/weights';
 import type { WeightStorage } from '../precision';
@@ -34,11 +35,6 @@ export interface Rwkv4Weights {
   common: CommonWeights;
   layers: Rwkv4Layer[];
   bytes: number;
-}
-
-/** xx*mix + sx*(1 - mix) = xx + (sx - xx)*(1 - mix). */
-function oneMinus(v: Float32Array): Float32Array {
-  return Float32Array.from(v, (m) => 1 - m);
 }
 
 export async function uploadRwkv4(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<Rwkv4Weights> {

@@ -2,14 +2,10 @@
 // does for the GPU: RWKV-6's layer without the data-dependent parts, a static token shift (xx*mix + prev*(1 - mix))
 // and a static per-channel decay w = exp(-exp(time_decay)), taken here once in double precision.
 
+import { oneMinus } from '../static-shift-mix';
 import type { ModelInfo } from '../types';
 import type { CpuWeightWriter } from '../cpu/cpu-weight-writer';
 import { finchCpuLayerCommon, type FinchCpuLayer, type FinchCpuWeights } from '../rwkv6/cpu-weights';
-
-/** xx*mix + prev*(1 - mix) = xx + (prev - xx)*(1 - mix): lnShift's form. */
-function oneMinus(v: Float32Array): Float32Array {
-  return Float32Array.from(v, (m) => 1 - m);
-}
 
 export async function planRwkv5Cpu(w: CpuWeightWriter, info: ModelInfo): Promise<FinchCpuWeights> {
   const common = await w.common();

@@ -2,15 +2,11 @@
 // token shift (xx*mix + prev*(1 - mix)) and a static per-channel decay w = exp(-exp(time_decay)); so it runs
 // on the RWKV-6 runtime (engine/rwkv6/runtime.ts) with `ddlerp` absent.
 
+import { oneMinus } from '../static-shift-mix';
 import type { Checkpoint, ModelInfo } from '../types';
 import type { WeightStorage } from '../precision';
 import { WeightUploader } from '../gpu/weight-upload';
 import { finchLayerCommon, type FinchLayer, type FinchWeights } from '../rwkv6/weights';
-
-/** xx*mix + prev*(1 - mix) = xx + (prev - xx)*(1 - mix): the shift kernel's form. */
-function oneMinus(v: Float32Array): Float32Array {
-  return Float32Array.from(v, (m) => 1 - m);
-}
 
 export async function uploadRwkv5(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<FinchWeights> {
   const up = new WeightUploader(device, ck, storage, info.nEmbd);
