@@ -35,9 +35,15 @@ export const MATMUL_CASES: MatmulCase[] = [
   { n: 160, k: 96, rows: 37 },
   { n: 256, k: 256, rows: 64 },
   ...[8, 16, 32, 64, 128, 512].map((rows) => ({ n: 2048, k: 2048, rows })),
+  // The 0.1B shape (C = 768) in a prefill chunk and at batch 64.
+  { n: 768, k: 768, rows: 512 },
+  { n: 3072, k: 768, rows: 512 },
+  { n: 768, k: 3072, rows: 64 },
   // The 1.5B batched-decode shapes of the split-K products: ffn value (K = 4C), ffn key, and 2048² above.
   ...[16, 32, 64].map((rows) => ({ n: 2048, k: 8192, rows })),
   ...[16, 32, 64].map((rows) => ({ n: 8192, k: 2048, rows })),
+  { n: 8192, k: 2048, rows: 128 },
+  { n: 8192, k: 2048, rows: 256 },
   { n: 8192, k: 2048, rows: 512 },
   { n: 2048, k: 8192, rows: 512 },
 ];
@@ -63,6 +69,19 @@ export const SGMAT_VARIANTS: MatmulVariant[] = (
   // Split K (engine: RWKV_MATMUL_SPLIT_K=1), 16, 32 and 64 tokens a workgroup.
   .concat(([1, 2, 4] as const).flatMap((mt) => [2, 4, 8].map((split): MatmulVariant => ({ kind: 'sgmat', mt, nt: 1, sgs: 4, kc: 64, split }))));
 
+/** Staged subgroup-matrix configurations (mt × nt tiles per subgroup, sgm × sgn subgroups), unsplit and split. */
+export const SGSTAGE_VARIANTS: MatmulVariant[] = (
+  [
+    [1, 2, 4, 2, 32],
+    [1, 2, 4, 2, 64],
+    [2, 2, 4, 2, 32],
+    [2, 2, 4, 2, 64],
+    [2, 4, 4, 1, 64],
+    [2, 2, 2, 2, 64],
+    [1, 4, 4, 1, 64],
+  ] as const
+).flatMap(([mt, nt, sgm, sgn, kc]) => [1, 2, 4].map((split): MatmulVariant => ({ kind: 'sgstage', mt, nt, sgm, sgn, kc, split })));
+
 /** Split-K on the f32-arithmetic tiles too (the 'f16' and 'f32' paths). */
 export const GEMM_SPLIT_VARIANTS: MatmulVariant[] = [2, 4, 8].map((split) => ({ kind: 'gemm', tile: 64, split }));
 
@@ -79,6 +98,7 @@ export function variantName(v: MatmulVariant): string {
   if (v.kind === 'vec') return `vec${v.tb}`;
   const split = splitOf(v) > 1 ? `s${splitOf(v)}` : '';
   if (v.kind === 'gemm') return `gemm${v.tile}${split}`;
+  if (v.kind === 'sgstage') return `sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${split}`;
   return `sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${split}`;
 }
 
@@ -121,18 +141,18 @@ export interface MatmulRow {
 /** Runs every variant on every case; returns one row per (case, variant). */
 export async function benchMatmul(
   gpu: GpuContext,
-  opts: { cases?: MatmulCase[]; variants?: MatmulVariant[]; spanSeconds?: number; log?: (s: string) => void } = {},
+  opts: { cases?: MatmulCase[]; variants?: MatmulVariant[]; only?: RegExp; spanSeconds?: number; log?: (s: string) => void } = {},
 ): Promise<MatmulRow[]> {
   const { device } = gpu;
   const log = opts.log ?? console.log;
   const base = { kernelPath: gpu.kernelPath, precision: 'f16' as const, subgroup32: gpu.subgroup32 };
-  const variants: MatmulVariant[] = opts.variants ?? [
+  const variants: MatmulVariant[] = (opts.variants ?? ([
     { kind: 'vec', tb: 8 },
     { kind: 'gemm', tile: 64 },
     { kind: 'gemm', tile: 16 },
     ...GEMM_SPLIT_VARIANTS,
-    ...(gpu.kernelPath === 'subgroup-matrix' ? SGMAT_VARIANTS : []),
-  ];
+    ...(gpu.kernelPath === 'subgroup-matrix' ? [...SGMAT_VARIANTS, ...SGSTAGE_VARIANTS] : []),
+  ] as MatmulVariant[])).filter((v) => !opts.only || opts.only.test(variantName(v)));
   const timer = new GpuSpanTimer(device);
   const out: MatmulRow[] = [];
   let partBuf: GPUBuffer | null = null;
@@ -174,7 +194,7 @@ export async function benchMatmul(
         ref.set(t, r);
       }
       for (const v of variants) {
-        const row: MatmulRow = { case: name, variant: variantName(v), bound: v.kind === 'sgmat' ? ERROR_BOUND.f16Inputs : ERROR_BOUND.f32 };
+        const row: MatmulRow = { case: name, variant: variantName(v), bound: v.kind === 'sgmat' || v.kind === 'sgstage' ? ERROR_BOUND.f16Inputs : ERROR_BOUND.f32 };
         out.push(row);
         try {
           progress(`matmul ${name}: ${row.variant} build`);
@@ -301,7 +321,12 @@ if (require.main === module) {
     const gpu = await acquireGpu({ exactTimestamps: true });
     console.log(`adapter: ${gpu.adapterName}; kernel path ${gpu.kernelPath}; toggles ${gpu.dawnToggles.join(',')}`);
     const smoke = process.argv.includes('--smoke');
-    const rows = await benchMatmul(gpu, { cases: smoke ? SMOKE_MATMUL_CASES : MATMUL_CASES });
+    // --only REGEX: the variants whose names match (e.g. 'sgstage|sgmat1x1x4k64'), --cases-min-rows N: cases of N+ tokens.
+    const arg = (name: string) => { const i = process.argv.indexOf(name); return i >= 0 ? process.argv[i + 1] : undefined; };
+    const only = arg('--only') ? new RegExp(arg('--only')!) : undefined;
+    const minRows = Number(arg('--cases-min-rows') ?? 0);
+    const cases = (smoke ? SMOKE_MATMUL_CASES : MATMUL_CASES).filter((c) => c.rows >= minRows || c.n < 512);
+    const rows = await benchMatmul(gpu, { cases, only });
     const i = process.argv.indexOf('--out');
     if (i >= 0) fs.writeFileSync(process.argv[i + 1], JSON.stringify(rows, null, 1));
     console.log(summarizeMatmul(rows));

@@ -19,7 +19,10 @@ type Section = (ctx: { gpu: Awaited<ReturnType<typeof acquireGpu>>; onGpu: boole
 const SECTIONS: Record<string, Section> = {
   engine: ({ gpu, onGpu, seconds }) => {
     const which = arg('shapes') ?? (onGpu ? 'official' : 'smoke');
-    return benchEngine(gpu, which === 'official' ? OFFICIAL_SHAPES : SMOKE_SHAPES, { seconds, vocab: onGpu ? 65536 : 4096, crossover: process.argv.includes('--crossover') });
+    // --shapes official | smoke | a comma list of official shape names (e.g. 0.1B,1.5B).
+    const shapes = which === 'official' ? OFFICIAL_SHAPES : which === 'smoke' ? SMOKE_SHAPES : OFFICIAL_SHAPES.filter((s) => which.split(',').includes(s.name));
+    if (shapes.length === 0) throw new Error(`--shapes ${which}: none of ${OFFICIAL_SHAPES.map((s) => s.name).join(', ')}`);
+    return benchEngine(gpu, shapes, { seconds, vocab: onGpu ? 65536 : 4096, crossover: process.argv.includes('--crossover') });
   },
   matmul: async ({ gpu, onGpu }) => {
     const rows = await benchMatmul(gpu, { cases: onGpu ? MATMUL_CASES : SMOKE_MATMUL_CASES });

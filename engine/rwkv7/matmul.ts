@@ -6,6 +6,7 @@
 //   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode.
 //   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
 //   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
+//   mm_sgstage  the same arithmetic with both operands staged in workgroup memory — 'subgroup-matrix' prefill.
 // mm_gemm and mm_sgmat may split K over `split` workgroups (mm_split.wgsl) whose partial sums a second small
 // dispatch adds (mm_split_reduce.wgsl): on unless RWKV_MATMUL_SPLIT_K=0 (splitKFromEnv).
 // Each reads its weights through a prelude chosen by the group's storage format (shaders/weights_*.wgsl): f16,
@@ -20,7 +21,12 @@ export type MatmulVariant =
   /** split: K over this many workgroups (64-token tiles only), 1 or absent for none. */
   | { kind: 'gemm'; tile: 16 | 64; split?: number }
   /** mt×nt result tiles of 16×16 per subgroup, sgs subgroups side by side along the outputs, kc inputs a stage. */
-  | { kind: 'sgmat'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgs: 1 | 2 | 4; kc: 32 | 64; split?: number };
+  | { kind: 'sgmat'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgs: 1 | 2 | 4; kc: 32 | 64; split?: number }
+  /**
+   * Subgroup matrices with weights and activations staged in workgroup memory (mm_sgstage): sgm × sgn subgroups,
+   * each mt × nt result tiles of 16×16; 16·nt·sgn outputs (at most SEGMENT_ALIGN) × 16·mt·sgm tokens a workgroup.
+   */
+  | { kind: 'sgstage'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; kc: 32 | 64; split?: number };
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
@@ -51,6 +57,46 @@ export const SPLIT_SGMAT_VEC_ROWS = 4;
  */
 const SMALL_PRODUCT_VEC_ROWS = 32;
 const SMALL_PRODUCT_WEIGHTS = 3 << 20;
+/** Staged subgroup-matrix tiles (mm_sgstage) and the fewest rows they run for. */
+export interface StagedChoice {
+  variant: Extract<MatmulVariant, { kind: 'sgstage' }>;
+  minRows: number;
+}
+
+/** Which staged tiles a runtime uses: one for products of SMALL_PRODUCT_WEIGHTS or more, one for smaller ones. */
+export interface StagedTiles {
+  large: StagedChoice;
+  small: StagedChoice;
+}
+
+/**
+ * Measured on the H200 (bench section `matmul`, bench/RESULTS.md "Staged subgroup-matrix tiles"): 2×2 tiles in
+ * 2×2 subgroups, 64 inputs a stage, were within 6% of the best variant on every 1.5B product from 64 tokens
+ * (2048×8192 at 512 tokens: 568 µs against 1,162 for split mm_sgmat) and had no bad shape, where 1×2 tiles in
+ * 4×2 subgroups took twice as long on 8192×2048 at 512 tokens. The 0.1B shape's products are best on 1×2 tiles
+ * with 32-input stages from 128 tokens (768×768 at 512: 30.8 against 37.1 µs) and lose to split mm_sgmat at 64.
+ */
+export const DEFAULT_STAGED: StagedTiles = {
+  large: { variant: { kind: 'sgstage', mt: 2, nt: 2, sgm: 2, sgn: 2, kc: 64 }, minRows: 64 },
+  small: { variant: { kind: 'sgstage', mt: 1, nt: 2, sgm: 4, sgn: 2, kc: 32 }, minRows: 128 },
+};
+
+/**
+ * Staged tiles from RWKV_MATMUL_STAGED: unset for DEFAULT_STAGED, 'off' for none (split mm_sgmat throughout), or
+ * 'MTxNTxSGMxSGNkKC@ROWS' for one variant for every product from ROWS rows (benchmarks), e.g. '2x2x2x2k64@64'.
+ */
+export function stagedFromEnv(env: NodeJS.ProcessEnv = process.env): StagedTiles | null {
+  const spec = env.RWKV_MATMUL_STAGED;
+  if (spec === undefined || spec === '') return DEFAULT_STAGED;
+  if (spec === 'off') return null;
+  const m = /^([124])x([124])x([124])x([124])k(32|64)@(\d+)$/.exec(spec);
+  if (!m) throw new Error(`RWKV_MATMUL_STAGED: '${spec}' is not 'off' or MTxNTxSGMxSGNkKC@ROWS (MT, NT, SGM, SGN each 1, 2 or 4; KC 32 or 64)`);
+  const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
+  if (16 * nt * sgn > SEGMENT_ALIGN) throw new Error(`RWKV_MATMUL_STAGED: ${16 * nt * sgn} outputs a workgroup exceed ${SEGMENT_ALIGN}`);
+  const one: StagedChoice = { variant: { kind: 'sgstage', mt, nt, sgm, sgn, kc: Number(m[5]) as 32 | 64 }, minRows: Number(m[6]) };
+  return { large: one, small: one };
+}
+
 /** Split-K products are on unless RWKV_MATMUL_SPLIT_K=0 (the single-pass kernels, as measured before them). */
 export function splitKFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.RWKV_MATMUL_SPLIT_K !== '0';
@@ -80,6 +126,8 @@ export interface MatmulConfig {
   gemmTile: 16 | 64;
   /** Split K of tall products across workgroups (tiled kernels); on by default (splitKFromEnv). */
   splitK?: boolean;
+  /** Staged subgroup-matrix tiles for products of many rows (with split K; stagedFromEnv). */
+  staged?: StagedTiles | null;
 }
 
 /** What the split-K choice needs of a group: its widest input and its virtual output rows. */
@@ -105,7 +153,10 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
-    if (rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+    // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
+    if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+    const staged = c.staged && (shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? c.staged.small : c.staged.large);
+    if (staged && rows >= staged.minRows) return { ...staged.variant, split: chooseSplit(staged.variant, shape, rows) };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
     // f32 tiles in prefill too (1.5B FFN at 512 tokens: 739 against 3,136 µs).
     const base: MatmulVariant = { kind: 'sgmat', mt: SPLIT_SGMAT_MT, nt: 1, sgs: 4, kc: 64 };
@@ -124,17 +175,34 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   return gemm;
 }
 
+/** How far a tiled product splits K: towards `workgroups`, at most `maxK` inputs a split, at least `minK`. */
+export interface SplitPolicy {
+  workgroups: number;
+  maxK: number;
+  minK: number;
+}
+
+const SPLIT_POLICY: SplitPolicy = { workgroups: SPLIT_TARGET_WORKGROUPS, maxK: SPLIT_MAX_K, minK: SPLIT_MIN_K };
 /**
- * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product
- * SPLIT_TARGET_WORKGROUPS workgroups and each split at most SPLIT_MAX_K inputs, each split keeping SPLIT_MIN_K
- * inputs and all partial sums fitting the scratch.
+ * The staged tiles keep a whole stage of 64 tokens × 64 outputs busy, so they want fewer workgroups and longer
+ * splits (H200, bench section `matmul`): unsplit won 8192×2048 at 128 and 512 tokens (256 and 1024 workgroups)
+ * and 768² at 512 (96 workgroups, K = 768); 4 splits won 2048² at 128 tokens (64 workgroups) and 2048×8192 at 512
+ * (K = 8192).
+ */
+const STAGED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 2048, minK: 512 };
+
+/**
+ * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product the policy's
+ * workgroups and each split at most its maxK inputs, each split keeping minK inputs and all partial sums fitting
+ * the scratch.
  */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number): number {
+  const policy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY : SPLIT_POLICY;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
   let split = 1;
   const fits = (s: number) => s * rows * shape.virtualRows <= shape.scratchFloats;
-  const wants = (s: number) => x * y * s < SPLIT_TARGET_WORKGROUPS || shape.k / s > SPLIT_MAX_K;
-  while (split < MAX_SPLIT && wants(split) && shape.k / (split * 2) >= SPLIT_MIN_K && fits(split * 2)) split *= 2;
+  const wants = (s: number) => x * y * s < policy.workgroups || shape.k / s > policy.maxK;
+  while (split < MAX_SPLIT && wants(split) && shape.k / (split * 2) >= policy.minK && fits(split * 2)) split *= 2;
   return split;
 }
 
@@ -146,6 +214,7 @@ export function splitOf(v: MatmulVariant): number {
 /** The weight prelude: how a kernel reads W (shaders/weights_*.wgsl; load_w8 at binding 1). */
 export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
   if (v.kind === 'sgmat') return 'weights_f16_matrix';
+  if (v.kind === 'sgstage') return 'weights_f16_staged';
   if (c.precision === 'f32') return 'weights_f32';
   if (c.precision === 'int8') return 'weights_i8';
   if (c.precision === 'nf4') return 'weights_nf4';
@@ -157,7 +226,8 @@ export function matmulShader(
   v: MatmulVariant,
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
 ): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
-  if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
+  if ((v.kind === 'sgmat' || v.kind === 'sgstage') && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
+  if (v.kind === 'sgstage' && 16 * v.nt * v.sgn > SEGMENT_ALIGN) throw new RangeError(`a staged tile of ${16 * v.nt * v.sgn} outputs would straddle segments (${SEGMENT_ALIGN} apart)`);
   const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
   const w = weightPrelude(v, c);
   const split = splitOf(v);
@@ -179,6 +249,13 @@ export function matmulShader(
         key: `mm_sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${splitName}`,
         parts: [w, 'mm_common', kPart, 'mm_sgmat'],
         constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc, SPLIT: split },
+        bindings,
+      };
+    case 'sgstage':
+      return {
+        key: `mm_sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${splitName}`,
+        parts: [w, 'mm_common', kPart, 'mm_sgstage'],
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, KC: v.kc, SPLIT: split },
         bindings,
       };
   }
@@ -213,11 +290,13 @@ export function splitScratchFloats(v: MatmulVariant, virtualRows: number, rows: 
 
 /** Output rows one workgroup of the variant covers. */
 function rowsPerWorkgroup(v: MatmulVariant): number {
+  if (v.kind === 'sgstage') return 16 * v.nt * v.sgn;
   return v.kind === 'vec' ? 8 : v.kind === 'gemm' ? 64 : 16 * v.nt * v.sgs;
 }
 
 /** Tokens one workgroup of the variant covers. */
 function tokensPerWorkgroup(v: MatmulVariant): number {
+  if (v.kind === 'sgstage') return 16 * v.mt * v.sgm;
   return v.kind === 'vec' ? v.tb : v.kind === 'gemm' ? v.tile : 16 * v.mt;
 }
 
@@ -260,6 +339,9 @@ export function describeKernels(c: MatmulConfig): string {
   // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
   const quantised = c.precision === 'int8' || c.precision === 'nf4';
   const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
+  const staged = c.splitK && c.staged && usesSubgroupMatrix(c)
+    ? `; from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices) subgroup matrices on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
+    : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${split}`;
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${staged}${split}`;
 }

@@ -12,7 +12,7 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import {
-  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -131,6 +131,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   fuseDecodeJobs: number;
   /** Split K of tall products (RuntimeOptions.splitK). */
   readonly splitK: boolean;
+  /** Staged subgroup-matrix tiles for many rows (matmul.ts stagedFromEnv). */
+  readonly staged: StagedTiles | null;
   /** Floats of the split products' partial sums (0 without split-K). */
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
@@ -167,6 +169,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.gemmTile = opts.gemmTile ?? 64;
     this.fuseDecodeJobs = opts.fuseDecodeJobs ?? fuseDecodeJobsFromEnv();
     this.splitK = opts.splitK ?? splitKFromEnv();
+    this.staged = stagedFromEnv();
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
     const splitTiles = this.splitK && gpu.kernelPath === 'subgroup-matrix' && weights.precision === 'f16';
     this.vecMaxRows = opts.vecMaxRows ?? (splitTiles ? SPLIT_SGMAT_VEC_ROWS : 32);
@@ -289,7 +292,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   private get matmulConfig() {
     const { kernelPath, subgroup32 } = this.gpu;
-    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK };
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged };
   }
 
   /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */
