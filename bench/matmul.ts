@@ -72,13 +72,16 @@ export const SGMAT_VARIANTS: MatmulVariant[] = (
 /** Staged subgroup-matrix configurations (mt × nt tiles per subgroup, sgm × sgn subgroups), unsplit and split. */
 export const SGSTAGE_VARIANTS: MatmulVariant[] = (
   [
-    [1, 2, 4, 2, 32],
+    [2, 2, 2, 2, 64], // the default for large products
+    [1, 2, 4, 2, 32], // the default for small products
     [1, 2, 4, 2, 64],
-    [2, 2, 4, 2, 32],
     [2, 2, 4, 2, 64],
-    [2, 4, 4, 1, 64],
-    [2, 2, 2, 2, 64],
     [1, 4, 4, 1, 64],
+    // More result tiles per subgroup: more multiply-adds per fragment loaded from workgroup memory.
+    [4, 4, 1, 1, 64],
+    [4, 4, 2, 1, 64],
+    [2, 4, 2, 1, 64],
+    [4, 2, 1, 2, 64],
   ] as const
 ).flatMap(([mt, nt, sgm, sgn, kc]) => [1, 2, 4].map((split): MatmulVariant => ({ kind: 'sgstage', mt, nt, sgm, sgn, kc, split })));
 
