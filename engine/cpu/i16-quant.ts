@@ -62,13 +62,14 @@ export async function quantizeRowsI16(w: WeightValues, n: number, k: number): Pr
 /**
  * An i16 matrix in the kernels' layout (kernels.ts `matmulI16`): per panel of 8 rows, for each quad of inputs
  * 4j..4j+3, 64 bytes (pair 2j for rows 0..3, pair 2j for rows 4..7, pair 2j+1 for rows 0..3, then 4..7; each
- * row's pair [q[row][2i], q[row][2i+1]]), then the 8 rows' f32 scales; inputs past k and rows past n are zero.
+ * row's pair [q[row][2i], q[row][2i+1]]), then the 8 rows' f32 scales and 32 bytes of padding (panels start on
+ * cache lines); inputs past k and rows past n are zero.
  */
 export function i16Panels(rows: I16Rows, n: number, k: number): Uint8Array {
   const { q, scales } = rows;
   const panels = Math.ceil(n / 8);
   const kq = (k + 3) >> 2;
-  const panelBytes = kq * 64 + 32;
+  const panelBytes = kq * 64 + 64;
   const out = new Uint8Array(panels * panelBytes);
   const codes = new Int16Array(out.buffer);
   const floats = new Float32Array(out.buffer);

@@ -511,7 +511,8 @@ function mmInt8Tile4(wp: usize, kp: i32, q: usize, qRow: usize, ts: usize, y: us
 // An f16 matrix is stored (engine/cpu/i16-quant.ts) as q[row][i] = round(w / scale[row]) within ±I16_WEIGHT_RANGE,
 // one f32 scale per row: 16 bits a weight like f16, and a product needs no widening. Per 4 inputs (a quad:
 // pairs 2j, 2j+1) a panel holds 64 bytes: pair 2j for rows 0..3 ([q[row][4j], q[row][4j+1]] each), pair 2j for
-// rows 4..7, then pair 2j+1 the same; after the quads, the 8 row scales. Inputs are quantized per token to
+// rows 4..7, then pair 2j+1 the same; after the quads, the 8 row scales padded to 64 bytes (so every panel starts
+// on a cache line, and no quad straddles two). Inputs are quantized per token to
 // ±I16_INPUT_RANGE (quantizeInputs). One i32x4.dot_i16x8_s does 8 multiply-adds; the two dots of a quad sum in i32,
 // which cannot overflow: 4 * 16383 * 32767 = 2,147,221,508 < 2^31 - 1. Each quad's sum is converted to f32 and
 // added in input order, the same in every path, so results are the same bit for bit whatever T, the panel range
@@ -541,7 +542,7 @@ function matmulI16(
   if (scratch == 0) unreachable();
   const kq = (k + 3) >> 2;
   const qRow: usize = <usize>kq << 3;
-  const panelBytes: usize = (<usize>kq << 6) + 32;
+  const panelBytes: usize = (<usize>kq << 6) + 64;
   const yStride: usize = <usize>ys << 2;
   quantizeInputs(x, <usize>xs << 2, T, k, kq << 1, scratch, I16_INPUT_RANGE);
   const tsAt = scratch + <usize>T * qRow;
@@ -611,7 +612,11 @@ function mmI16OneFourPanels(wp: usize, panelBytes: usize, kq: i32, q: usize, ts:
   storeI16(y + 96, a3, b3, ts, w3 + (n << 6), act, accum, valid - 24);
 }
 
-/** Four tokens (quantized rows qRow bytes apart, scales at ts) against one i16 panel: each weight loaded once. */
+/**
+ * Four tokens (quantized rows qRow bytes apart, scales at ts) against one i16 panel: each weight loaded once.
+ * Rows 0..3 of a quad, then rows 4..7, so only two weight vectors are live beside the eight sums (x64 has 16
+ * vector registers: holding all four spilled).
+ */
 function mmI16Tile4(wp: usize, kq: i32, q: usize, qRow: usize, ts: usize, y: usize, yStride: usize, act: i32, accum: i32, valid: i32): void {
   let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
   let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
@@ -623,27 +628,19 @@ function mmI16Tile4(wp: usize, kq: i32, q: usize, qRow: usize, ts: usize, y: usi
   const n = <usize>kq;
   for (let j: usize = 0; j < n; j++) {
     const o = wp + (j << 6);
-    const w0 = v128.load(o);
-    const w1 = v128.load(o, 16);
-    const w2 = v128.load(o, 32);
-    const w3 = v128.load(o, 48);
     const qo = j << 3;
-    let s0 = v128.load32_splat(q + qo);
-    let s1 = v128.load32_splat(q + qo, 4);
-    a0 = f32x4.add(a0, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, s0), i32x4.dot_i16x8_s(w2, s1))));
-    b0 = f32x4.add(b0, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w1, s0), i32x4.dot_i16x8_s(w3, s1))));
-    s0 = v128.load32_splat(q1 + qo);
-    s1 = v128.load32_splat(q1 + qo, 4);
-    a1 = f32x4.add(a1, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, s0), i32x4.dot_i16x8_s(w2, s1))));
-    b1 = f32x4.add(b1, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w1, s0), i32x4.dot_i16x8_s(w3, s1))));
-    s0 = v128.load32_splat(q2 + qo);
-    s1 = v128.load32_splat(q2 + qo, 4);
-    a2 = f32x4.add(a2, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, s0), i32x4.dot_i16x8_s(w2, s1))));
-    b2 = f32x4.add(b2, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w1, s0), i32x4.dot_i16x8_s(w3, s1))));
-    s0 = v128.load32_splat(q3 + qo);
-    s1 = v128.load32_splat(q3 + qo, 4);
-    a3 = f32x4.add(a3, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, s0), i32x4.dot_i16x8_s(w2, s1))));
-    b3 = f32x4.add(b3, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w1, s0), i32x4.dot_i16x8_s(w3, s1))));
+    let w0 = v128.load(o);
+    let w2 = v128.load(o, 32);
+    a0 = f32x4.add(a0, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q + qo, 4)))));
+    a1 = f32x4.add(a1, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q1 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q1 + qo, 4)))));
+    a2 = f32x4.add(a2, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q2 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q2 + qo, 4)))));
+    a3 = f32x4.add(a3, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q3 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q3 + qo, 4)))));
+    w0 = v128.load(o, 16);
+    w2 = v128.load(o, 48);
+    b0 = f32x4.add(b0, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q + qo, 4)))));
+    b1 = f32x4.add(b1, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q1 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q1 + qo, 4)))));
+    b2 = f32x4.add(b2, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q2 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q2 + qo, 4)))));
+    b3 = f32x4.add(b3, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q3 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q3 + qo, 4)))));
   }
   const sc = wp + (n << 6);
   storeI16(y, a0, b0, load<f32>(ts), sc, act, accum, valid);
