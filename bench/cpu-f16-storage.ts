@@ -25,24 +25,38 @@ const median = (xs: number[]) => {
 
 const tokens = (n: number, vocab: number, seed: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 7919 + seed * 104729) % (vocab - 1)));
 
-async function decode(be: Backend, steps: number): Promise<number> {
+/** Tokens per second of wall time and per second of this process's CPU time (all threads, spinning included). */
+interface Rate {
+  wall: number;
+  cpu: number;
+}
+
+async function timed(n: number, fn: () => Promise<void>): Promise<Rate> {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  await fn();
+  const c = process.cpuUsage(c0);
+  return { wall: n / ((performance.now() - t0) / 1000), cpu: n / ((c.user + c.system) / 1e6) };
+}
+
+async function decode(be: Backend, steps: number): Promise<Rate> {
   be.resetState(0);
   await be.run([{ slot: 0, tokens: tokens(16, be.info.vocabSize, 1), output: 'none' }]);
   let next = 1;
-  const t0 = performance.now();
-  for (let i = 0; i < steps; i++) {
-    const [out] = await be.run([{ slot: 0, tokens: [next], output: 'top' }]);
-    next = out && 'kind' in out && out.rows.length ? out.rows[0] : 1;
-  }
-  return steps / ((performance.now() - t0) / 1000);
+  return timed(steps, async () => {
+    for (let i = 0; i < steps; i++) {
+      const [out] = await be.run([{ slot: 0, tokens: [next], output: 'top' }]);
+      next = out && 'kind' in out && out.rows.length ? out.rows[0] : 1;
+    }
+  });
 }
 
-async function prefill(be: Backend, n: number): Promise<number> {
+async function prefill(be: Backend, n: number): Promise<Rate> {
   be.resetState(0);
   const prompt = tokens(n, be.info.vocabSize, 3);
-  const t0 = performance.now();
-  await be.run([{ slot: 0, tokens: prompt, output: 'last' }]);
-  return n / ((performance.now() - t0) / 1000);
+  return timed(n, async () => {
+    await be.run([{ slot: 0, tokens: prompt, output: 'last' }]);
+  });
 }
 
 async function main() {
@@ -57,7 +71,7 @@ async function main() {
   for (const c of cases) {
     const model = c.model();
     for (const threads of threadCounts) {
-      const got: Record<string, { d: number[]; p: number[] }> = { f16: { d: [], p: [] }, i16: { d: [], p: [] } };
+      const got: Record<string, { d: Rate[]; p: Rate[] }> = { f16: { d: [], p: [] }, i16: { d: [], p: [] } };
       for (let r = 0; r < rounds; r++) {
         for (const as of r % 2 ? ['i16', 'f16'] : ['f16', 'i16']) {
           process.env.RWKV_CPU_F16_AS = as;
@@ -71,12 +85,20 @@ async function main() {
           }
         }
       }
-      const f = (xs: number[]) => +median(xs).toFixed(1);
+      // Medians of wall and CPU-second rates, and i16 / f16 for each.
+      const sum = (which: 'd' | 'p') => {
+        const m = (as: string, k: keyof Rate) => median(got[as][which].map((r) => r[k]));
+        return {
+          f16: `${m('f16', 'wall').toFixed(1)} / ${m('f16', 'cpu').toFixed(1)}`,
+          i16: `${m('i16', 'wall').toFixed(1)} / ${m('i16', 'cpu').toFixed(1)}`,
+          ratio: `${(m('i16', 'wall') / m('f16', 'wall')).toFixed(2)} / ${(m('i16', 'cpu') / m('f16', 'cpu')).toFixed(2)}`,
+        };
+      };
+      const runs = (as: string, which: 'd' | 'p') => got[as][which].map((r) => Math.round(r.wall));
       console.log(JSON.stringify({
-        model: c.name, threads,
-        decode_b1: { f16: f(got.f16.d), i16: f(got.i16.d), ratio: +(median(got.i16.d) / median(got.f16.d)).toFixed(2) },
-        prefill_512: { f16: f(got.f16.p), i16: f(got.i16.p), ratio: +(median(got.i16.p) / median(got.f16.p)).toFixed(2) },
-        runs: got,
+        model: c.name, threads, 'tok/s': 'wall / per CPU second',
+        decode_b1: sum('d'), prefill_512: sum('p'),
+        runs: { f16: { d: runs('f16', 'd'), p: runs('f16', 'p') }, i16: { d: runs('i16', 'd'), p: runs('i16', 'p') } },
       }));
     }
   }
