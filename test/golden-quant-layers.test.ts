@@ -21,7 +21,7 @@ import { NF4_BLOCK } from '../engine/quant/nf4-blocks';
 import { uploadRwkv7 } from '../engine/rwkv7/weights';
 import { uploadRwkv6 } from '../engine/rwkv6/weights';
 import { planRwkv7Cpu } from '../engine/rwkv7/cpu-weights';
-import { type CpuMatrix, MATRIX_KIND } from '../engine/cpu/cpu-weight-writer';
+import { type CpuMatrix, f16StorageFromEnv, MATRIX_KIND } from '../engine/cpu/cpu-weight-writer';
 import { Arena } from '../engine/cpu/arena';
 import type { CpuPlanner } from '../engine/cpu/cpu-runtime';
 import { planRwkv4CpuModel } from '../engine/rwkv4/cpu-forward';
@@ -160,7 +160,9 @@ describe('golden: quantising the first N layers (quantLayers)', function () {
 
       const plan = await planRwkv7Cpu(new Arena(), ck, describeModel(ck), { precision: 'int8', quantLayers: 1 });
       const kinds = plan.weights.layers.map((l) => [l.r.kind, l.k.kind, l.v.kind, l.o.kind, l.w1.kind, l.a2.kind, l.ffnK.kind, l.ffnV.kind]);
-      const { int8, f16 } = MATRIX_KIND;
+      // The f16 layers' matrices in the storage this run uses for f16 (i16 codes unless RWKV_CPU_F16_AS=f16).
+      const { int8 } = MATRIX_KIND;
+      const f16 = MATRIX_KIND[f16StorageFromEnv()];
       assert.deepEqual(kinds, [Array(8).fill(int8), Array(8).fill(f16), Array(8).fill(f16)]);
       assert.equal(plan.weights.head.kind, int8);
       assert.equal(plan.weights.hasInt8, true);
@@ -185,7 +187,8 @@ describe('golden: quantising the first N layers (quantLayers)', function () {
         requireGolden(this, path.join(GOLDEN, `${model}.st`), path.join(GOLDEN, `${model}.golden.st`));
         const { ck, tokens } = load(model);
         const info = describeModel(ck);
-        const { int8, f16 } = MATRIX_KIND;
+        const { int8 } = MATRIX_KIND;
+        const f16 = MATRIX_KIND[f16StorageFromEnv()];
         const plan = await planner(new Arena(), ck, info, { precision: 'int8', quantLayers: n, slots: 1, TMAX: 16, RMAX: 16 });
         const layers = (plan.weights as unknown as { layers: unknown[] }).layers;
         assert.equal(layers.length, info.nLayer);

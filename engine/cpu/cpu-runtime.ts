@@ -17,6 +17,7 @@ import { TOP_CAPACITY } from '../rwkv7/top-logits';
 import type { CpuBaseLayout, CpuSegment, CpuSubPass } from './cpu-forward-base';
 import type { CpuCommonWeights, CpuPrecision } from './cpu-weight-writer';
 import { int8ScratchBytes } from './int8-quant';
+import { i16ScratchBytes } from './i16-quant';
 import type { CpuPassName } from './cpu-passes';
 
 /** What a version's planner is told: the storage (precision, layers int8 quantises) and the sizes of the runtime's slots and sub-passes. */
@@ -104,10 +105,14 @@ export class CpuRuntime implements InferenceBackend {
     this.stateSize = layout.stateSize;
     this.weightBytes = weights.bytes;
     this.V = layout.V;
-    // f16 panels are widened into the scratch, 32 bytes per input of the widest matrix; int8 weights: the
-    // call's tokens quantized to i16 instead (int8-quant.ts). A model int8 in its first layers only runs both
-    // kinds: the larger need.
-    const scratchNeed = Math.max(plan.widestInput * 32, weights.hasInt8 ? int8ScratchBytes(this.TMAX, plan.widestInput) : 0);
+    // f16 panels are widened into the scratch, 32 bytes per input of the widest matrix; int8 and i16 weights:
+    // the call's tokens quantized to i16 instead (int8-quant.ts, i16-quant.ts). A model runs several kinds when
+    // int8 covers its first layers only: the largest need.
+    const scratchNeed = Math.max(
+      plan.widestInput * 32,
+      weights.hasInt8 ? int8ScratchBytes(this.TMAX, plan.widestInput) : 0,
+      weights.hasI16 ? i16ScratchBytes(this.TMAX, plan.widestInput) : 0,
+    );
     layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();

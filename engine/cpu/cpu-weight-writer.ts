@@ -11,6 +11,7 @@ import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
 import type { Arena } from './arena';
 import { int8Panels } from './int8-quant';
+import { i16Panels, quantizeRowsI16 } from './i16-quant';
 import { inQuantisedLayers } from '../quant/quantised-matrices';
 import { yieldToEventLoop, type WeightValues } from '../quant/weight-values';
 import { quantiserInput } from '../rwkv7/weights';
@@ -21,13 +22,28 @@ export type CpuPrecision = 'f16' | 'f32' | 'int8';
 /** How the CPU backend stores a model: a precision it runs and the layers int8 quantises (precision.ts WeightStorage). */
 export type CpuWeightStorage = WeightStorage & { precision: CpuPrecision };
 
-/** The kernels' matrix kinds (kernels.ts `matmul`). */
-export const MATRIX_KIND: Record<CpuPrecision, number> = { f16: 0, f32: 1, int8: 2 };
+/** The kernels' matrix kinds (kernels.ts `matmul`); i16 holds f16 matrices as 16-bit integers (i16-quant.ts). */
+export const MATRIX_KIND = { f16: 0, f32: 1, int8: 2, i16: 3 } as const;
+
+/** How f16 matrices are stored on the CPU: as f16 (widened in the products) or as i16 codes with row scales. */
+export type F16Storage = 'f16' | 'i16';
+
+/**
+ * RWKV_CPU_F16_AS (read once per load): 'i16' (default) or 'f16'. i16 computes the products with integer dot
+ * products (2.5 instructions per 8 multiply-adds instead of 8) at an error below f16 rounding for the weights
+ * (i16-quant.ts) plus the inputs' per-token 16-bit quantisation; 'f16' keeps the exact products of the f16 values.
+ */
+export function f16StorageFromEnv(env: NodeJS.ProcessEnv = process.env): F16Storage {
+  const v = env.RWKV_CPU_F16_AS;
+  if (v === undefined || v === '' || v === 'i16') return 'i16';
+  if (v === 'f16') return 'f16';
+  throw new Error(`RWKV_CPU_F16_AS must be 'f16' or 'i16', got ${JSON.stringify(v)}`);
+}
 
 /** One matrix: its panels' address, output rows n (padded to whole panels with zero rows), input width k. */
 export interface CpuMatrix {
   w: number;
-  /** Its storage (MATRIX_KIND): 0 f16, 1 f32, 2 int8. */
+  /** Its storage (MATRIX_KIND): 0 f16, 1 f32, 2 int8, 3 i16. */
   kind: number;
   n: number;
   k: number;
@@ -41,6 +57,8 @@ export interface CpuCommonWeights {
   wide: number;
   /** Whether any matrix is int8 (the products' scratch is sized for it then). */
   hasInt8: boolean;
+  /** Whether any matrix is i16 (likewise). */
+  hasI16: boolean;
   /** [V, C] embedding table, f16 (also for int8) or f32. */
   emb: number;
   lnOut: [number, number];
@@ -57,7 +75,7 @@ export interface MatrixSource {
   name: string;
   /** Its storage (MATRIX_KIND, the writer's `kindOf`). */
   kind: number;
-  /** In that kind: int8 the quantisers' input (f16 bits or f32 values, quantised here), f32 values, f16 bits. */
+  /** In that kind: int8 the quantisers' input (f16 bits or f32 values, quantised here), f32 values, f16 bits (f16 and i16). */
   data: WeightValues;
   n: number;
   k: number;
@@ -69,9 +87,12 @@ export interface MatrixSource {
 export class CpuWeightWriter {
   readonly precision: CpuPrecision;
   readonly wide: boolean;
+  /** How this load stores the matrices it keeps in f16 (f16StorageFromEnv). */
+  readonly f16As: F16Storage;
   private readonly writes: { at: number; data: Float32Array | Uint16Array | Uint8Array }[] = [];
   private placed = 0;
   private int8Placed = false;
+  private i16Placed = false;
 
   constructor(
     private readonly arena: Arena,
@@ -81,11 +102,17 @@ export class CpuWeightWriter {
   ) {
     this.precision = weightStorage.precision;
     this.wide = weightStorage.precision === 'f32';
+    this.f16As = f16StorageFromEnv();
   }
 
   /** Whether any matrix placed so far is int8. */
   get hasInt8(): boolean {
     return this.int8Placed;
+  }
+
+  /** Whether any matrix placed so far is i16. */
+  get hasI16(): boolean {
+    return this.i16Placed;
   }
 
   /** Bytes placed so far. */
@@ -122,12 +149,13 @@ export class CpuWeightWriter {
 
   /**
    * A matrix's storage: int8 for every matrix of the layers the storage quantises (and the model-wide ones: the
-   * head), else the float precision (f16 for int8's later layers). Matrices read as `columns` of one tensor share
-   * its layer, so its kind.
+   * head), else the float precision (f16 for int8's later layers, stored as `f16As` says). Matrices read as
+   * `columns` of one tensor share its layer, so its kind.
    */
   kindOf(name: string): number {
     if (this.precision === 'int8' && inQuantisedLayers(name, this.weightStorage)) return MATRIX_KIND.int8;
-    return this.wide ? MATRIX_KIND.f32 : MATRIX_KIND.f16;
+    if (this.wide) return MATRIX_KIND.f32;
+    return this.f16As === 'i16' ? MATRIX_KIND.i16 : MATRIX_KIND.f16;
   }
 
   /** A tensor's values as a matrix of `kind` reads them: the quantisers' input for int8, f32 values, f16 bits. */
@@ -162,19 +190,23 @@ export class CpuWeightWriter {
     return this.valuesFor(this.tensor(name), this.kindOf(name));
   }
 
-  /** Lays a matrix out in panels (int8: quantised first); yields to the event loop before it. */
+  /** Lays a matrix out in panels (int8 and i16: quantised first); yields to the event loop before it. */
   async matrix(s: MatrixSource): Promise<CpuMatrix> {
     await yieldToEventLoop();
     const { data, kind, n, k, offset, rowStride, colStride } = s;
     const panels = Math.ceil(n / 8);
-    if (kind === MATRIX_KIND.int8) {
-      this.int8Placed = true;
+    if (kind === MATRIX_KIND.int8 || kind === MATRIX_KIND.i16) {
       let rows = data;
       if (offset !== 0 || rowStride !== k || colStride !== 1) {
         // A LoRA-like [in, out] matrix or a block of one: its [out, in] rows first, same element type (they are small).
         rows = data instanceof Uint16Array ? new Uint16Array(n * k) : new Float32Array(n * k);
         for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) rows[o * k + i] = data[offset + o * rowStride + i * colStride];
       }
+      if (kind === MATRIX_KIND.i16) {
+        this.i16Placed = true;
+        return { w: this.place(i16Panels(await quantizeRowsI16(rows, n, k), n, k)), kind, n, k, panels };
+      }
+      this.int8Placed = true;
       return { w: this.place(await int8Panels(rows, n, k)), kind, n, k, panels };
     }
     const wide = kind === MATRIX_KIND.f32;
@@ -191,9 +223,9 @@ export class CpuWeightWriter {
 
   /**
    * The embedding normalized with blocks.0.ln0 (as the reference does once at load), the output norm and head;
-   * a planner adds `bytes` and `hasInt8` once every matrix is placed.
+   * a planner adds `bytes`, `hasInt8` and `hasI16` once every matrix is placed.
    */
-  async common(): Promise<Omit<CpuCommonWeights, 'bytes' | 'hasInt8'>> {
+  async common(): Promise<Omit<CpuCommonWeights, 'bytes' | 'hasInt8' | 'hasI16'>> {
     const emb = normalizedEmbedding(this.tensor('emb.weight'), this.vals('blocks.0.ln0.weight'), this.vals('blocks.0.ln0.bias'));
     return {
       precision: this.precision,

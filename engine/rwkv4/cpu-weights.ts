@@ -47,5 +47,5 @@ export async function planRwkv4Cpu(w: CpuWeightWriter, info: ModelInfo): Promise
       ffnV: await linear(`${p}ffn.value.weight`),
     });
   }
-  return { ...common, layers, bytes: w.bytes, hasInt8: w.hasInt8 };
+  return { ...common, layers, bytes: w.bytes, hasInt8: w.hasInt8, hasI16: w.hasI16 };
 }

@@ -20,5 +20,5 @@ export async function planRwkv5Cpu(w: CpuWeightWriter, info: ModelInfo): Promise
       ffnShift: w.stack([oneMinus(w.vals(`${p}ffn.time_mix_k`)), oneMinus(w.vals(`${p}ffn.time_mix_r`))]),
     });
   }
-  return { ...common, version: 'v5', layers, mixWidth: 0, decayWidth: 0, bytes: w.bytes, hasInt8: w.hasInt8 };
+  return { ...common, version: 'v5', layers, mixWidth: 0, decayWidth: 0, bytes: w.bytes, hasInt8: w.hasInt8, hasI16: w.hasI16 };
 }

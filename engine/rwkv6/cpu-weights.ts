@@ -99,5 +99,5 @@ export async function planRwkv6Cpu(w: CpuWeightWriter, info: ModelInfo): Promise
       ffnShift: w.stack([w.vals(`${p}ffn.time_maa_k`), w.vals(`${p}ffn.time_maa_r`)]),
     });
   }
-  return { ...common, version: 'v6', layers, mixWidth, decayWidth, bytes: w.bytes, hasInt8: w.hasInt8 };
+  return { ...common, version: 'v6', layers, mixWidth, decayWidth, bytes: w.bytes, hasInt8: w.hasInt8, hasI16: w.hasI16 };
 }

@@ -136,7 +136,7 @@ export async function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo
     }
   }
   return {
-    weights: { ...common, deepEmbed, layers, maxLora, bytes: w.bytes, hasInt8: w.hasInt8 },
+    weights: { ...common, deepEmbed, layers, maxLora, bytes: w.bytes, hasInt8: w.hasInt8, hasI16: w.hasI16 },
     write: (memory) => w.write(memory),
   };
 }

@@ -129,7 +129,8 @@ function store8Slow(y: usize, lo: v128, hi: v128, accum: i32, valid: i32): void 
 /**
  * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y[t][row] when accum) for the panels p0..p1 of one matrix and
  * every token t < T. x rows are xs floats apart, y rows ys floats apart; n is the matrix's real row count.
- * kind 0 f16: 16-byte panel entries; 1 f32: 32-byte entries; 2 int8: 8-byte entries and 8 scales per panel.
+ * kind 0 f16: 16-byte panel entries; 1 f32: 32-byte entries; 2 int8: 8-byte entries and 8 scales per panel;
+ * 3 i16: 64 bytes per 4 inputs and 8 scales per panel.
  */
 export function matmul(
   w: usize, n: i32, k: i32, kind: i32,
@@ -138,6 +139,10 @@ export function matmul(
 ): void {
   if (kind == 2) {
     matmulInt8(w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
+    return;
+  }
+  if (kind == 3) {
+    matmulI16(w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
     return;
   }
   const wide = kind;
@@ -321,32 +326,37 @@ function mmOneFourPanels(wp: usize, panelBytes: usize, k: i32, x: usize, y: usiz
 }
 
 /**
- * Quantizes T rows of k floats (xStride bytes apart) to i16 pairs at q (kp pairs per row, zero-padded), with each
- * row's scale (max|x| / range) in the T floats after them.
+ * Quantizes T rows of k floats (xStride bytes apart) to i16 pairs at q (kp pairs per row, zero-padded) within
+ * ±range, with each row's scale (max|x| / range) in the T floats after them.
  */
-function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: usize): void {
-  const range = inputRange(kp);
+function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: usize, range: f32): void {
   const rowBytes = <usize>kp << 2;
   const scales = q + <usize>T * rowBytes;
   for (let t = 0; t < T; t++) {
     const xt = x + <usize>t * xStride;
-    let mv = f32x4.splat(0);
+    // The largest |x| on the bits: non-negative floats order like their bit patterns as integers, and the
+    // integer max is one instruction where f32x4.max (NaN rules) is several.
+    let mv = i32x4.splat(0);
+    const absMask = i32x4.splat(0x7fffffff);
     let i = 0;
-    for (; i + 4 <= k; i += 4) mv = f32x4.max(mv, f32x4.abs(v128.load(xt + (<usize>i << 2))));
-    let m: f32 = max(max(f32x4.extract_lane(mv, 0), f32x4.extract_lane(mv, 1)), max(f32x4.extract_lane(mv, 2), f32x4.extract_lane(mv, 3)));
+    for (; i + 4 <= k; i += 4) mv = i32x4.max_s(mv, v128.and(v128.load(xt + (<usize>i << 2)), absMask));
+    let m = reinterpret<f32>(max(max(i32x4.extract_lane(mv, 0), i32x4.extract_lane(mv, 1)), max(i32x4.extract_lane(mv, 2), i32x4.extract_lane(mv, 3))));
     for (; i < k; i++) m = max(m, abs(load<f32>(xt + (<usize>i << 2))));
     const inv: f32 = m > 0 ? range / m : 0;
     const qt = q + <usize>t * rowBytes;
-    // Eight at a time (round to nearest, clamp, narrow to i16), the same values as the scalar tail computes.
+    // Eight at a time, narrowed to i16: x * inv rounded to the nearest integer (ties to even, as `nearest`) by
+    // adding 1.5 * 2^23, whose sum keeps the integer in its low mantissa bits. |x * inv| <= range (< 2^22) since
+    // |x| <= m, so no clamp is needed; this replaced nearest, a clamp and trunc_sat (V8 expands the last into
+    // several instructions), a third of a prefill's time on the LoRA matrices. Same values as the scalar tail.
     const iv = f32x4.splat(inv);
-    const hiV = f32x4.splat(range);
-    const loV = f32x4.splat(-range);
+    const magic = f32x4.splat(12582912);
+    const magicBits = i32x4.splat(0x4b400000);
     i = 0;
     for (; i + 8 <= k; i += 8) {
       const o = <usize>i << 2;
-      const u = f32x4.min(hiV, f32x4.max(loV, f32x4.nearest(f32x4.mul(v128.load(xt + o), iv))));
-      const v = f32x4.min(hiV, f32x4.max(loV, f32x4.nearest(f32x4.mul(v128.load(xt + o, 16), iv))));
-      v128.store(qt + (<usize>i << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(u), i32x4.trunc_sat_f32x4_s(v)));
+      const u = i32x4.sub(f32x4.add(f32x4.mul(v128.load(xt + o), iv), magic), magicBits);
+      const v = i32x4.sub(f32x4.add(f32x4.mul(v128.load(xt + o, 16), iv), magic), magicBits);
+      v128.store(qt + (<usize>i << 1), i16x8.narrow_i32x4_s(u, v));
     }
     for (; i < kp * 2; i++) {
       const v: f32 = i < k ? min(range, max(-range, nearest<f32>(load<f32>(xt + (<usize>i << 2)) * inv))) : 0;
@@ -373,7 +383,7 @@ function matmulInt8(
   const qRow: usize = <usize>kp << 2;
   const panelBytes: usize = (<usize>kp << 4) + 32;
   const yStride: usize = <usize>ys << 2;
-  quantizeInputs(x, <usize>xs << 2, T, k, kp, scratch);
+  quantizeInputs(x, <usize>xs << 2, T, k, kp, scratch, inputRange(kp));
   const tsAt = scratch + <usize>T * qRow;
   let p = p0;
   while (p < p1) {
@@ -494,6 +504,149 @@ function mmInt8Tile4(wp: usize, kp: i32, q: usize, qRow: usize, ts: usize, y: us
   storeInt8(y + yStride, a1, b1, load<f32>(ts, 4), sc, act, accum, valid);
   storeInt8(y + 2 * yStride, a2, b2, load<f32>(ts, 8), sc, act, accum, valid);
   storeInt8(y + 3 * yStride, a3, b3, load<f32>(ts, 12), sc, act, accum, valid);
+}
+
+// ---- i16 weights (kind 3: f16 matrices stored as 16-bit integers) -----------------------------------------------
+
+// An f16 matrix is stored (engine/cpu/i16-quant.ts) as q[row][i] = round(w / scale[row]) within ±I16_WEIGHT_RANGE,
+// one f32 scale per row: 16 bits a weight like f16, and a product needs no widening. Per 4 inputs (a quad:
+// pairs 2j, 2j+1) a panel holds 64 bytes: pair 2j for rows 0..3 ([q[row][4j], q[row][4j+1]] each), pair 2j for
+// rows 4..7, then pair 2j+1 the same; after the quads, the 8 row scales padded to 64 bytes (so every panel starts
+// on a cache line, and no quad straddles two). Inputs are quantized per token to
+// ±I16_INPUT_RANGE (quantizeInputs). One i32x4.dot_i16x8_s does 8 multiply-adds; the two dots of a quad sum in i32,
+// which cannot overflow: 4 * 16383 * 32767 = 2,147,221,508 < 2^31 - 1. Each quad's sum is converted to f32 and
+// added in input order, the same in every path, so results are the same bit for bit whatever T, the panel range
+// or the thread count. Weights get the smaller range because the inputs' per-token scale is what costs accuracy:
+// a row scale fits one row's weights, a token's scale all its inputs, outliers included.
+// Per 8 multiply-adds: 2.5 instructions (one dot with its load, half an i32 add, convert and f32 add), against
+// 8 for f16 (two widenings of three instructions and two multiply-adds).
+const I16_INPUT_RANGE: f32 = 32767;
+
+/** The i32 sum of one quad for 4 rows: the dots of pair 2j (weights at w) and pair 2j+1 (at w + 32). */
+@inline function quadDot(w: usize, s0: v128, s1: v128): v128 {
+  return i32x4.add(i32x4.dot_i16x8_s(v128.load(w), s0), i32x4.dot_i16x8_s(v128.load(w, 32), s1));
+}
+
+/** Stores 8 sums times the token's scale ts and the rows' scales (at sc). */
+@inline function storeI16(y: usize, lo: v128, hi: v128, ts: f32, sc: usize, act: i32, accum: i32, valid: i32): void {
+  const t = f32x4.splat(ts);
+  store8(y, f32x4.mul(lo, t), f32x4.mul(hi, t), v128.load(sc), v128.load(sc, 16), act, accum, valid);
+}
+
+/** matmul for i16 panels (kind 3); `scratch` holds the quantized inputs (needed: T * (8 * ceil(k / 4) + 4) bytes). */
+function matmulI16(
+  w: usize, n: i32, k: i32,
+  x: usize, xs: i32, y: usize, ys: i32, T: i32,
+  act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
+): void {
+  if (scratch == 0) unreachable();
+  const kq = (k + 3) >> 2;
+  const qRow: usize = <usize>kq << 3;
+  const panelBytes: usize = (<usize>kq << 6) + 64;
+  const yStride: usize = <usize>ys << 2;
+  quantizeInputs(x, <usize>xs << 2, T, k, kq << 1, scratch, I16_INPUT_RANGE);
+  const tsAt = scratch + <usize>T * qRow;
+  let p = p0;
+  while (p < p1) {
+    const wp = w + <usize>p * panelBytes;
+    const row = p << 3;
+    const valid = n - row;
+    const yr = y + (<usize>row << 2);
+    if (T == 1) {
+      if (p + 3 < p1) {
+        mmI16OneFourPanels(wp, panelBytes, kq, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 4;
+      } else {
+        mmI16Tile1(wp, kq, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        p += 1;
+      }
+      continue;
+    }
+    let t = 0;
+    for (; t + 4 <= T; t += 4) mmI16Tile4(wp, kq, scratch + <usize>t * qRow, qRow, tsAt + (<usize>t << 2), yr + <usize>t * yStride, yStride, act, accum, valid);
+    for (; t < T; t++) mmI16Tile1(wp, kq, scratch + <usize>t * qRow, load<f32>(tsAt + (<usize>t << 2)), yr + <usize>t * yStride, act, accum, valid);
+    p += 1;
+  }
+}
+
+/** One token against one i16 panel. */
+function mmI16Tile1(wp: usize, kq: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a = f32x4.splat(0), b = f32x4.splat(0);
+  const n = <usize>kq;
+  for (let j: usize = 0; j < n; j++) {
+    const s0 = v128.load32_splat(q + (j << 3));
+    const s1 = v128.load32_splat(q + (j << 3), 4);
+    const o = wp + (j << 6);
+    a = f32x4.add(a, f32x4.convert_i32x4_s(quadDot(o, s0, s1)));
+    b = f32x4.add(b, f32x4.convert_i32x4_s(quadDot(o + 16, s0, s1)));
+  }
+  storeI16(y, a, b, ts, wp + (n << 6), act, accum, valid);
+}
+
+/** One token against four i16 panels: four weight streams and eight independent sums. */
+function mmI16OneFourPanels(wp: usize, panelBytes: usize, kq: i32, q: usize, ts: f32, y: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const w1 = wp + panelBytes;
+  const w2 = w1 + panelBytes;
+  const w3 = w2 + panelBytes;
+  const n = <usize>kq;
+  for (let j: usize = 0; j < n; j++) {
+    const s0 = v128.load32_splat(q + (j << 3));
+    const s1 = v128.load32_splat(q + (j << 3), 4);
+    const o = j << 6;
+    a0 = f32x4.add(a0, f32x4.convert_i32x4_s(quadDot(wp + o, s0, s1)));
+    b0 = f32x4.add(b0, f32x4.convert_i32x4_s(quadDot(wp + o + 16, s0, s1)));
+    a1 = f32x4.add(a1, f32x4.convert_i32x4_s(quadDot(w1 + o, s0, s1)));
+    b1 = f32x4.add(b1, f32x4.convert_i32x4_s(quadDot(w1 + o + 16, s0, s1)));
+    a2 = f32x4.add(a2, f32x4.convert_i32x4_s(quadDot(w2 + o, s0, s1)));
+    b2 = f32x4.add(b2, f32x4.convert_i32x4_s(quadDot(w2 + o + 16, s0, s1)));
+    a3 = f32x4.add(a3, f32x4.convert_i32x4_s(quadDot(w3 + o, s0, s1)));
+    b3 = f32x4.add(b3, f32x4.convert_i32x4_s(quadDot(w3 + o + 16, s0, s1)));
+  }
+  storeI16(y, a0, b0, ts, wp + (n << 6), act, accum, valid);
+  storeI16(y + 32, a1, b1, ts, w1 + (n << 6), act, accum, valid - 8);
+  storeI16(y + 64, a2, b2, ts, w2 + (n << 6), act, accum, valid - 16);
+  storeI16(y + 96, a3, b3, ts, w3 + (n << 6), act, accum, valid - 24);
+}
+
+/**
+ * Four tokens (quantized rows qRow bytes apart, scales at ts) against one i16 panel: each weight loaded once.
+ * Rows 0..3 of a quad, then rows 4..7, so only two weight vectors are live beside the eight sums (x64 has 16
+ * vector registers: holding all four spilled).
+ */
+function mmI16Tile4(wp: usize, kq: i32, q: usize, qRow: usize, ts: usize, y: usize, yStride: usize, act: i32, accum: i32, valid: i32): void {
+  let a0 = f32x4.splat(0), b0 = f32x4.splat(0);
+  let a1 = f32x4.splat(0), b1 = f32x4.splat(0);
+  let a2 = f32x4.splat(0), b2 = f32x4.splat(0);
+  let a3 = f32x4.splat(0), b3 = f32x4.splat(0);
+  const q1 = q + qRow;
+  const q2 = q1 + qRow;
+  const q3 = q2 + qRow;
+  const n = <usize>kq;
+  for (let j: usize = 0; j < n; j++) {
+    const o = wp + (j << 6);
+    const qo = j << 3;
+    let w0 = v128.load(o);
+    let w2 = v128.load(o, 32);
+    a0 = f32x4.add(a0, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q + qo, 4)))));
+    a1 = f32x4.add(a1, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q1 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q1 + qo, 4)))));
+    a2 = f32x4.add(a2, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q2 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q2 + qo, 4)))));
+    a3 = f32x4.add(a3, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q3 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q3 + qo, 4)))));
+    w0 = v128.load(o, 16);
+    w2 = v128.load(o, 48);
+    b0 = f32x4.add(b0, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q + qo, 4)))));
+    b1 = f32x4.add(b1, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q1 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q1 + qo, 4)))));
+    b2 = f32x4.add(b2, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q2 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q2 + qo, 4)))));
+    b3 = f32x4.add(b3, f32x4.convert_i32x4_s(i32x4.add(i32x4.dot_i16x8_s(w0, v128.load32_splat(q3 + qo)), i32x4.dot_i16x8_s(w2, v128.load32_splat(q3 + qo, 4)))));
+  }
+  const sc = wp + (n << 6);
+  storeI16(y, a0, b0, load<f32>(ts), sc, act, accum, valid);
+  storeI16(y + yStride, a1, b1, load<f32>(ts, 4), sc, act, accum, valid);
+  storeI16(y + 2 * yStride, a2, b2, load<f32>(ts, 8), sc, act, accum, valid);
+  storeI16(y + 3 * yStride, a3, b3, load<f32>(ts, 12), sc, act, accum, valid);
 }
 
 // ---- per-token vector work --------------------------------------------------------------------------------
