@@ -12,6 +12,7 @@ import { Worker } from 'worker_threads';
 import type { Checkpoint, InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { Arena } from './arena';
 import { checkLogitAdjust, reduceTop } from './top-logits-cpu';
+import { RowStatsKernel } from './row-stats';
 import { type KernelVariant, kernelModule } from './wasm-kernels';
 import { TOP_CAPACITY } from '../rwkv7/top-logits';
 import type { CpuBaseLayout, CpuSegment, CpuSubPass } from './cpu-forward-base';
@@ -85,6 +86,8 @@ export class CpuRuntime implements InferenceBackend {
   /** Which build of the kernels runs: plain SIMD, or with relaxed SIMD's fused multiply-add. */
   readonly kernelVariant: KernelVariant;
   private readonly V: number;
+  /** Output 'top's max, count and softmax sum through the vector kernels (top-logits-cpu.ts). */
+  private readonly rowStats = ((k: RowStatsKernel) => (row: Float32Array) => k.stats(row))(new RowStatsKernel());
   private readonly TMAX: number;
   private readonly RMAX: number;
   private readonly state: Float32Array;
@@ -263,7 +266,7 @@ export class CpuRuntime implements InferenceBackend {
       return jobs.map((j, i) => {
         if (rowsPerJob[i] === 0) return null;
         const rows = m.logits.subarray(rowBase[i] * V, (rowBase[i] + rowsPerJob[i]) * V);
-        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY) : rows;
+        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY, this.rowStats) : rows;
       });
     });
   }

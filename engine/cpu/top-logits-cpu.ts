@@ -5,6 +5,7 @@
 // and its count of finite values (NaN and -Infinity carry no probability and are never candidates).
 
 import type { LogitAdjust, TopLogits } from '../types';
+import type { RowStats } from './row-stats';
 
 /** Throws when an adjustment is malformed (the messages match the GPU backend's). */
 export function checkLogitAdjust(adjust: LogitAdjust | undefined, job: number, V: number): void {
@@ -24,8 +25,12 @@ export function checkLogitAdjust(adjust: LogitAdjust | undefined, job: number, V
   }
 }
 
-/** Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries. */
-export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, capacity: number): TopLogits {
+/**
+ * Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries. `stats` computes the max,
+ * candidate count and softmax sum of the adjusted row (the CPU backend passes its vector kernel,
+ * RowStatsKernel; without it they are computed here in float64).
+ */
+export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, capacity: number, stats?: (row: Float32Array) => RowStats): TopLogits {
   const V = row.length;
   const allowed = adjust?.allowed;
   if (allowed) {
@@ -39,17 +44,7 @@ export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, ca
   if (adjust) for (let i = 0; i < adjust.rows.length; i++) row[adjust.rows[i]] += adjust.deltas[i];
 
   // Max and count of candidates, then the normalizer.
-  let max = -Infinity;
-  let finite = 0;
-  for (let i = 0; i < V; i++) {
-    const x = row[i];
-    if (x > -Infinity) {
-      finite++;
-      if (x > max) max = x;
-    }
-  }
-  let sum = 0;
-  if (finite > 0) for (let i = 0; i < V; i++) if (row[i] > -Infinity) sum += Math.exp(row[i] - max);
+  const { max, finite, sum } = stats ? stats(row) : rowStats(row);
 
   // The `capacity` best in a min-heap keyed by value: rows arrive in ascending order, so an equal value never
   // displaces an entry, which keeps ties by the lower row.
@@ -98,4 +93,21 @@ export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, ca
     logits[n] = hv[j];
   });
   return { kind: 'top', rows, logits, max, logZ: finite > 0 ? Math.log(sum) : -Infinity, finite };
+}
+
+/** Max, count of values above -Infinity and sum of exp(x - max) over them, in float64. */
+export function rowStats(row: Float32Array): RowStats {
+  const V = row.length;
+  let max = -Infinity;
+  let finite = 0;
+  for (let i = 0; i < V; i++) {
+    const x = row[i];
+    if (x > -Infinity) {
+      finite++;
+      if (x > max) max = x;
+    }
+  }
+  let sum = 0;
+  if (finite > 0) for (let i = 0; i < V; i++) if (row[i] > -Infinity) sum += Math.exp(row[i] - max);
+  return { max, finite, sum };
 }

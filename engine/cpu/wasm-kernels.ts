@@ -27,6 +27,8 @@ export interface CpuKernels {
   finchWkv(tm: number, region: number, C: number, N: number, head: number, t0: number, n: number, s: number, p: number, dynamic: number): void;
   finchPost(tm: number, region: number, T: number, C: number, N: number, p: number, out: number, unused: number): void;
   rwkv4Wkv(tm: number, region: number, C: number, c0: number, cn: number, t0: number, n: number, s: number, decay: number, out: number): void;
+  /** Largest value, count above -Infinity and sum of exp(x - largest) of n floats at x, into out (f32, i32, f64). */
+  softmaxStats(x: number, n: number, out: number): void;
   /** exp of n floats (n a multiple of 4): the kernels' vector exp, for its accuracy test. */
   expInto(x: number, n: number, out: number): void;
 }

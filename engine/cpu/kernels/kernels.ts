@@ -78,6 +78,54 @@ export function expInto(x: usize, n: i32, out: usize): void {
   for (let i = 0; i < n; i += 4) v128.store(out + (<usize>i << 2), vexp(v128.load(x + (<usize>i << 2))));
 }
 
+/**
+ * What output 'top' needs of a logits row besides its best entries (top-logits-cpu.ts): at out, the largest value
+ * (f32, -Infinity when none), the count of values above -Infinity (i32; NaN is not one), and the sum of
+ * exp(x - largest) over them (f64, each term from the vector exp, summed in f64 per lane). Math.exp over a
+ * 65,536-token row took 1.2-1.5 ms a decode step on the host; this takes a small fraction of it.
+ */
+export function softmaxStats(x: usize, n: i32, out: usize): void {
+  const negInf = f32x4.splat(-Infinity);
+  let mv = negInf;
+  let cv = i32x4.splat(0);
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const v = v128.load(x + (<usize>i << 2));
+    mv = f32x4.pmax(mv, v); // NaN in v keeps mv
+    cv = i32x4.sub(cv, f32x4.gt(v, negInf)); // a true lane is -1
+  }
+  let m: f32 = max(max(f32x4.extract_lane(mv, 0), f32x4.extract_lane(mv, 1)), max(f32x4.extract_lane(mv, 2), f32x4.extract_lane(mv, 3)));
+  let count: i32 = i32x4.extract_lane(cv, 0) + i32x4.extract_lane(cv, 1) + i32x4.extract_lane(cv, 2) + i32x4.extract_lane(cv, 3);
+  for (let j = i; j < n; j++) {
+    const v = load<f32>(x + (<usize>j << 2));
+    if (v > -Infinity) {
+      count++;
+      if (v > m) m = v;
+    }
+  }
+  let sum: f64 = 0;
+  if (count > 0) {
+    const mx = f32x4.splat(m);
+    let lo = f64x2.splat(0);
+    let hi = f64x2.splat(0);
+    i = 0;
+    for (; i + 4 <= n; i += 4) {
+      const v = v128.load(x + (<usize>i << 2));
+      const e = v128.and(vexp(f32x4.sub(v, mx)), f32x4.gt(v, negInf));
+      lo = f64x2.add(lo, f64x2.promote_low_f32x4(e));
+      hi = f64x2.add(hi, f64x2.promote_low_f32x4(v128.shuffle<u32>(e, e, 2, 3, 0, 1)));
+    }
+    sum = f64x2.extract_lane(lo, 0) + f64x2.extract_lane(lo, 1) + f64x2.extract_lane(hi, 0) + f64x2.extract_lane(hi, 1);
+    for (let j = i; j < n; j++) {
+      const v = load<f32>(x + (<usize>j << 2));
+      if (v > -Infinity) sum += <f64>f32x4.extract_lane(vexp(f32x4.splat(v - m)), 0);
+    }
+  }
+  store<f32>(out, count > 0 ? m : -Infinity);
+  store<i32>(out, count, 4);
+  store<f64>(out, sum, 8);
+}
+
 /** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
 @inline function activate(v: v128, act: i32): v128 {
   if (act == 1) return vtanh(v);
