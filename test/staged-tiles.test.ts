@@ -46,6 +46,10 @@ describe('staged subgroup-matrix tiles', () => {
     assert.deepStrictEqual(product(512, 768, 768), { ...small, split: 1 });
     assert.strictEqual(product(128, 768, 3072).kind, 'sgstage');
     assert.strictEqual(product(64, 768, 3072).kind, 'sgmat');
+    // A large product with a short K counts as small: the 0.1B head (65,536 × 768) at batch 64 stays on split
+    // mm_sgmat, and takes the small staged tiles in a prefill chunk.
+    assert.strictEqual(product(64, 768, 65536).kind, 'sgmat');
+    assert.deepStrictEqual(product(512, 768, 65536), { ...small, split: 1 });
     // Not without split K, not on other paths or precisions, not when turned off.
     assert.strictEqual(product(512, 2048, 8192, { ...H200, splitK: false }).kind, 'gemm');
     assert.strictEqual(product(512, 2048, 8192, { ...H200, kernelPath: 'f16' }).kind, 'gemm');

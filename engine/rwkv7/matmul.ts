@@ -63,7 +63,11 @@ export interface StagedChoice {
   minRows: number;
 }
 
-/** Which staged tiles a runtime uses: one for products of SMALL_PRODUCT_WEIGHTS or more, one for smaller ones. */
+/**
+ * Which staged tiles a runtime uses: one for products of SMALL_PRODUCT_WEIGHTS or more with K of at least
+ * STAGED_LARGE_MIN_K, one for the others. At 64 rows a short K loses to split mm_sgmat: the 0.1B and 0.4B heads
+ * (K = 768, 1024) on the large tiles cost 12% and 5% of batch-64 decode (H200, 2026-12-03 run 3 of the fourth session).
+ */
 export interface StagedTiles {
   large: StagedChoice;
   small: StagedChoice;
@@ -76,6 +80,8 @@ export interface StagedTiles {
  * 4×2 subgroups took twice as long on 8192×2048 at 512 tokens. The 0.1B shape's products are best on 1×2 tiles
  * with 32-input stages from 128 tokens (768×768 at 512: 30.8 against 37.1 µs) and lose to split mm_sgmat at 64.
  */
+const STAGED_LARGE_MIN_K = 2048;
+
 export const DEFAULT_STAGED: StagedTiles = {
   large: { variant: { kind: 'sgstage', mt: 2, nt: 2, sgm: 2, sgn: 2, kc: 64 }, minRows: 64 },
   small: { variant: { kind: 'sgstage', mt: 1, nt: 2, sgm: 4, sgn: 2, kc: 32 }, minRows: 128 },
@@ -155,7 +161,7 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
     if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
-    const staged = c.staged && (shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? c.staged.small : c.staged.large);
+    const staged = c.staged && (shape.k < STAGED_LARGE_MIN_K || shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? c.staged.small : c.staged.large);
     if (staged && rows >= staged.minRows) return { ...staged.variant, split: chooseSplit(staged.variant, shape, rows) };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
     // f32 tiles in prefill too (1.5B FFN at 512 tokens: 739 against 3,136 µs).
