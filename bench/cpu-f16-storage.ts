@@ -11,6 +11,7 @@ import { packageRoot } from '../engine/package-root';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { worldVocabCheckpoint } from './cpu-baseline';
+import { median, type Rate, timed, tokens } from './cpu';
 import type { Checkpoint } from '../engine/types';
 
 function arg(name: string, fallback: string): string {
@@ -18,26 +19,6 @@ function arg(name: string, fallback: string): string {
   return i >= 0 ? process.argv[i + 1] : fallback;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
-
-const tokens = (n: number, vocab: number, seed: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 7919 + seed * 104729) % (vocab - 1)));
-
-/** Tokens per second of wall time and per second of this process's CPU time (all threads, spinning included). */
-interface Rate {
-  wall: number;
-  cpu: number;
-}
-
-async function timed(n: number, fn: () => Promise<void>): Promise<Rate> {
-  const c0 = process.cpuUsage();
-  const t0 = performance.now();
-  await fn();
-  const c = process.cpuUsage(c0);
-  return { wall: n / ((performance.now() - t0) / 1000), cpu: n / ((c.user + c.system) / 1e6) };
-}
 
 async function decode(be: Backend, steps: number): Promise<Rate> {
   be.resetState(0);

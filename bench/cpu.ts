@@ -25,21 +25,21 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-const median = (xs: number[]) => {
+export const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
   return s.length % 2 ? s[(s.length - 1) >> 1] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
 /** Deterministic token ids below the vocabulary. */
-const tokens = (n: number, vocab: number, seed: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 7919 + seed * 104729) % (vocab - 1)));
+export const tokens = (n: number, vocab: number, seed: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 7919 + seed * 104729) % (vocab - 1)));
 
 /** Tokens per second of wall time and per second of CPU time (all threads of the process, spinning included). */
-interface Rate {
+export interface Rate {
   wall: number;
   cpu: number;
 }
 
-async function timed(tokens: number, fn: () => Promise<void>): Promise<Rate> {
+export async function timed(tokens: number, fn: () => Promise<void>): Promise<Rate> {
   const c0 = process.cpuUsage();
   const t0 = performance.now();
   await fn();

@@ -185,12 +185,8 @@ export function matmul(
   x: usize, xs: i32, y: usize, ys: i32, T: i32,
   act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
 ): void {
-  if (kind == 2) {
-    matmulInt8(w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
-    return;
-  }
-  if (kind == 3) {
-    matmulI16(w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
+  if (kind >= 2) {
+    matmulQuantized(kind, w, n, k, x, xs, y, ys, T, act, accum, p0, p1, scratch);
     return;
   }
   const wide = kind;
@@ -420,18 +416,24 @@ function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: us
   store8(y, f32x4.mul(f32x4.convert_i32x4_s(lo), t), f32x4.mul(f32x4.convert_i32x4_s(hi), t), v128.load(sc), v128.load(sc, 16), act, accum, valid);
 }
 
-/** matmul for int8 panels (kind 2); `scratch` holds the quantized inputs (needed: T * (2k + 4) + 4 bytes). */
-function matmulInt8(
-  w: usize, n: i32, k: i32,
+/**
+ * matmul for the integer panels, int8 (kind 2) and i16 (kind 3): the tokens' inputs are quantized once into
+ * `scratch` (int8 needs T * (2k + 4) + 4 bytes, i16 T * (8 * ceil(k / 4) + 4)); then one token takes four panels
+ * at a time (int8 also two), and many tokens take each panel in tiles of four tokens.
+ */
+function matmulQuantized(
+  kind: i32, w: usize, n: i32, k: i32,
   x: usize, xs: i32, y: usize, ys: i32, T: i32,
   act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
 ): void {
   if (scratch == 0) unreachable();
-  const kp = (k + 1) >> 1;
-  const qRow: usize = <usize>kp << 2;
-  const panelBytes: usize = (<usize>kp << 4) + 32;
+  const i16 = kind == 3;
+  // Input groups: quads for i16 (two pair products summed in i32), pairs for int8.
+  const g = i16 ? (k + 3) >> 2 : (k + 1) >> 1;
+  const qRow: usize = <usize>g << (i16 ? 3 : 2);
+  const panelBytes: usize = i16 ? (<usize>g << 6) + 64 : (<usize>g << 4) + 32;
   const yStride: usize = <usize>ys << 2;
-  quantizeInputs(x, <usize>xs << 2, T, k, kp, scratch, inputRange(kp));
+  quantizeInputs(x, <usize>xs << 2, T, k, i16 ? g << 1 : g, scratch, i16 ? I16_INPUT_RANGE : inputRange(g));
   const tsAt = scratch + <usize>T * qRow;
   let p = p0;
   while (p < p1) {
@@ -440,21 +442,35 @@ function matmulInt8(
     const valid = n - row;
     const yr = y + (<usize>row << 2);
     if (T == 1) {
+      const ts = load<f32>(tsAt);
       if (p + 3 < p1) {
-        mmInt8OneFourPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        if (i16) mmI16OneFourPanels(wp, panelBytes, g, scratch, ts, yr, act, accum, valid);
+        else mmInt8OneFourPanels(wp, panelBytes, g, scratch, ts, yr, act, accum, valid);
         p += 4;
-      } else if (p + 1 < p1) {
-        mmInt8OneTwoPanels(wp, panelBytes, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+      } else if (!i16 && p + 1 < p1) {
+        mmInt8OneTwoPanels(wp, panelBytes, g, scratch, ts, yr, act, accum, valid);
         p += 2;
       } else {
-        mmInt8Tile1(wp, kp, scratch, load<f32>(tsAt), yr, act, accum, valid);
+        if (i16) mmI16Tile1(wp, g, scratch, ts, yr, act, accum, valid);
+        else mmInt8Tile1(wp, g, scratch, ts, yr, act, accum, valid);
         p += 1;
       }
       continue;
     }
     let t = 0;
-    for (; t + 4 <= T; t += 4) mmInt8Tile4(wp, kp, scratch + <usize>t * qRow, qRow, tsAt + (<usize>t << 2), yr + <usize>t * yStride, yStride, act, accum, valid);
-    for (; t < T; t++) mmInt8Tile1(wp, kp, scratch + <usize>t * qRow, load<f32>(tsAt + (<usize>t << 2)), yr + <usize>t * yStride, act, accum, valid);
+    for (; t + 4 <= T; t += 4) {
+      const q = scratch + <usize>t * qRow;
+      const yt = yr + <usize>t * yStride;
+      if (i16) mmI16Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
+      else mmInt8Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
+    }
+    for (; t < T; t++) {
+      const q = scratch + <usize>t * qRow;
+      const ts = load<f32>(tsAt + (<usize>t << 2));
+      const yt = yr + <usize>t * yStride;
+      if (i16) mmI16Tile1(wp, g, q, ts, yt, act, accum, valid);
+      else mmInt8Tile1(wp, g, q, ts, yt, act, accum, valid);
+    }
     p += 1;
   }
 }
@@ -579,42 +595,6 @@ const I16_INPUT_RANGE: f32 = 32767;
 @inline function storeI16(y: usize, lo: v128, hi: v128, ts: f32, sc: usize, act: i32, accum: i32, valid: i32): void {
   const t = f32x4.splat(ts);
   store8(y, f32x4.mul(lo, t), f32x4.mul(hi, t), v128.load(sc), v128.load(sc, 16), act, accum, valid);
-}
-
-/** matmul for i16 panels (kind 3); `scratch` holds the quantized inputs (needed: T * (8 * ceil(k / 4) + 4) bytes). */
-function matmulI16(
-  w: usize, n: i32, k: i32,
-  x: usize, xs: i32, y: usize, ys: i32, T: i32,
-  act: i32, accum: i32, p0: i32, p1: i32, scratch: usize,
-): void {
-  if (scratch == 0) unreachable();
-  const kq = (k + 3) >> 2;
-  const qRow: usize = <usize>kq << 3;
-  const panelBytes: usize = (<usize>kq << 6) + 64;
-  const yStride: usize = <usize>ys << 2;
-  quantizeInputs(x, <usize>xs << 2, T, k, kq << 1, scratch, I16_INPUT_RANGE);
-  const tsAt = scratch + <usize>T * qRow;
-  let p = p0;
-  while (p < p1) {
-    const wp = w + <usize>p * panelBytes;
-    const row = p << 3;
-    const valid = n - row;
-    const yr = y + (<usize>row << 2);
-    if (T == 1) {
-      if (p + 3 < p1) {
-        mmI16OneFourPanels(wp, panelBytes, kq, scratch, load<f32>(tsAt), yr, act, accum, valid);
-        p += 4;
-      } else {
-        mmI16Tile1(wp, kq, scratch, load<f32>(tsAt), yr, act, accum, valid);
-        p += 1;
-      }
-      continue;
-    }
-    let t = 0;
-    for (; t + 4 <= T; t += 4) mmI16Tile4(wp, kq, scratch + <usize>t * qRow, qRow, tsAt + (<usize>t << 2), yr + <usize>t * yStride, yStride, act, accum, valid);
-    for (; t < T; t++) mmI16Tile1(wp, kq, scratch + <usize>t * qRow, load<f32>(tsAt + (<usize>t << 2)), yr + <usize>t * yStride, act, accum, valid);
-    p += 1;
-  }
 }
 
 /** One token against one i16 panel. */
