@@ -13,6 +13,7 @@ import * as fs from 'fs';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
+import { packQuantizedGroup } from '../engine/quant/gpu-matrix-group';
 import {
   groupUniform, matmulDispatch, matmulShader, splitOf, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant,
 } from '../engine/rwkv7/matmul';
@@ -144,17 +145,22 @@ export interface MatmulRow {
 /** Runs every variant on every case; returns one row per (case, variant). */
 export async function benchMatmul(
   gpu: GpuContext,
-  opts: { cases?: MatmulCase[]; variants?: MatmulVariant[]; only?: RegExp; spanSeconds?: number; log?: (s: string) => void } = {},
+  opts: {
+    cases?: MatmulCase[]; variants?: MatmulVariant[]; only?: RegExp; spanSeconds?: number; log?: (s: string) => void;
+    /** 'int8': the same random weights quantised per row (engine/quant), the reference from the codes and scales. */
+    precision?: 'f16' | 'int8';
+  } = {},
 ): Promise<MatmulRow[]> {
   const { device } = gpu;
   const log = opts.log ?? console.log;
-  const base = { kernelPath: gpu.kernelPath, precision: 'f16' as const, subgroup32: gpu.subgroup32 };
+  const precision = opts.precision ?? 'f16';
+  const base = { kernelPath: gpu.kernelPath, precision, subgroup32: gpu.subgroup32 };
   const variants: MatmulVariant[] = (opts.variants ?? ([
     { kind: 'vec', tb: 8 },
     { kind: 'gemm', tile: 64 },
     { kind: 'gemm', tile: 16 },
     ...GEMM_SPLIT_VARIANTS,
-    ...(gpu.kernelPath === 'subgroup-matrix' ? [...SGMAT_VARIANTS, ...SGSTAGE_VARIANTS] : []),
+    ...(gpu.kernelPath === 'subgroup-matrix' ? [...(precision === 'f16' ? SGMAT_VARIANTS : []), ...SGSTAGE_VARIANTS] : []),
   ] as MatmulVariant[])).filter((v) => !opts.only || opts.only.test(variantName(v)));
   const timer = new GpuSpanTimer(device);
   const out: MatmulRow[] = [];
@@ -168,8 +174,24 @@ export async function benchMatmul(
       const wBits = f32ToF16(gaussians((c.n + padRows) * c.k, 11 + c.n + c.rows, 1 / Math.sqrt(c.k)));
       wBits.fill(0, c.n * c.k);
       const xs = gaussians(c.rows * c.k, 5 + c.k, 1);
-      const wBuf = createBuffer(device, 'W', wBits.byteLength, S);
-      device.queue.writeBuffer(wBuf, 0, wBits);
+      // The weights as the kernels read them, and as float64 for the reference.
+      const wF = new Float64Array(c.n * c.k);
+      let wWords: Uint16Array | Uint32Array = wBits;
+      let scaleWord: number | undefined;
+      if (precision === 'int8') {
+        const packed = await packQuantizedGroup([{ name: 'W', data: wBits.subarray(0, c.n * c.k), n: c.n, k: c.k }], 'int8', 64);
+        wWords = packed.words;
+        scaleWord = packed.scaleWord;
+        const halves = new Uint16Array(packed.words.buffer);
+        for (let o = 0; o < c.n; o++) {
+          const scale = f16BitsToF32(halves[2 * scaleWord + o]);
+          for (let i = 0; i < c.k; i++) wF[o * c.k + i] = ((packed.words[(o * c.k + i) >> 2] << (24 - 8 * (i & 3))) >> 24) * scale;
+        }
+      } else {
+        for (let i = 0; i < c.n * c.k; i++) wF[i] = f16BitsToF32(wBits[i]);
+      }
+      const wBuf = createBuffer(device, 'W', wWords.byteLength, S);
+      device.queue.writeBuffer(wBuf, 0, wWords);
       const xBuf = createBuffer(device, 'x', xs.byteLength, S);
       device.queue.writeBuffer(xBuf, 0, xs);
       const yBytes = c.rows * c.n * 4;
@@ -177,15 +199,13 @@ export async function benchMatmul(
       const readBuf = device.createBuffer({ size: Math.ceil(yBytes / 16) * 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
       const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       device.queue.writeBuffer(batch, 0, new Uint32Array([c.rows, 1, c.rows, 0]));
-      const group: MatrixGroup = { buffer: wBuf, segs: [{ name: 'W', n: c.n, k: c.k, wOff: 0 }], format: 'f16' };
+      const group: MatrixGroup = { buffer: wBuf, segs: [{ name: 'W', n: c.n, k: c.k, wOff: 0 }], format: precision, scaleWord };
       const u = groupUniform(name, group, [{ xOff: 0, yOff: 0 }], false);
       const uBuf = createBuffer(device, 'group', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
       device.queue.writeBuffer(uBuf, 0, u.words);
       // Reference rows: spread over the batch, first and last included.
       const refRows = [...new Set(Array.from({ length: Math.min(REFERENCE_ROWS, c.rows) }, (_, i) =>
         Math.round((i * (c.rows - 1)) / Math.max(1, Math.min(REFERENCE_ROWS, c.rows) - 1))))];
-      const wF = new Float64Array(c.n * c.k);
-      for (let i = 0; i < c.n * c.k; i++) wF[i] = f16BitsToF32(wBits[i]);
       const ref = new Map<number, Float64Array>();
       for (const t of refRows) {
         const r = new Float64Array(c.n);
@@ -274,7 +294,7 @@ export async function benchMatmul(
           const sec = median(spans);
           row.us = +(sec * 1e6).toFixed(2);
           row.tflops = +((2 * c.n * c.k * c.rows) / sec / 1e12).toFixed(2);
-          row.weightGBps = +((c.n * c.k * 2) / sec / 1e9).toFixed(0);
+          row.weightGBps = +((c.n * c.k * (precision === 'int8' ? 1 : 2)) / sec / 1e9).toFixed(0);
         } catch (e) {
           row.error = (e as Error).message.split('\n').slice(0, 6).join(' | ');
           log(`MATMUL CHECK FAILED: ${row.variant} on ${name}: ${row.error}`);
@@ -329,7 +349,8 @@ if (require.main === module) {
     const only = arg('--only') ? new RegExp(arg('--only')!) : undefined;
     const minRows = Number(arg('--cases-min-rows') ?? 0);
     const cases = (smoke ? SMOKE_MATMUL_CASES : MATMUL_CASES).filter((c) => c.rows >= minRows || c.n < 512);
-    const rows = await benchMatmul(gpu, { cases, only });
+    const precision = arg('--precision') === 'int8' ? 'int8' : 'f16';
+    const rows = await benchMatmul(gpu, { cases, only, precision });
     const i = process.argv.indexOf('--out');
     if (i >= 0) fs.writeFileSync(process.argv[i + 1], JSON.stringify(rows, null, 1));
     console.log(summarizeMatmul(rows));

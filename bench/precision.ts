@@ -131,7 +131,9 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
     const rows: Record<string, Record<string, number | string>> = {};
     for (const [label, precision, n] of runs) {
       const t0 = performance.now();
-      const be = await createBackend({ model: ck, slots: 32, precision, quantLayers: n, maxTokens: WINDOW, maxRows: WINDOW, gpu, device: 'gpu' });
+      // --vec-max-rows N: the streaming kernel up to N rows (the crossover to the tiles), else the engine's choice.
+      const vecMaxRows = arg('vec-max-rows') === undefined ? undefined : Number(arg('vec-max-rows'));
+      const be = await createBackend({ model: ck, slots: 32, precision, quantLayers: n, maxTokens: WINDOW, maxRows: WINDOW, gpu, device: 'gpu', vecMaxRows });
       const loadSeconds = (performance.now() - t0) / 1000;
       try {
         const V = be.info.vocabSize;

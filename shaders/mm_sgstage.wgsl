@@ -1,7 +1,8 @@
 // Matrix product on subgroup matrices with both operands staged in workgroup memory: f16 inputs, f32
-// accumulation. A workgroup of SGM × SGN subgroups (32 lanes each) computes BM = 16·MT·SGM tokens × BN = 16·NT·SGN
+// accumulation. Weights come as f16 (weights_f16_staged.wgsl) or as int8 codes, exact in f16, whose row scale
+// the store applies (weights_i8_staged.wgsl). A workgroup of SGM × SGN subgroups (32 lanes each) computes BM = 16·MT·SGM tokens × BN = 16·NT·SGN
 // output rows; subgroup (m, n) owns MT×NT result tiles of 16×16. Each stage copies KC inputs of BN weight rows
-// (8 halves per load, coalesced) and of BM tokens (converted to f16) into workgroup memory; every subgroup then
+// (8 weights per load, coalesced, as f16 from the prelude's load_w8h) and of BM tokens (converted to f16) into workgroup memory; every subgroup then
 // loads its matrices from there, so a weight is read from memory once per BM tokens and an activation once per
 // BN outputs, against mm_sgmat's strided 16×16 loads of the weights straight from storage.
 // The K range and where results go come from the part before this one: mm_whole.wgsl or mm_split.wgsl.
@@ -31,12 +32,12 @@ var<workgroup> ot: array<f32, SGS * 256u>;
 const WPT: u32 = (BN * (KC / 8u) + LANES - 1u) / LANES;
 const XPT: u32 = (BM * (KC / 4u) + LANES - 1u) / LANES;
 
-/** Part e of a stage's weight tile: 8 halves of one row (rows past the segment, inputs past the span: zeros). */
-fn load_w_part(s: Seg, o0: u32, k0: u32, kend: u32, e: u32) -> vec4<u32> {
+/** Part e of a stage's weight tile: 8 weights of one row as f16 (rows past the segment, inputs past the span: zeros). */
+fn load_w_part(s: Seg, o0: u32, k0: u32, kend: u32, e: u32) -> mat2x4<f16> {
   let r = e / (KC / 8u);
   let q = e % (KC / 8u);
-  if (e < BN * (KC / 8u) && o0 + r < s.n && k0 + q * 8u < kend) { return W4[s.w_off + ((o0 + r) * s.k + k0) / 8u + q]; }
-  return vec4<u32>(0u);
+  if (e < BN * (KC / 8u) && o0 + r < s.n && k0 + q * 8u < kend) { return load_w8h(s.w_off + ((o0 + r) * s.k + k0) / 8u + q); }
+  return mat2x4<f16>();
 }
 
 /** Part e of a stage's activation tile: 4 inputs of one token (tokens past the batch: zeros). */
@@ -61,7 +62,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let span = k_span(s.k, wid.z, KC);
   // The next stage's loads go to registers while the subgroups multiply the current one, so global-memory
   // latency overlaps the matrix work (one stage of prefetch).
-  var wr: array<vec4<u32>, WPT>;
+  var wr: array<mat2x4<f16>, WPT>;
   var xr: array<vec4<f32>, XPT>;
   for (var i = 0u; i < WPT; i++) { wr[i] = load_w_part(s, o0, span.x, span.y, lid + i * LANES); }
   for (var i = 0u; i < XPT; i++) { xr[i] = load_x_part(s, rows, t0, span.x, span.y, lid + i * LANES); }
@@ -71,12 +72,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       if (e < BN * (KC / 8u)) {
         let b = (e / (KC / 8u)) * WS + (e % (KC / 8u)) * 8u;
         let v = wr[i];
-        let h0 = bitcast<vec2<f16>>(v.x);
-        let h1 = bitcast<vec2<f16>>(v.y);
-        let h2 = bitcast<vec2<f16>>(v.z);
-        let h3 = bitcast<vec2<f16>>(v.w);
-        ws[b] = h0.x; ws[b + 1u] = h0.y; ws[b + 2u] = h1.x; ws[b + 3u] = h1.y;
-        ws[b + 4u] = h2.x; ws[b + 5u] = h2.y; ws[b + 6u] = h3.x; ws[b + 7u] = h3.y;
+        ws[b] = v[0].x; ws[b + 1u] = v[0].y; ws[b + 2u] = v[0].z; ws[b + 3u] = v[0].w;
+        ws[b + 4u] = v[1].x; ws[b + 5u] = v[1].y; ws[b + 6u] = v[1].z; ws[b + 7u] = v[1].w;
       }
     }
     for (var i = 0u; i < XPT; i++) {

@@ -53,17 +53,34 @@ describe('staged subgroup-matrix tiles', () => {
     // Not without split K, not on other paths or precisions, not when turned off.
     assert.strictEqual(product(512, 2048, 8192, { ...H200, splitK: false }).kind, 'gemm');
     assert.strictEqual(product(512, 2048, 8192, { ...H200, kernelPath: 'f16' }).kind, 'gemm');
-    assert.strictEqual(product(512, 2048, 8192, { ...H200, precision: 'int8' }).kind, 'gemm');
+    assert.strictEqual(product(512, 2048, 8192, { ...H200, precision: 'nf4' }).kind, 'gemm');
     assert.strictEqual(product(512, 2048, 8192, { ...H200, staged: null }).kind, 'sgmat');
     assert.match(describeKernels(H200), /from 64 rows \(128 for small matrices\) subgroup matrices on tiles staged in workgroup memory/);
     assert.doesNotMatch(describeKernels({ ...H200, staged: null }), /staged/);
+  });
+
+  it('run int8 codes on every row count above the streaming kernel (no other matrix-unit kernel reads them)', () => {
+    const int8 = { ...H200, precision: 'int8' as const };
+    const large = DEFAULT_STAGED.large.variant;
+    assert.deepStrictEqual(product(4, 2048, 8192, int8), { kind: 'vec', tb: 4 });
+    assert.deepStrictEqual(product(32, 2048, 8192, int8), { ...large, split: 2 });
+    assert.deepStrictEqual(product(512, 2048, 8192, int8), { ...large, split: 1 });
+    assert.strictEqual(product(32, 768, 3072, int8).kind, 'sgstage');
+    // Without the tiles (RWKV_MATMUL_STAGED=off) or split K, int8 keeps the f32 tiles.
+    assert.strictEqual(product(512, 2048, 8192, { ...int8, staged: null }).kind, 'gemm');
+    assert.strictEqual(product(512, 2048, 8192, { ...int8, splitK: false }).kind, 'gemm');
+    assert.match(describeKernels(int8), /int8 codes widened to f16 on subgroup matrices/);
+    const s = matmulShader({ ...large, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'int8', subgroup32: true });
+    assert.deepStrictEqual(s.parts, ['weights_i8_staged', 'mm_common', 'mm_whole', 'mm_sgstage']);
+    assert.strictEqual(s.key, 'mm_sgstage2x2x2x2k64:weights_i8_staged');
+    assert.throws(() => matmulShader({ ...large, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'nf4', subgroup32: true }), /needs f16 or int8 weights/);
   });
 
   it('shader: the staged weight prelude, every constant filled in, refused where it cannot run', () => {
     const c = { kernelPath: 'subgroup-matrix' as const, precision: 'f16' as const, subgroup32: true };
     const v = { kind: 'sgstage' as const, mt: 2 as const, nt: 2 as const, sgm: 2 as const, sgn: 2 as const, kc: 64 as const, split: 2 };
     const s = matmulShader(v, c);
-    assert.strictEqual(s.key, 'mm_sgstage2x2x2x2k64s2');
+    assert.strictEqual(s.key, 'mm_sgstage2x2x2x2k64s2:weights_f16_staged');
     assert.deepStrictEqual(s.parts, ['weights_f16_staged', 'mm_common', 'mm_split', 'mm_sgstage']);
     assert.strictEqual(s.bindings.length, 6); // the partial sums of the split
     const src = shaderSource(s.parts, s.constants);
@@ -71,8 +88,7 @@ describe('staged subgroup-matrix tiles', () => {
     assert.match(src, /const KC: u32 = 64u;/);
     assert.match(src, /const SPLIT: u32 = 2u;/);
     assert.strictEqual(src.match(/@binding\(1\)/g)?.length, 1);
-    assert.throws(() => matmulShader(v, { ...c, kernelPath: 'f16' }), /needs f16 weights on a subgroup-matrix device/);
-    assert.throws(() => matmulShader(v, { ...c, precision: 'int8' }), /needs f16 weights/);
+    assert.throws(() => matmulShader(v, { ...c, kernelPath: 'f16' }), /needs f16 or int8 weights on a subgroup-matrix device/);
     assert.throws(() => matmulShader({ ...v, nt: 4, sgn: 2 }, c), /128 outputs would straddle segments/);
   });
 });

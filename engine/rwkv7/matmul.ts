@@ -155,13 +155,28 @@ export function usesSubgroupMatrix(c: Pick<MatmulConfig, 'kernelPath' | 'precisi
   return c.kernelPath === 'subgroup-matrix' && c.precision === 'f16';
 }
 
+/** int8 groups run on the staged subgroup-matrix tiles (their codes widened to f16) on a 'subgroup-matrix' device. */
+export function usesStagedInt8(c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'splitK' | 'staged'>): boolean {
+  return c.kernelPath === 'subgroup-matrix' && c.precision === 'int8' && !!c.splitK && !!c.staged;
+}
+
+/** The staged tiles (of `staged`) for a product of `shape`: the large ones for ≥ 3 M weights with K ≥ 2048. */
+function stagedFor(staged: StagedTiles, shape: ProductShape): StagedChoice {
+  return shape.k < STAGED_LARGE_MIN_K || shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? staged.small : staged.large;
+}
+
 /** The kernel for a product over `rows` rows (of a group of `shape`, which the split-K choice reads). */
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+  if (shape && usesStagedInt8(c)) {
+    // int8 has no other matrix-unit kernel, so every row count above the streaming kernel's takes the tiles.
+    const { variant } = stagedFor(c.staged!, shape);
+    return { ...variant, split: chooseSplit(variant, shape, rows) };
+  }
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
     if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
-    const staged = c.staged && (shape.k < STAGED_LARGE_MIN_K || shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? c.staged.small : c.staged.large);
+    const staged = c.staged && stagedFor(c.staged, shape);
     if (staged && rows >= staged.minRows) return { ...staged.variant, split: chooseSplit(staged.variant, shape, rows) };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
     // f32 tiles in prefill too (1.5B FFN at 512 tokens: 739 against 3,136 µs).
@@ -220,7 +235,7 @@ export function splitOf(v: MatmulVariant): number {
 /** The weight prelude: how a kernel reads W (shaders/weights_*.wgsl; load_w8 at binding 1). */
 export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
   if (v.kind === 'sgmat') return 'weights_f16_matrix';
-  if (v.kind === 'sgstage') return 'weights_f16_staged';
+  if (v.kind === 'sgstage') return c.precision === 'int8' ? 'weights_i8_staged' : 'weights_f16_staged';
   if (c.precision === 'f32') return 'weights_f32';
   if (c.precision === 'int8') return 'weights_i8';
   if (c.precision === 'nf4') return 'weights_nf4';
@@ -232,7 +247,9 @@ export function matmulShader(
   v: MatmulVariant,
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
 ): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
-  if ((v.kind === 'sgmat' || v.kind === 'sgstage') && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
+  if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
+  if (v.kind === 'sgstage' && !(c.kernelPath === 'subgroup-matrix' && (c.precision === 'f16' || c.precision === 'int8')))
+    throw new Error('the staged subgroup-matrix kernel needs f16 or int8 weights on a subgroup-matrix device');
   if (v.kind === 'sgstage' && 16 * v.nt * v.sgn > SEGMENT_ALIGN) throw new RangeError(`a staged tile of ${16 * v.nt * v.sgn} outputs would straddle segments (${SEGMENT_ALIGN} apart)`);
   const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
   const w = weightPrelude(v, c);
@@ -259,7 +276,7 @@ export function matmulShader(
       };
     case 'sgstage':
       return {
-        key: `mm_sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${splitName}`,
+        key: `mm_sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${splitName}:${w}`,
         parts: [w, 'mm_common', kPart, 'mm_sgstage'],
         constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, KC: v.kc, SPLIT: split },
         bindings,
@@ -347,6 +364,7 @@ export function describeKernels(c: MatmulConfig): string {
   const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
   const staged = c.splitK && c.staged && usesSubgroupMatrix(c)
     ? `; from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices) subgroup matrices on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
+    : usesStagedInt8(c) ? '; above that the int8 codes widened to f16 on subgroup matrices, tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: f32 tiles)'
     : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${staged}${split}`;

@@ -171,7 +171,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.splitK = opts.splitK ?? splitKFromEnv();
     this.staged = stagedFromEnv();
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
-    const splitTiles = this.splitK && gpu.kernelPath === 'subgroup-matrix' && weights.precision === 'f16';
+    // int8 too where its codes run on the staged tiles (matmul.ts usesStagedInt8).
+    const splitTiles = this.splitK && gpu.kernelPath === 'subgroup-matrix' && (weights.precision === 'f16' || (weights.precision === 'int8' && this.staged !== null));
     this.vecMaxRows = opts.vecMaxRows ?? (splitTiles ? SPLIT_SGMAT_VEC_ROWS : 32);
     // Partial sums of split products: room for every split of the widest group at the most tokens, within a cap.
     this.splitScratchFloats = this.splitK ? Math.min(SPLIT_SCRATCH_FLOATS, MAX_SPLIT * this.TMAX * Math.max(this.F, 4 * this.C, 64)) : 0;
