@@ -18,7 +18,7 @@ function walkMasks(schema: object, value: unknown): { c: CompiledGrammarConstrai
   const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
   const steps: { text: string; parses: number }[] = [];
   let text = '';
-  const parses = () => c.automaton.stateStacks[(m as unknown as { state: number }).state].length;
+  const parses = () => c.automaton.stackCount((m as unknown as { state: number }).state);
   for (const id of tok.encode(canonicalJson(value, schemaKeyRank(schema as never)))) {
     m.fillMask(mask);
     assert.ok((mask[id >>> 5] >>> (id & 31)) & 1, `token ${id} must be allowed`);
@@ -78,7 +78,7 @@ describe('token mask work is bounded by counts', function () {
   it('the masks of a long instance build automaton states of bounded total size', () => {
     const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
     const { c } = walkMasks(manyOptional(120), value);
-    const parses = c.automaton.stateStacks.reduce((sum, stacks) => sum + stacks.length, 0);
+    const parses = c.automaton.parseCount;
     // 165k here; 7.9M before objects were unambiguous and masks shared by stack tops.
     assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
   });
@@ -122,7 +122,7 @@ describe('token mask work is bounded by counts', function () {
     const tops = (text: string) => {
       const m = c.newMatcher();
       for (const id of tok.encode(text)) m.accept(id);
-      const cuts = [...a.stateStacks[(m as unknown as { state: number }).state]].map((n) => a.topState(n, 2));
+      const cuts = [...a.stacksOf((m as unknown as { state: number }).state)].map((n) => a.topState(n, 2));
       return cuts.filter((s) => a.next(s, 0x78) >= 0).sort((x, y) => x - y).join(',');
     };
     // Equal groups are one rule: the loop of every unbounded string (past a minLength too), and

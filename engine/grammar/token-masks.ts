@@ -47,8 +47,6 @@ interface SharedMask {
   crossings: number[];
 }
 
-const NO_CROSSINGS = new Int32Array(0);
-
 /** Which of the two tries (string-slice.ts) a walk goes over. */
 const SAFE = 0;
 const REST = 1;
@@ -77,11 +75,24 @@ const DEEPER_FRAMES = [4, 8, WHOLE];
 /** Crossing nodes are below 2^18 (two tries of at most 2^17 nodes), for crossing-walk keys. */
 const CROSSING_KEYS = 1 << 18;
 
-/** The tokens of one first-byte subtree of the trie that a state after that byte accepts. */
-interface SubtreeResult {
-  tokens: Int32Array;
-  /** Trie nodes below which the tokens depend on the context under the cut (see crossingOf). */
-  crossings: Int32Array;
+/**
+ * The tokens of one trie subtree that a state accepts (ids, all >= 1), and the trie nodes below
+ * which the tokens depend on the context under the cut (crossingOf(...), stored as -1 - crossing).
+ * One typed array, not an object holding two: the caches hold tens of thousands of these, and
+ * every object they hold is work for each full collection.
+ */
+type SubtreeResult = Int32Array;
+
+/** The result of a subtree that holds nothing allowed (one shared array, not one per subtree). */
+const NOTHING: SubtreeResult = new Int32Array(0);
+
+/** A subtree result from its tokens and crossings. */
+function subtreeResult(tokens: number[], crossings: number[]): SubtreeResult {
+  if (tokens.length + crossings.length === 0) return NOTHING;
+  const out = new Int32Array(tokens.length + crossings.length);
+  out.set(tokens);
+  for (let k = 0; k < crossings.length; k++) out[tokens.length + k] = -1 - crossings[k];
+  return out;
 }
 
 /** Per automaton state: whether it loops on every string-safe character (LOOP_UNKNOWN until checked). */
@@ -177,7 +188,7 @@ export class TokenMasks {
     const a = this.automaton;
     // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
     const mask = this.scratch.fill(0);
-    for (const node of a.stateStacks[state]) {
+    for (const node of a.stacksOf(state)) {
       if (node === 0) continue;
       const key = a.topState(node, TOP_FRAMES);
       let sh = lruGet(this.shared, key);
@@ -263,12 +274,14 @@ export class TokenMasks {
         const tokens: number[] = [];
         const deeper: number[] = [];
         this.walk(which, from, at + 1, trie.skip[at], null, deeper, tokens);
-        sub = { tokens: Int32Array.from(tokens), crossings: Int32Array.from(deeper) };
+        sub = subtreeResult(tokens, deeper);
         this.remember(this.crossingWalks, key, sub);
       }
-      const toks = sub.tokens;
-      for (let i = 0; i < toks.length; i++) mask[toks[i] >>> 5] |= 1 << (toks[i] & 31);
-      if (sub.crossings.length) (again ??= []).push(...sub.crossings);
+      for (let i = 0; i < sub.length; i++) {
+        const x = sub[i];
+        if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
+        else (again ??= []).push(-1 - x);
+      }
     }
     // The whole stack has no unknown context to cross into.
     if (again) this.resolveCrossings(node, again, level + 1, mask);
@@ -303,9 +316,11 @@ export class TokenMasks {
           sub = this.collectSubtree(which, t, i);
           this.remember(this.subtrees, key, sub);
         }
-        const toks = sub.tokens;
-        for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
-        for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
+        for (let k = 0; k < sub.length; k++) {
+          const x = sub[k];
+          if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
+          else crossings.push(-1 - x);
+        }
       }
     }
     if (anyLoopFirst) {
@@ -368,12 +383,8 @@ export class TokenMasks {
 
   /** The tokens (and crossings) of the subtree of first-byte node `root` of a trie, reached in state `t`. */
   private collectSubtree(which: number, t: number, root: number): SubtreeResult {
+    // (A safe subtree whose state loops never comes here: walkShared takes it as a block.)
     const { token, skip, duplicates } = this.tries[which];
-    if (which === SAFE && this.slice.boundary[root] && this.loops(t)) {
-      const { tokensInOrder, firstToken } = this.slice;
-      // A view into the slice's own array: costs no memory (see rememberSubtree).
-      return { tokens: tokensInOrder.subarray(firstToken[root], firstToken[skip[root]]), crossings: NO_CROSSINGS };
-    }
     const tokens: number[] = [];
     const crossings: number[] = [];
     const tok = token[root];
@@ -385,13 +396,12 @@ export class TokenMasks {
     if (this.automaton.reachesContext[t]) {
       if (skip[root] > root + 1) crossings.push(crossingOf(which, root));
     } else if (skip[root] > root + 1) this.walk(which, t, root + 1, skip[root], null, crossings, tokens);
-    return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
+    return subtreeResult(tokens, crossings);
   }
 
   /** Caches a walk's result in `cache`, both caches within MAX_CACHED_SUBTREE_TOKENS together. */
   private remember(cache: Map<number, SubtreeResult>, key: number, sub: SubtreeResult): void {
-    const own = (a: Int32Array) => (a.buffer === this.slice.tokensInOrder.buffer ? 0 : a.length);
-    const size = (r: SubtreeResult) => own(r.tokens) + r.crossings.length + 8;
+    const size = (r: SubtreeResult) => r.length + 8;
     for (const from of [cache, cache === this.subtrees ? this.crossingWalks : this.subtrees])
       while (from.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
         const [k, old] = from.entries().next().value!;
