@@ -3,6 +3,8 @@
 // by the bench (`npm run bench -- --sections schema-coverage`: mask p50/p99/max, share over 1 ms).
 
 import * as assert from 'assert';
+import * as v8 from 'v8';
+import * as vm from 'vm';
 import { compileConstraint, canonicalJson } from '../engine/grammar';
 import type { CompiledGrammarConstraint } from '../engine/grammar/compiled-constraint';
 import { collapsedPositions } from '../engine/grammar/counted-repetition';
@@ -81,6 +83,33 @@ describe('token mask work is bounded by counts', function () {
     const parses = c.automaton.parseCount;
     // 165k here; 7.9M before objects were unambiguous and masks shared by stack tops.
     assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
+  });
+
+  it('automaton states and cached walks keep under 1,100 heap bytes a state (every full collection marks them)', () => {
+    // A full collection's pause grows with the objects the cached constraints hold; a state that
+    // was an Int32Array and two Map entries of its own held 1,585 bytes here (pauses of 100-260 ms
+    // in the MaskBench run), its stacks in one shared pool hold 750.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const tok = worldTokenizer();
+    compileConstraint({ jsonSchema: { type: 'object', properties: { warm: { type: 'string' } } } }, tok).newMatcher().fillMask(new Uint32Array((tok.vocabSize + 31) >>> 5));
+    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
+    const schema = manyOptional(120);
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    for (const id of tok.encode(canonicalJson(value, schemaKeyRank(schema as never)))) {
+      m.fillMask(mask);
+      m.accept(id);
+    }
+    gc();
+    gc();
+    const perState = (process.memoryUsage().heapUsed - before) / c.stateCount;
+    assert.ok(c.stateCount > 2000, `${c.stateCount} states`);
+    assert.ok(perState < 1100, `${perState.toFixed(0)} heap bytes per state (${c.stateCount} states)`);
   });
 
   it('the places of a long counted string share one mask until the longest token can reach its end', () => {
