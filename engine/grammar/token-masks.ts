@@ -28,6 +28,7 @@ import { collapsedPositions } from './counted-repetition';
 import { SafeCharChains } from './safe-char-chains';
 import { loopsOverSafeChars, StringSlice } from './string-slice';
 import { TokenTrie } from './token-trie';
+import { WalkStore } from './walk-store';
 
 export interface StateMask {
   /** The allowed tokens as a bitset over the vocabulary, or null when `tokens` lists them (few). */
@@ -60,7 +61,10 @@ function crossingOf(trie: number, node: number): number {
 const MAX_CACHED_MASKS = 2048;
 /** Masks with at most this many tokens are kept as a list. */
 const MASK_AS_LIST = 256;
-/** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
+/**
+ * Token ids kept in subtree and re-walk results per compiled constraint (4 bytes each: 4 MiB): two
+ * stores of two generations of a quarter each (walk-store.ts), plus a word per result.
+ */
 const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
 /**
  * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk deeper;
@@ -76,23 +80,13 @@ const DEEPER_FRAMES = [4, 8, WHOLE];
 const CROSSING_KEYS = 1 << 18;
 
 /**
- * The tokens of one trie subtree that a state accepts (ids, all >= 1), and the trie nodes below
- * which the tokens depend on the context under the cut (crossingOf(...), stored as -1 - crossing).
- * One typed array, not an object holding two: the caches hold tens of thousands of these, and
- * every object they hold is work for each full collection.
+ * A walk's result as WalkStore keeps it: the tokens of one trie subtree that a state accepts
+ * (ids, all >= 1), then the trie nodes below which the tokens depend on the context under the
+ * cut (crossingOf(...), stored as -1 - crossing). `tokens` is extended in place.
  */
-type SubtreeResult = Int32Array;
-
-/** The result of a subtree that holds nothing allowed (one shared array, not one per subtree). */
-const NOTHING: SubtreeResult = new Int32Array(0);
-
-/** A subtree result from its tokens and crossings. */
-function subtreeResult(tokens: number[], crossings: number[]): SubtreeResult {
-  if (tokens.length + crossings.length === 0) return NOTHING;
-  const out = new Int32Array(tokens.length + crossings.length);
-  out.set(tokens);
-  for (let k = 0; k < crossings.length; k++) out[tokens.length + k] = -1 - crossings[k];
-  return out;
+function walkResult(tokens: number[], crossings: number[]): number[] {
+  for (let k = 0; k < crossings.length; k++) tokens.push(-1 - crossings[k]);
+  return tokens;
 }
 
 /** Per automaton state: whether it loops on every string-safe character (LOOP_UNKNOWN until checked). */
@@ -108,10 +102,9 @@ export class TokenMasks {
    * full walk. Many states lead to the same state after one byte (inside a string, any ordinary
    * character does), so a new state's full walk is mostly lookups.
    */
-  private subtrees = new Map<number, SubtreeResult>();
+  private subtrees = new WalkStore(MAX_CACHED_SUBTREE_TOKENS / 4);
   /** Per (state at a crossing node, crossing): what the node's subtree holds from there. */
-  private crossingWalks = new Map<number, SubtreeResult>();
-  private subtreeTokens = 0;
+  private crossingWalks = new WalkStore(MAX_CACHED_SUBTREE_TOKENS / 4);
   private depthState: Int32Array;
   private slice: StringSlice;
   /** The safe-token trie and the rest, indexed by SAFE and REST. */
@@ -269,16 +262,16 @@ export class TokenMasks {
         continue;
       }
       const key = from * CROSSING_KEYS + c;
-      let sub = lruGet(this.crossingWalks, key);
-      if (!sub) {
+      let rec = this.crossingWalks.get(key);
+      if (rec < 0) {
         const tokens: number[] = [];
         const deeper: number[] = [];
         this.walk(which, from, at + 1, trie.skip[at], null, deeper, tokens);
-        sub = subtreeResult(tokens, deeper);
-        this.remember(this.crossingWalks, key, sub);
+        rec = this.crossingWalks.add(key, walkResult(tokens, deeper));
       }
-      for (let i = 0; i < sub.length; i++) {
-        const x = sub[i];
+      const d = this.crossingWalks.data;
+      for (let i = rec + 1, end = rec + 1 + d[rec]; i < end; i++) {
+        const x = d[i];
         if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
         else (again ??= []).push(-1 - x);
       }
@@ -311,13 +304,11 @@ export class TokenMasks {
           continue;
         }
         const key = (t * 256 + byte[i]) * 2 + which;
-        let sub = lruGet(this.subtrees, key);
-        if (!sub) {
-          sub = this.collectSubtree(which, t, i);
-          this.remember(this.subtrees, key, sub);
-        }
-        for (let k = 0; k < sub.length; k++) {
-          const x = sub[k];
+        let rec = this.subtrees.get(key);
+        if (rec < 0) rec = this.subtrees.add(key, this.collectSubtree(which, t, i));
+        const d = this.subtrees.data;
+        for (let k = rec + 1, end = rec + 1 + d[rec]; k < end; k++) {
+          const x = d[k];
           if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
           else crossings.push(-1 - x);
         }
@@ -382,7 +373,7 @@ export class TokenMasks {
   }
 
   /** The tokens (and crossings) of the subtree of first-byte node `root` of a trie, reached in state `t`. */
-  private collectSubtree(which: number, t: number, root: number): SubtreeResult {
+  private collectSubtree(which: number, t: number, root: number): number[] {
     // (A safe subtree whose state loops never comes here: walkShared takes it as a block.)
     const { token, skip, duplicates } = this.tries[which];
     const tokens: number[] = [];
@@ -396,20 +387,7 @@ export class TokenMasks {
     if (this.automaton.reachesContext[t]) {
       if (skip[root] > root + 1) crossings.push(crossingOf(which, root));
     } else if (skip[root] > root + 1) this.walk(which, t, root + 1, skip[root], null, crossings, tokens);
-    return subtreeResult(tokens, crossings);
-  }
-
-  /** Caches a walk's result in `cache`, both caches within MAX_CACHED_SUBTREE_TOKENS together. */
-  private remember(cache: Map<number, SubtreeResult>, key: number, sub: SubtreeResult): void {
-    const size = (r: SubtreeResult) => r.length + 8;
-    for (const from of [cache, cache === this.subtrees ? this.crossingWalks : this.subtrees])
-      while (from.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
-        const [k, old] = from.entries().next().value!;
-        from.delete(k);
-        this.subtreeTokens -= size(old);
-      }
-    cache.set(key, sub);
-    this.subtreeTokens += size(sub);
+    return walkResult(tokens, crossings);
   }
 
   /**
