@@ -117,6 +117,8 @@ export class TokenMasks {
   /** Counted strings: how many safe characters a state takes in a row, one state per character. */
   private chains: SafeCharChains;
   private scratch: Uint32Array;
+  /** walkShared's bitset (compute's scratch holds the state's mask meanwhile). */
+  private sharedScratch: Uint32Array;
   /** walkShared's set of first bytes whose subtrees are taken whole. */
   private loopFirst = new Uint32Array(8);
   readonly words: number;
@@ -128,6 +130,7 @@ export class TokenMasks {
     this.depthState = new Int32Array(trie.maxDepth + 1);
     this.words = (trie.vocabSize + 31) >>> 5;
     this.scratch = new Uint32Array(this.words);
+    this.sharedScratch = new Uint32Array(this.words);
     this.slice = StringSlice.of(trie);
     this.tries = [this.slice.safe, this.slice.rest];
     this.collapsed = collapsedPositions(automaton.g, Math.max(2, trie.maxDepth));
@@ -283,7 +286,9 @@ export class TokenMasks {
   private walkShared(state: number): SharedMask {
     const literal = this.automaton.literalRun(state);
     if (literal) return this.walkLiteral(literal.bytes, literal.after);
-    const mask = new Uint32Array(this.words);
+    // Built in a scratch bitset and copied only when wide: most shared walks are narrow, and an
+    // 8 KiB buffer each was external memory that made the collector run full collections.
+    const mask = this.sharedScratch.fill(0);
     const crossings: number[] = [];
     const a = this.automaton;
     // A state inside a string takes every safe token: only the rest is walked.
@@ -322,7 +327,7 @@ export class TokenMasks {
     let count = 0;
     for (let w = 0; w < mask.length && count <= MASK_AS_LIST; w++) for (let x = mask[w]; x !== 0; x &= x - 1) count++;
     if (count <= MASK_AS_LIST) return { mask: null, tokens: listBits(mask, count), crossings };
-    return { mask, tokens: null, crossings };
+    return { mask: mask.slice(), tokens: null, crossings };
   }
 
   /**
