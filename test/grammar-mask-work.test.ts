@@ -3,6 +3,8 @@
 // by the bench (`npm run bench -- --sections schema-coverage`: mask p50/p99/max, share over 1 ms).
 
 import * as assert from 'assert';
+import * as v8 from 'v8';
+import * as vm from 'vm';
 import { compileConstraint, canonicalJson } from '../engine/grammar';
 import type { CompiledGrammarConstraint } from '../engine/grammar/compiled-constraint';
 import { collapsedPositions } from '../engine/grammar/counted-repetition';
@@ -18,7 +20,7 @@ function walkMasks(schema: object, value: unknown): { c: CompiledGrammarConstrai
   const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
   const steps: { text: string; parses: number }[] = [];
   let text = '';
-  const parses = () => c.automaton.stateStacks[(m as unknown as { state: number }).state].length;
+  const parses = () => c.automaton.stackCount((m as unknown as { state: number }).state);
   for (const id of tok.encode(canonicalJson(value, schemaKeyRank(schema as never)))) {
     m.fillMask(mask);
     assert.ok((mask[id >>> 5] >>> (id & 31)) & 1, `token ${id} must be allowed`);
@@ -78,9 +80,39 @@ describe('token mask work is bounded by counts', function () {
   it('the masks of a long instance build automaton states of bounded total size', () => {
     const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
     const { c } = walkMasks(manyOptional(120), value);
-    const parses = c.automaton.stateStacks.reduce((sum, stacks) => sum + stacks.length, 0);
+    const parses = c.automaton.parseCount;
     // 165k here; 7.9M before objects were unambiguous and masks shared by stack tops.
     assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
+  });
+
+  it('automaton states and cached walks keep under 850 heap bytes a state (every full collection marks them)', () => {
+    // A full collection's pause grows with the objects the cached constraints hold: 1,576 bytes a
+    // state here when each state was an Int32Array and Map entries of its own and each walk
+    // result a typed array (pauses of 100-260 ms in the MaskBench run); 750 with the stacks in one
+    // pool, 531 with walk results packed in arenas (walk-store.ts).
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const tok = worldTokenizer();
+    compileConstraint({ jsonSchema: { type: 'object', properties: { warm: { type: 'string' } } } }, tok).newMatcher().fillMask(new Uint32Array((tok.vocabSize + 31) >>> 5));
+    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
+    // Its own title: the same schema compiled by another test would come from the cache, walked already.
+    const schema = { ...manyOptional(120), title: 'heap bytes per state' };
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    assert.ok(c.stateCount < 100, `a fresh compilation (${c.stateCount} states before any mask)`);
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    for (const id of tok.encode(canonicalJson(value, schemaKeyRank(schema as never)))) {
+      m.fillMask(mask);
+      m.accept(id);
+    }
+    gc();
+    gc();
+    const perState = (process.memoryUsage().heapUsed - before) / c.stateCount;
+    assert.ok(c.stateCount > 2000, `${c.stateCount} states`);
+    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${c.stateCount} states)`);
   });
 
   it('the places of a long counted string share one mask until the longest token can reach its end', () => {
@@ -122,7 +154,7 @@ describe('token mask work is bounded by counts', function () {
     const tops = (text: string) => {
       const m = c.newMatcher();
       for (const id of tok.encode(text)) m.accept(id);
-      const cuts = [...a.stateStacks[(m as unknown as { state: number }).state]].map((n) => a.topState(n, 2));
+      const cuts = [...a.stacksOf((m as unknown as { state: number }).state)].map((n) => a.topState(n, 2));
       return cuts.filter((s) => a.next(s, 0x78) >= 0).sort((x, y) => x - y).join(',');
     };
     // Equal groups are one rule: the loop of every unbounded string (past a minLength too), and

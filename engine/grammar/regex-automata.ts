@@ -150,7 +150,7 @@ function writeRules(
         if (++budget.automatonStates > LIMITS.automatonStates)
           throw overLimit("the automaton states of the grammar's #e/#ex regexes", budget.automatonStates, LIMITS.automatonStates, place);
         // A state of many parses costs as much to explore as many states.
-        budget.automatonParses += a.stateStacks[t].length;
+        budget.automatonParses += a.stackCount(t);
         if (budget.automatonParses > LIMITS.automatonParses)
           throw overLimit("the parses in the automaton states of the grammar's #e/#ex regexes", budget.automatonParses, LIMITS.automatonParses, place);
         id = order.length;

@@ -131,7 +131,7 @@ export class ShortestCompletion {
     let len = this.stateLen[state];
     if (len === undefined) {
       len = Infinity;
-      for (const node of this.a.stateStacks[state]) len = Math.min(len, this.lengthOfNode(node));
+      for (const node of this.a.stacksOf(state)) len = Math.min(len, this.lengthOfNode(node));
       this.stateLen[state] = len;
     }
     return len;
@@ -159,7 +159,7 @@ export class ShortestCompletion {
   bytes(state: number, maxBytes = Infinity): Uint8Array {
     let best = -1;
     let bestLen = Infinity;
-    for (const node of this.a.stateStacks[state]) {
+    for (const node of this.a.stacksOf(state)) {
       const len = this.lengthOfNode(node);
       if (len < bestLen) {
         bestLen = len;

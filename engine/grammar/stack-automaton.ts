@@ -6,6 +6,7 @@
 // trie per decoding step affordable, and it is shared by every request using the grammar.
 
 import { BYTES, END, GrammarTables } from './flat-grammar';
+import { IntPairIndex, IntPairSet } from './int-pair-index';
 
 /** Transition not computed yet. */
 const UNKNOWN = -2;
@@ -22,11 +23,20 @@ export class StackAutomaton {
    */
   private nodePos: number[] = [-1, -1];
   private nodeParent: number[] = [-1, -1];
-  private nodeIndex = new Map<number, number>();
-  private readonly nPos: number;
+  /** Node id per (position, parent). */
+  private nodeIndex = new IntPairIndex();
 
-  /** Per state: sorted stack node ids. */
-  readonly stateStacks: Int32Array[] = [];
+  /**
+   * Every state's sorted stack node ids, one state after another in one array (state s holds
+   * pool[stackStart[s] .. stackStart[s + 1])): a state is no object of its own, so the states
+   * of every cached constraint cost a full collection nothing but a few large arrays.
+   */
+  private pool = new Int32Array(4096);
+  private stackStart = new Int32Array(1025);
+  private states = 0;
+  /** Per state: the hash of its stacks; and the state ids by hash (open addressing, -1 empty). */
+  private stateHash = new Int32Array(1024);
+  private stateSlots = new Int32Array(2048).fill(-1);
   /**
    * Next state per (state, byte) at state * 256 + byte (UNKNOWN until computed, DEAD when none):
    * one buffer grown by doubling, not a small array per state for the collector to track.
@@ -40,31 +50,43 @@ export class StackAutomaton {
   private readonly byteClass: Uint8Array;
   /** Per state: 1 when it contains the context marker (node 1). */
   readonly reachesContext: number[] = [];
-  /** State ids by a hash of their stacks (collisions are told apart by comparing the stacks). */
-  private stateIndex = new Map<number, number | number[]>();
   readonly initial: number;
 
   constructor(readonly g: GrammarTables) {
-    this.nPos = g.kind.length + 1;
     this.byteClass = byteClasses(g.byteSets);
-    const out = new Set<number>();
-    const seen = new Set<number>();
-    for (let k = g.ruleAltIndex[g.root]; k < g.ruleAltIndex[g.root + 1]; k++) this.closure(g.altStarts[k], 0, out, seen);
-    this.initial = this.internState(out);
+    this.setStamp = new Int32Array(g.byteSets.length >>> 8);
+    this.beginCollect();
+    this.seen.clear();
+    for (let k = g.ruleAltIndex[g.root]; k < g.ruleAltIndex[g.root + 1]; k++) this.closure(g.altStarts[k], 0);
+    this.initial = this.internCollected();
   }
 
   get stateCount(): number {
-    return this.stateStacks.length;
+    return this.states;
+  }
+
+  /** The state's sorted stack node ids (a view: valid as long as the caller keeps it). */
+  stacksOf(state: number): Int32Array {
+    return this.pool.subarray(this.stackStart[state], this.stackStart[state + 1]);
+  }
+
+  /** How many stacks (parses) the state holds. */
+  stackCount(state: number): number {
+    return this.stackStart[state + 1] - this.stackStart[state];
+  }
+
+  /** Stacks of every state built so far, together. */
+  get parseCount(): number {
+    return this.stackStart[this.states];
   }
 
   accepting(state: number): boolean {
-    return this.stateStacks[state][0] === 0;
+    return this.stackCount(state) > 0 && this.pool[this.stackStart[state]] === 0;
   }
 
   /** True when the only way on is the end of text. */
   finished(state: number): boolean {
-    const s = this.stateStacks[state];
-    return s.length === 1 && s[0] === 0;
+    return this.stackCount(state) === 1 && this.pool[this.stackStart[state]] === 0;
   }
 
   next(state: number, byte: number): number {
@@ -110,7 +132,7 @@ export class StackAutomaton {
       for (; n > CONTEXT && above.length < frames; n = this.nodeParent[n]) above.push(this.nodePos[n]);
       let out = n > CONTEXT ? CONTEXT : n;
       for (let i = above.length - 1; i >= 0; i--) out = this.intern(above[i], out);
-      s = this.internState(new Set([out]));
+      s = this.internOne(out);
       this.topStates.set(key, s);
     }
     return s;
@@ -122,7 +144,7 @@ export class StackAutomaton {
   wholeStack(node: number): number {
     let s = this.wholeStates.get(node);
     if (s === undefined) {
-      s = this.internState(new Set([node]));
+      s = this.internOne(node);
       this.wholeStates.set(node, s);
     }
     return s;
@@ -130,7 +152,7 @@ export class StackAutomaton {
 
   /** The state of the context marker alone: a cut-off run that has popped every frame it had. */
   get contextOnly(): number {
-    return (this.contextState ??= this.internState(new Set([CONTEXT])));
+    return (this.contextState ??= this.internOne(CONTEXT));
   }
   private contextState: number | undefined;
 
@@ -155,20 +177,20 @@ export class StackAutomaton {
    */
   topFramesOverOneParent(state: number, bytes: Uint8Array): { tops: number; parent: number } | null {
     let parent = -1;
-    const tops = new Set<number>();
-    for (const n of this.stateStacks[state]) {
+    this.beginCollect();
+    for (const n of this.stacksOf(state)) {
       if (n <= CONTEXT || !this.takesAny(this.g.arg[this.nodePos[n]], bytes)) continue;
       const p = this.nodeParent[n];
       if (parent < 0) parent = p;
       else if (p !== parent) return null;
-      tops.add(this.intern(this.nodePos[n], CONTEXT));
+      this.collect(this.intern(this.nodePos[n], CONTEXT));
     }
-    return parent < 0 ? null : { tops: this.internState(tops), parent };
+    return parent < 0 ? null : { tops: this.internCollected(), parent };
   }
 
   /** Some stack of `state` may take one of `bytes` next (a context marker counts as may). */
   mayTake(state: number, bytes: Uint8Array): boolean {
-    for (const n of this.stateStacks[state]) if (n === CONTEXT || (n > CONTEXT && this.takesAny(this.g.arg[this.nodePos[n]], bytes))) return true;
+    for (const n of this.stacksOf(state)) if (n === CONTEXT || (n > CONTEXT && this.takesAny(this.g.arg[this.nodePos[n]], bytes))) return true;
     return false;
   }
 
@@ -183,7 +205,7 @@ export class StackAutomaton {
     let run = this.literalRuns.get(state);
     if (run === undefined) {
       run = null;
-      const stacks = this.stateStacks[state];
+      const stacks = this.stacksOf(state);
       if (stacks.length === 1 && stacks[0] > CONTEXT) {
         const { kind, arg } = this.g;
         const node = stacks[0];
@@ -196,9 +218,10 @@ export class StackAutomaton {
         }
         // Stops at the first position that is not one byte: the closure from there is the state after.
         if (bytes.length >= 2) {
-          const out = new Set<number>();
-          this.closure(p, this.nodeParent[node], out, new Set<number>());
-          run = { bytes: Uint8Array.from(bytes), after: out.size ? this.internState(out) : DEAD };
+          this.beginCollect();
+          this.seen.clear();
+          this.closure(p, this.nodeParent[node]);
+          run = { bytes: Uint8Array.from(bytes), after: this.collectedCount ? this.internCollected() : DEAD };
         }
       }
       this.literalRuns.set(state, run);
@@ -219,10 +242,12 @@ export class StackAutomaton {
       this.mappedBy = map;
       this.mappedNodes.clear();
     }
-    const out = new Set<number>();
     let changed = false;
     const frames: number[] = [];
-    for (const node of this.stateStacks[state]) {
+    const stacks = this.stacksOf(state);
+    // Mapped nodes are collected only once one differs (most states map to themselves).
+    for (let k = 0; k < stacks.length; k++) {
+      const node = stacks[k];
       // The frames above the first node already mapped (or the bottom), then rebuilt upwards.
       let n = node;
       while (n > CONTEXT && !this.mappedNodes.has(n)) {
@@ -235,40 +260,78 @@ export class StackAutomaton {
         m = this.intern(map[this.nodePos[f]], m);
         this.mappedNodes.set(f, m);
       }
-      if (m !== node) changed = true;
-      out.add(m);
+      if (m !== node && !changed) {
+        changed = true;
+        this.beginCollect();
+        for (let j = 0; j < k; j++) this.collect(stacks[j]);
+      }
+      if (changed) this.collect(m);
     }
-    return changed ? this.internState(out) : state;
+    return changed ? this.internCollected() : state;
   }
 
-  /** Scratch sets of computeNext (cleared, not reallocated, per transition). */
-  private scratchOut = new Set<number>();
-  private scratchSeen = new Set<number>();
+  /** (position, parent) pairs a closure has expanded (cleared, not reallocated, per transition). */
+  private seen = new IntPairSet();
 
   private computeNext(state: number, byte: number): number {
     const { kind, arg, byteSets } = this.g;
-    const out = this.scratchOut;
-    const seen = this.scratchSeen;
-    out.clear();
-    seen.clear();
-    for (const node of this.stateStacks[state]) {
+    this.beginCollect();
+    this.seen.clear();
+    const stacks = this.stacksOf(state);
+    for (let k = 0; k < stacks.length; k++) {
+      const node = stacks[k];
       if (node <= CONTEXT) continue;
       const pos = this.nodePos[node];
-      if (kind[pos] === BYTES && byteSets[arg[pos] * 256 + byte]) this.closure(pos + 1, this.nodeParent[node], out, seen);
+      if (kind[pos] === BYTES && byteSets[arg[pos] * 256 + byte]) this.closure(pos + 1, this.nodeParent[node]);
     }
-    return out.size === 0 ? DEAD : this.internState(out);
+    return this.collectedCount === 0 ? DEAD : this.internCollected();
   }
 
   private intern(pos: number, parent: number): number {
-    const key = parent * this.nPos + pos;
-    let id = this.nodeIndex.get(key);
-    if (id === undefined) {
+    let id = this.nodeIndex.get(pos, parent);
+    if (id < 0) {
       id = this.nodePos.length;
       this.nodePos.push(pos);
       this.nodeParent.push(parent);
-      this.nodeIndex.set(key, id);
+      this.nodeIndex.set(pos, parent, id);
     }
     return id;
+  }
+
+  /**
+   * The stack nodes of the state being built (see internCollected), without repeats: a
+   * scratch list and a per-node mark of the current collection, reused for every state.
+   */
+  private collected = new Int32Array(64);
+  private collectedCount = 0;
+  private collectMark = new Int32Array(1024);
+  private collectGen = 0;
+
+  private beginCollect(): void {
+    this.collectGen++;
+    this.collectedCount = 0;
+  }
+
+  private collect(node: number): void {
+    if (node >= this.collectMark.length) {
+      const grown = new Int32Array(Math.max(2 * this.collectMark.length, node + 1));
+      grown.set(this.collectMark);
+      this.collectMark = grown;
+    }
+    if (this.collectMark[node] === this.collectGen) return;
+    this.collectMark[node] = this.collectGen;
+    if (this.collectedCount === this.collected.length) {
+      const grown = new Int32Array(2 * this.collected.length);
+      grown.set(this.collected);
+      this.collected = grown;
+    }
+    this.collected[this.collectedCount++] = node;
+  }
+
+  private internOne(node: number): number {
+    this.beginCollect();
+    this.collect(node);
+    return this.internCollected();
   }
 
   /**
@@ -276,21 +339,24 @@ export class StackAutomaton {
    * empty), adding the stack nodes to out. `seen` de-duplicates (pos, parent) pairs, which also
    * ends cycles through rules that may match the empty string.
    */
-  private closure(pos0: number, parent0: number, out: Set<number>, seen: Set<number>): void {
+  private work: number[] = [];
+
+  private closure(pos0: number, parent0: number): void {
     const { kind, arg, altStarts, ruleAltIndex } = this.g;
-    const work: number[] = [pos0, parent0];
+    const work = this.work;
+    const seen = this.seen;
+    work.length = 0;
+    work.push(pos0, parent0);
     while (work.length) {
       const parent = work.pop()!;
       const pos = work.pop()!;
-      const key = parent * this.nPos + pos;
-      if (seen.has(key)) continue;
-      seen.add(key);
+      if (!seen.add(pos, parent)) continue;
       const k = kind[pos];
       if (k === END) {
-        if (parent <= CONTEXT) out.add(parent);
+        if (parent <= CONTEXT) this.collect(parent);
         else work.push(this.nodePos[parent], this.nodeParent[parent]);
       } else if (k === BYTES) {
-        out.add(this.intern(pos, parent));
+        this.collect(this.intern(pos, parent));
       } else {
         // Tail references do not push a frame, so right recursion runs in constant stack.
         const cont = kind[pos + 1] === END ? parent : this.intern(pos + 1, parent);
@@ -300,22 +366,62 @@ export class StackAutomaton {
     }
   }
 
-  private internState(nodes: Set<number>): number {
-    const arr = Int32Array.from(nodes).sort();
-    let h = arr.length | 0;
-    for (let i = 0; i < arr.length; i++) h = Math.imul(h ^ arr[i], 0x9e3779b1) ^ (h >>> 15);
-    const hit = this.stateIndex.get(h);
-    if (hit !== undefined) {
-      if (typeof hit === 'number') {
-        if (sameStacks(this.stateStacks[hit], arr)) return hit;
-      } else for (const id of hit) if (sameStacks(this.stateStacks[id], arr)) return id;
+  /** The state of the collected stack nodes (an existing one when its stacks are equal). */
+  private internCollected(): number {
+    const n = this.collectedCount;
+    const arr = this.collected;
+    // Insertion sort: most states hold a few stacks.
+    if (n > 32) arr.subarray(0, n).sort();
+    else
+      for (let i = 1; i < n; i++) {
+        const x = arr[i];
+        let j = i - 1;
+        for (; j >= 0 && arr[j] > x; j--) arr[j + 1] = arr[j];
+        arr[j + 1] = x;
+      }
+    let h = n | 0;
+    for (let i = 0; i < n; i++) h = Math.imul(h ^ arr[i], 0x9e3779b1) ^ (h >>> 15);
+    const slots = this.stateSlots;
+    const mask = slots.length - 1;
+    let i = h & mask;
+    for (; slots[i] >= 0; i = (i + 1) & mask) {
+      const id = slots[i];
+      if (this.stateHash[id] === h && this.sameStacks(id, arr, n)) return id;
     }
-    const id = this.stateStacks.length;
-    this.stateStacks.push(arr);
-    this.initRow(id, arr);
-    this.reachesContext.push(arr.includes(CONTEXT) ? 1 : 0);
-    this.stateIndex.set(h, hit === undefined ? id : typeof hit === 'number' ? [hit, id] : [...hit, id]);
+    const id = this.states;
+    const at = this.stackStart[id];
+    if (at + n > this.pool.length) this.pool = grownTo(this.pool, at + n);
+    if (id + 2 > this.stackStart.length) {
+      this.stackStart = grownTo(this.stackStart, id + 2);
+      this.stateHash = grownTo(this.stateHash, id + 2);
+    }
+    this.pool.set(arr.subarray(0, n), at);
+    this.stackStart[id + 1] = at + n;
+    this.stateHash[id] = h;
+    this.states++;
+    slots[i] = id;
+    if (2 * this.states > slots.length) this.rehashStates();
+    this.initRow(id, arr, n);
+    this.reachesContext.push((n > 0 && arr[0] === CONTEXT) || (n > 1 && arr[1] === CONTEXT) ? 1 : 0);
     return id;
+  }
+
+  private sameStacks(id: number, arr: Int32Array, n: number): boolean {
+    const from = this.stackStart[id];
+    if (this.stackStart[id + 1] - from !== n) return false;
+    for (let i = 0; i < n; i++) if (this.pool[from + i] !== arr[i]) return false;
+    return true;
+  }
+
+  private rehashStates(): void {
+    const slots = new Int32Array(this.stateSlots.length * 2).fill(-1);
+    const mask = slots.length - 1;
+    for (let id = 0; id < this.states; id++) {
+      let i = this.stateHash[id] & mask;
+      while (slots[i] >= 0) i = (i + 1) & mask;
+      slots[i] = id;
+    }
+    this.stateSlots = slots;
   }
 
   /**
@@ -323,7 +429,7 @@ export class StackAutomaton {
    * byte classes, so a mask walk never pays a transition computation for a refused byte),
    * UNKNOWN for the rest.
    */
-  private initRow(state: number, stacks: Int32Array): void {
+  private initRow(state: number, stacks: Int32Array, n: number): void {
     if ((state + 1) * 256 > this.trans.length) {
       const grown = new Int32Array(this.trans.length * 2);
       grown.set(this.trans);
@@ -333,12 +439,22 @@ export class StackAutomaton {
     const row = this.trans;
     row.fill(DEAD, base, base + 256);
     const { arg } = this.g;
-    for (const n of stacks) {
-      if (n <= CONTEXT) continue;
-      const bytes = this.setMembers(arg[this.nodePos[n]]);
+    // Many stacks of a state read the same byte set (a character in each of its strings): once each.
+    const stamp = ++this.setGen;
+    for (let k = 0; k < n; k++) {
+      const node = stacks[k];
+      if (node <= CONTEXT) continue;
+      const set = arg[this.nodePos[node]];
+      if (this.setStamp[set] === stamp) continue;
+      this.setStamp[set] = stamp;
+      const bytes = this.setMembers(set);
       for (let i = 0; i < bytes.length; i++) row[base + bytes[i]] = UNKNOWN;
     }
   }
+
+  /** Per byte set: the initRow call that last marked it. */
+  private setStamp: Int32Array;
+  private setGen = 0;
 
   /** The bytes of each byte set, listed on first use (most sets are a few bytes: cheaper than 256 tests per stack). */
   private members: (Uint8Array | undefined)[] = [];
@@ -373,8 +489,8 @@ function byteClasses(byteSets: Uint8Array): Uint8Array {
   return cls;
 }
 
-function sameStacks(a: Int32Array, b: Int32Array): boolean {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
+function grownTo(a: Int32Array, atLeast: number): Int32Array<ArrayBuffer> {
+  const out = new Int32Array(Math.max(2 * a.length, atLeast));
+  out.set(a);
+  return out;
 }

@@ -28,6 +28,7 @@ import { collapsedPositions } from './counted-repetition';
 import { SafeCharChains } from './safe-char-chains';
 import { loopsOverSafeChars, StringSlice } from './string-slice';
 import { TokenTrie } from './token-trie';
+import { WalkStore } from './walk-store';
 
 export interface StateMask {
   /** The allowed tokens as a bitset over the vocabulary, or null when `tokens` lists them (few). */
@@ -47,8 +48,6 @@ interface SharedMask {
   crossings: number[];
 }
 
-const NO_CROSSINGS = new Int32Array(0);
-
 /** Which of the two tries (string-slice.ts) a walk goes over. */
 const SAFE = 0;
 const REST = 1;
@@ -62,7 +61,10 @@ function crossingOf(trie: number, node: number): number {
 const MAX_CACHED_MASKS = 2048;
 /** Masks with at most this many tokens are kept as a list. */
 const MASK_AS_LIST = 256;
-/** Token ids kept in subtree results per compiled constraint (4 bytes each: 4 MiB). */
+/**
+ * Token ids kept in subtree and re-walk results per compiled constraint (4 bytes each: 4 MiB): two
+ * stores of two generations of a quarter each (walk-store.ts), plus a word per result.
+ */
 const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
 /**
  * Stack frames a shared walk keeps (see compute): more frames, fewer tokens to re-walk deeper;
@@ -77,11 +79,14 @@ const DEEPER_FRAMES = [4, 8, WHOLE];
 /** Crossing nodes are below 2^18 (two tries of at most 2^17 nodes), for crossing-walk keys. */
 const CROSSING_KEYS = 1 << 18;
 
-/** The tokens of one first-byte subtree of the trie that a state after that byte accepts. */
-interface SubtreeResult {
-  tokens: Int32Array;
-  /** Trie nodes below which the tokens depend on the context under the cut (see crossingOf). */
-  crossings: Int32Array;
+/**
+ * A walk's result as WalkStore keeps it: the tokens of one trie subtree that a state accepts
+ * (ids, all >= 1), then the trie nodes below which the tokens depend on the context under the
+ * cut (crossingOf(...), stored as -1 - crossing). `tokens` is extended in place.
+ */
+function walkResult(tokens: number[], crossings: number[]): number[] {
+  for (let k = 0; k < crossings.length; k++) tokens.push(-1 - crossings[k]);
+  return tokens;
 }
 
 /** Per automaton state: whether it loops on every string-safe character (LOOP_UNKNOWN until checked). */
@@ -97,10 +102,9 @@ export class TokenMasks {
    * full walk. Many states lead to the same state after one byte (inside a string, any ordinary
    * character does), so a new state's full walk is mostly lookups.
    */
-  private subtrees = new Map<number, SubtreeResult>();
+  private subtrees = new WalkStore(MAX_CACHED_SUBTREE_TOKENS / 4);
   /** Per (state at a crossing node, crossing): what the node's subtree holds from there. */
-  private crossingWalks = new Map<number, SubtreeResult>();
-  private subtreeTokens = 0;
+  private crossingWalks = new WalkStore(MAX_CACHED_SUBTREE_TOKENS / 4);
   private depthState: Int32Array;
   private slice: StringSlice;
   /** The safe-token trie and the rest, indexed by SAFE and REST. */
@@ -113,6 +117,8 @@ export class TokenMasks {
   /** Counted strings: how many safe characters a state takes in a row, one state per character. */
   private chains: SafeCharChains;
   private scratch: Uint32Array;
+  /** walkShared's bitset (compute's scratch holds the state's mask meanwhile). */
+  private sharedScratch: Uint32Array;
   /** walkShared's set of first bytes whose subtrees are taken whole. */
   private loopFirst = new Uint32Array(8);
   readonly words: number;
@@ -124,6 +130,7 @@ export class TokenMasks {
     this.depthState = new Int32Array(trie.maxDepth + 1);
     this.words = (trie.vocabSize + 31) >>> 5;
     this.scratch = new Uint32Array(this.words);
+    this.sharedScratch = new Uint32Array(this.words);
     this.slice = StringSlice.of(trie);
     this.tries = [this.slice.safe, this.slice.rest];
     this.collapsed = collapsedPositions(automaton.g, Math.max(2, trie.maxDepth));
@@ -177,7 +184,7 @@ export class TokenMasks {
     const a = this.automaton;
     // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
     const mask = this.scratch.fill(0);
-    for (const node of a.stateStacks[state]) {
+    for (const node of a.stacksOf(state)) {
       if (node === 0) continue;
       const key = a.topState(node, TOP_FRAMES);
       let sh = lruGet(this.shared, key);
@@ -258,17 +265,19 @@ export class TokenMasks {
         continue;
       }
       const key = from * CROSSING_KEYS + c;
-      let sub = lruGet(this.crossingWalks, key);
-      if (!sub) {
+      let rec = this.crossingWalks.get(key);
+      if (rec < 0) {
         const tokens: number[] = [];
         const deeper: number[] = [];
         this.walk(which, from, at + 1, trie.skip[at], null, deeper, tokens);
-        sub = { tokens: Int32Array.from(tokens), crossings: Int32Array.from(deeper) };
-        this.remember(this.crossingWalks, key, sub);
+        rec = this.crossingWalks.add(key, walkResult(tokens, deeper));
       }
-      const toks = sub.tokens;
-      for (let i = 0; i < toks.length; i++) mask[toks[i] >>> 5] |= 1 << (toks[i] & 31);
-      if (sub.crossings.length) (again ??= []).push(...sub.crossings);
+      const d = this.crossingWalks.data;
+      for (let i = rec + 1, end = rec + 1 + d[rec]; i < end; i++) {
+        const x = d[i];
+        if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
+        else (again ??= []).push(-1 - x);
+      }
     }
     // The whole stack has no unknown context to cross into.
     if (again) this.resolveCrossings(node, again, level + 1, mask);
@@ -277,7 +286,9 @@ export class TokenMasks {
   private walkShared(state: number): SharedMask {
     const literal = this.automaton.literalRun(state);
     if (literal) return this.walkLiteral(literal.bytes, literal.after);
-    const mask = new Uint32Array(this.words);
+    // Built in a scratch bitset and copied only when wide: most shared walks are narrow, and an
+    // 8 KiB buffer each was external memory that made the collector run full collections.
+    const mask = this.sharedScratch.fill(0);
     const crossings: number[] = [];
     const a = this.automaton;
     // A state inside a string takes every safe token: only the rest is walked.
@@ -298,14 +309,14 @@ export class TokenMasks {
           continue;
         }
         const key = (t * 256 + byte[i]) * 2 + which;
-        let sub = lruGet(this.subtrees, key);
-        if (!sub) {
-          sub = this.collectSubtree(which, t, i);
-          this.remember(this.subtrees, key, sub);
+        let rec = this.subtrees.get(key);
+        if (rec < 0) rec = this.subtrees.add(key, this.collectSubtree(which, t, i));
+        const d = this.subtrees.data;
+        for (let k = rec + 1, end = rec + 1 + d[rec]; k < end; k++) {
+          const x = d[k];
+          if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
+          else crossings.push(-1 - x);
         }
-        const toks = sub.tokens;
-        for (let k = 0; k < toks.length; k++) mask[toks[k] >>> 5] |= 1 << (toks[k] & 31);
-        for (let k = 0; k < sub.crossings.length; k++) crossings.push(sub.crossings[k]);
       }
     }
     if (anyLoopFirst) {
@@ -316,7 +327,7 @@ export class TokenMasks {
     let count = 0;
     for (let w = 0; w < mask.length && count <= MASK_AS_LIST; w++) for (let x = mask[w]; x !== 0; x &= x - 1) count++;
     if (count <= MASK_AS_LIST) return { mask: null, tokens: listBits(mask, count), crossings };
-    return { mask, tokens: null, crossings };
+    return { mask: mask.slice(), tokens: null, crossings };
   }
 
   /**
@@ -367,13 +378,9 @@ export class TokenMasks {
   }
 
   /** The tokens (and crossings) of the subtree of first-byte node `root` of a trie, reached in state `t`. */
-  private collectSubtree(which: number, t: number, root: number): SubtreeResult {
+  private collectSubtree(which: number, t: number, root: number): number[] {
+    // (A safe subtree whose state loops never comes here: walkShared takes it as a block.)
     const { token, skip, duplicates } = this.tries[which];
-    if (which === SAFE && this.slice.boundary[root] && this.loops(t)) {
-      const { tokensInOrder, firstToken } = this.slice;
-      // A view into the slice's own array: costs no memory (see rememberSubtree).
-      return { tokens: tokensInOrder.subarray(firstToken[root], firstToken[skip[root]]), crossings: NO_CROSSINGS };
-    }
     const tokens: number[] = [];
     const crossings: number[] = [];
     const tok = token[root];
@@ -385,21 +392,7 @@ export class TokenMasks {
     if (this.automaton.reachesContext[t]) {
       if (skip[root] > root + 1) crossings.push(crossingOf(which, root));
     } else if (skip[root] > root + 1) this.walk(which, t, root + 1, skip[root], null, crossings, tokens);
-    return { tokens: Int32Array.from(tokens), crossings: Int32Array.from(crossings) };
-  }
-
-  /** Caches a walk's result in `cache`, both caches within MAX_CACHED_SUBTREE_TOKENS together. */
-  private remember(cache: Map<number, SubtreeResult>, key: number, sub: SubtreeResult): void {
-    const own = (a: Int32Array) => (a.buffer === this.slice.tokensInOrder.buffer ? 0 : a.length);
-    const size = (r: SubtreeResult) => own(r.tokens) + r.crossings.length + 8;
-    for (const from of [cache, cache === this.subtrees ? this.crossingWalks : this.subtrees])
-      while (from.size && this.subtreeTokens + size(sub) > MAX_CACHED_SUBTREE_TOKENS) {
-        const [k, old] = from.entries().next().value!;
-        from.delete(k);
-        this.subtreeTokens -= size(old);
-      }
-    cache.set(key, sub);
-    this.subtreeTokens += size(sub);
+    return walkResult(tokens, crossings);
   }
 
   /**
