@@ -55,24 +55,28 @@ describe('staged subgroup-matrix tiles', () => {
     assert.strictEqual(product(512, 2048, 8192, { ...H200, kernelPath: 'f16' }).kind, 'gemm');
     assert.strictEqual(product(512, 2048, 8192, { ...H200, precision: 'nf4' }).kind, 'gemm');
     assert.strictEqual(product(512, 2048, 8192, { ...H200, staged: null }).kind, 'sgmat');
-    assert.match(describeKernels(H200), /from 64 rows \(128 for small matrices\) subgroup matrices on tiles staged in workgroup memory/);
+    assert.match(describeKernels(H200), /more rows on subgroup matrices \(f16×f16→f32, 16×16×16\), from 64 rows \(128 for small matrices or K < 2048\) on tiles staged in workgroup memory/);
+    // Without split K the first subgroup-matrix kernel's range is what runs.
+    assert.match(describeKernels({ ...H200, splitK: false }), /up to 128 rows, f32 multiply-adds in 64-token tiles above$/);
     assert.doesNotMatch(describeKernels({ ...H200, staged: null }), /staged/);
   });
 
   it('run int8 codes on every row count above the streaming kernel (no other matrix-unit kernel reads them)', () => {
     const int8 = { ...H200, precision: 'int8' as const };
     const large = DEFAULT_STAGED.large.variant;
+    const small = DEFAULT_STAGED.small.variant;
     assert.deepStrictEqual(product(4, 2048, 8192, int8), { kind: 'vec', tb: 4 });
-    assert.deepStrictEqual(product(32, 2048, 8192, int8), { ...large, split: 2 });
-    assert.deepStrictEqual(product(512, 2048, 8192, int8), { ...large, split: 1 });
+    // The small products' tiles for every int8 product (they won nearly every int8 shape).
+    assert.deepStrictEqual(product(32, 2048, 8192, int8), { ...small, split: 2 });
+    assert.deepStrictEqual(product(512, 2048, 8192, int8), { ...small, split: 1 });
     assert.strictEqual(product(32, 768, 3072, int8).kind, 'sgstage');
     // Without the tiles (RWKV_MATMUL_STAGED=off) or split K, int8 keeps the f32 tiles.
     assert.strictEqual(product(512, 2048, 8192, { ...int8, staged: null }).kind, 'gemm');
     assert.strictEqual(product(512, 2048, 8192, { ...int8, splitK: false }).kind, 'gemm');
     assert.match(describeKernels(int8), /int8 codes widened to f16 on subgroup matrices/);
-    const s = matmulShader({ ...large, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'int8', subgroup32: true });
+    const s = matmulShader({ ...small, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'int8', subgroup32: true });
     assert.deepStrictEqual(s.parts, ['weights_i8_staged', 'mm_common', 'mm_whole', 'mm_sgstage']);
-    assert.strictEqual(s.key, 'mm_sgstage2x2x2x2k64:weights_i8_staged');
+    assert.strictEqual(s.key, 'mm_sgstage1x2x4x2k32:weights_i8_staged');
     assert.throws(() => matmulShader({ ...large, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'nf4', subgroup32: true }), /needs f16 or int8 weights/);
   });
 

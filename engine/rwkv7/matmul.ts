@@ -169,8 +169,10 @@ function stagedFor(staged: StagedTiles, shape: ProductShape): StagedChoice {
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
   if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
   if (shape && usesStagedInt8(c)) {
-    // int8 has no other matrix-unit kernel, so every row count above the streaming kernel's takes the tiles.
-    const { variant } = stagedFor(c.staged!, shape);
+    // int8 has no other matrix-unit kernel, so every row count above the streaming kernel's takes the tiles; the
+    // small products' tiles (1×2 per subgroup, KC 32) won nearly every int8 shape on the H200, large ones too:
+    // 2048×8192 at 32 tokens 88 against 115 µs, 8192×2048 at 128 tokens 170 against 317 (2026-12-03 s4 run 5).
+    const { variant } = c.staged!.small;
     return { ...variant, split: chooseSplit(variant, shape, rows) };
   }
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
@@ -358,13 +360,18 @@ export function describeKernels(c: MatmulConfig): string {
     : c.precision === 'nf4' ? 'nf4 weights (f16 absmax per 64), small matrices f16'
     : c.kernelPath === 'f32' ? 'f16 weights unpacked from u32' : 'f16 weights read as f16';
   const tiles = `f32 multiply-adds in ${c.gemmTile}-token tiles`;
-  const above = usesSubgroupMatrix(c) ? `subgroup matrices (f16×f16→f32, 16×16×16) up to 128 rows, ${tiles} above` : tiles;
+  // With split K (the default) subgroup matrices take every row count above the streaming kernel's; without it,
+  // the first subgroup-matrix kernel runs up to 128 rows and the f32 tiles above.
+  const splitMatrices = !!c.splitK && usesSubgroupMatrix(c);
+  const above = splitMatrices ? 'subgroup matrices (f16×f16→f32, 16×16×16)'
+    : usesSubgroupMatrix(c) ? `subgroup matrices (f16×f16→f32, 16×16×16) up to 128 rows, ${tiles} above`
+    : usesStagedInt8(c) ? 'the int8 codes widened to f16 on subgroup matrices, tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: f32 tiles)'
+    : tiles;
   // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
   const quantised = c.precision === 'int8' || c.precision === 'nf4';
-  const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices up to 128 rows)' : '';
-  const staged = c.splitK && c.staged && usesSubgroupMatrix(c)
-    ? `; from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices) subgroup matrices on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
-    : usesStagedInt8(c) ? '; above that the int8 codes widened to f16 on subgroup matrices, tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: f32 tiles)'
+  const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices)' : '';
+  const staged = splitMatrices && c.staged
+    ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${staged}${split}`;
