@@ -77,6 +77,17 @@ describe('token mask work is bounded by counts', function () {
     assert.strictEqual(new Set(['{"', '{"f', '{"field', '{"field2'].map(midChar)).size, 1);
   });
 
+  it('inside an unanchored pattern the stacks do not grow with the places a match could start', () => {
+    // `.+` unanchored is `.*.+.*`: as an expression, one parse per split of the text so far (24
+    // stacks at the first character, 49 after two). Its deterministic automaton has a stack per
+    // alternative of one state.
+    const schema = { type: 'object', properties: { p: { type: 'string', pattern: '.+' }, q: { type: 'string', pattern: '.*:.*' } } };
+    const { steps } = walkMasks(schema, { p: 'my-log-group name', q: 'target one:operation two' });
+    const inside = steps.filter((s) => /"[pq]":"[^"]*$/.test(s.text));
+    assert.ok(inside.length >= 8);
+    for (const s of inside) assert.ok(s.parses <= 16, `${s.parses} parses after ${JSON.stringify(s.text)}`);
+  });
+
   it('the masks of a long instance build automaton states of bounded total size', () => {
     const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
     const { c } = walkMasks(manyOptional(120), value);

@@ -53,6 +53,26 @@ export function regexComplement(regex: Expr, name: string, place: string, budget
   });
 }
 
+/**
+ * A regular expression as the rules of its deterministic automaton, or null when that automaton
+ * has more than `maxStates` states (the caller keeps the expression as it is). The language is the
+ * same; what changes is the recognizer's work: an unanchored JSON Schema `pattern` (`.+` is
+ * `.*.+.*`) is one parse per way to split the text so far (24 at a string's first character, 49
+ * after two), and every mask walks the vocabulary once per parse; as a deterministic automaton it
+ * is one parse, and a state that loops on every character takes the string-safe tokens as a block.
+ */
+export function deterministicRegex(regex: Expr, name: string, place: string, maxStates: number): DerivedTerminal | null {
+  const a = regexAutomaton(regex, place);
+  // A local budget: going over it only means the expression stays as written.
+  const budget: Budget = { automatonStates: LIMITS.automatonStates - maxStates, automatonParses: 0, substringChars: 0 };
+  try {
+    return writeRules(a, name, place, budget, { accepting: (s) => a.accepting(s), edges: (s) => liveEdges(a, s) });
+  } catch (e) {
+    if (e instanceof ConstraintError) return null;
+    throw e;
+  }
+}
+
 /** #substrs"S": every substring of S (empty included), as S's suffix automaton. */
 export function substrings(text: string, name: string, place: string, budget: Budget): DerivedTerminal {
   const cps = Array.from(text, (c) => c.codePointAt(0)!);
