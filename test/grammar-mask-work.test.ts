@@ -79,8 +79,9 @@ describe('token mask work is bounded by counts', function () {
 
   it('inside an unanchored pattern the stacks do not grow with the places a match could start', () => {
     // `.+` unanchored is `.*.+.*`: as an expression, one parse per split of the text so far (24
-    // stacks at the first character, 49 after two). Its deterministic automaton has a stack per
-    // alternative of one state.
+    // stacks at the first character, 49 after two). Its minimal deterministic automaton has a
+    // stack per alternative of one state (not minimal, it is kept as the expression: after `a` and
+    // after `a\u2028` it has two states that accept anything and neither loops).
     const schema = { type: 'object', properties: { p: { type: 'string', pattern: '.+' }, q: { type: 'string', pattern: '.*:.*' } } };
     const { steps } = walkMasks(schema, { p: 'my-log-group name', q: 'target one:operation two' });
     const inside = steps.filter((s) => /"[pq]":"[^"]*$/.test(s.text));

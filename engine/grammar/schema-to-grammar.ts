@@ -93,11 +93,12 @@ const DOCUMENT_KEY = 'urn:rwkv-flow:schema';
 const MAX_INLINED_REFS = 20_000;
 
 /**
- * Most states of a pattern's deterministic automaton (patternBody); a larger one keeps the pattern
- * as an expression. A state is a grammar rule, and states of counted patterns (`.{1,255}`) come
- * per character position times the UTF-8 and escape steps inside a character.
+ * When an unanchored pattern is written as its deterministic automaton (patternBody): at most
+ * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, that
+ * do not loop on every safe character (each is a walk of the whole vocabulary). `.+` and `.*:.*`
+ * have one; `[0-9]{4}` anywhere has four, and stays an expression.
  */
-const PATTERN_AUTOMATON_STATES = 1_000;
+const PATTERN_AUTOMATON = { states: 1_000, walked: 2 };
 
 class SchemaConverter {
   private rules = new Map<string, GrammarRule>();
@@ -601,7 +602,7 @@ class SchemaConverter {
       altOf(branches.map((b) => seq(b.anchoredStart ? EMPTY : anyText(byRef), jsonEncodeChars(b.expr), b.anchoredEnd ? EMPTY : anyText(byRef))));
     let out: Expr | null = null;
     if (branches.some((b) => !b.anchoredStart || !b.anchoredEnd)) {
-      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, PATTERN_AUTOMATON_STATES);
+      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, PATTERN_AUTOMATON);
       if (dfa) {
         for (const r of dfa.rules) this.rules.set(r.name, r);
         out = dfa.expr;
