@@ -216,6 +216,14 @@ describe('token masks equal the reference masks', function () {
     prefixes.forEach((p, k) => compareAlongWalk(c, 300 + k, 16, p));
   });
 
+  it('where a counted string and other parses share a state (maxLength without a type under anyOf)', () => {
+    const owner = (key: string) => ({ properties: { [key]: { maxLength: 5 } }, required: [key], additionalProperties: true });
+    const schema = { type: 'object', properties: { owner: { anyOf: [owner('name'), owner('login')], type: 'object' } } };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"owner":{"name":"', '{"owner":{"name":"Jo', '{"owner":{"name":"Jo\u00e9', '{"owner":{"name":"abcd', '{"owner":{"name":"abcde', '{"owner":{"name":"abcdef'];
+    prefixes.forEach((p, k) => compareAlongWalk(c, 400 + k, 12, p));
+  });
+
   it('a pattern written as its automaton accepts exactly the strings the regex matches', () => {
     const tok = worldTokenizer();
     const patterns = ['.+', '.*:.*', '^file:.+\\.km[lz]$', '[0-9]{3}', 'é|^x', 'a\\d?b$'];
