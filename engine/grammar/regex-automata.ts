@@ -56,7 +56,8 @@ export function regexComplement(regex: Expr, name: string, place: string, budget
 
 /**
  * A regular expression as the rules of its deterministic automaton, or null when that automaton
- * has more than `limits.states` states, or more than `limits.walked` states reached by safe
+ * has more than `limits.states` states (each one explored is taken from `limits.budget.states`,
+ * what one schema's patterns may explore together), or more than `limits.walked` states reached by safe
  * characters that do not loop on every safe character (the caller keeps the expression as it
  * is). The language is the same; what changes is the recognizer's work. An unanchored JSON
  * Schema `pattern` (`.+` is `.*.+.*`) is one parse per way to split the text so far (24 at a
@@ -66,7 +67,12 @@ export function regexComplement(regex: Expr, name: string, place: string, budget
  * automaton that counts (`[0-9]{4}` anywhere: a state per digit seen) costs more than the parses
  * it replaces (measured on MaskBench's unanchored patterns).
  */
-export function deterministicRegex(regex: Expr, name: string, place: string, limits: { states: number; walked: number }): DerivedTerminal | null {
+export function deterministicRegex(
+  regex: Expr,
+  name: string,
+  place: string,
+  limits: { states: number; walked: number; budget: { states: number } },
+): DerivedTerminal | null {
   let a: StackAutomaton;
   try {
     a = regexAutomaton(regex, place);
@@ -74,7 +80,7 @@ export function deterministicRegex(regex: Expr, name: string, place: string, lim
     if (e instanceof ConstraintError) return null;
     throw e;
   }
-  const explored = exploreStates(a, limits.states);
+  const explored = exploreStates(a, Math.min(limits.states, limits.budget.states), limits.budget);
   if (!explored) return null;
   // The recognizer's states are sets of parses, not minimal: after `a` and after `a\u2028`, `.+`
   // anywhere is in two states that both accept anything. Merged, the one that accepts anything
@@ -105,8 +111,8 @@ interface DfaTable {
   accepting: boolean[];
 }
 
-/** Every state reachable from the start, as a table; null past `most` states. */
-function exploreStates(a: StackAutomaton, most: number): DfaTable | null {
+/** Every state reachable from the start, as a table; null past `most` states. Each state found is taken from `budget`. */
+function exploreStates(a: StackAutomaton, most: number, budget: { states: number }): DfaTable | null {
   const index = new Map<number, number>([[a.initial, 0]]);
   const order = [a.initial];
   const rows: number[] = [];
@@ -120,6 +126,7 @@ function exploreStates(a: StackAutomaton, most: number): DfaTable | null {
       let id = index.get(t);
       if (id === undefined) {
         if (order.length >= most) return null;
+        budget.states--;
         id = order.length;
         index.set(t, id);
         order.push(t);

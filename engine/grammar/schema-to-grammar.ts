@@ -96,9 +96,11 @@ const MAX_INLINED_REFS = 20_000;
  * When an unanchored pattern is written as its deterministic automaton (patternBody): at most
  * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, that
  * do not loop on every safe character (each is a walk of the whole vocabulary). `.+` and `.*:.*`
- * have one; `[0-9]{4}` anywhere has four, and stays an expression.
+ * have one; `[0-9]{4}` anywhere has four, and stays an expression. A schema's patterns explore
+ * at most 4,000 states together (~40 ms of compile time per 500 states): past that the rest stay
+ * expressions, so many patterns cannot make a schema that compiled before time out.
  */
-const PATTERN_AUTOMATON = { states: 1_000, walked: 2 };
+const PATTERN_AUTOMATON = { states: 1_000, walked: 2, statesPerSchema: 4_000 };
 
 class SchemaConverter {
   private rules = new Map<string, GrammarRule>();
@@ -116,6 +118,8 @@ class SchemaConverter {
   private enumAjv?: ReturnType<typeof freshAjv>;
   /** Each `pattern`'s string contents, built once per schema (patternBody). */
   private patterns = new Map<string, Expr>();
+  /** States the schema's pattern automata may still explore (PATTERN_AUTOMATON). */
+  private patternBudget = { states: PATTERN_AUTOMATON.statesPerSchema };
 
   /** The document in 2020-12 form (schema-drafts.ts); `original` is what the user wrote. */
   private root: Schema;
@@ -602,7 +606,7 @@ class SchemaConverter {
       altOf(branches.map((b) => seq(b.anchoredStart ? EMPTY : anyText(byRef), jsonEncodeChars(b.expr), b.anchoredEnd ? EMPTY : anyText(byRef))));
     let out: Expr | null = null;
     if (branches.some((b) => !b.anchoredStart || !b.anchoredEnd)) {
-      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, PATTERN_AUTOMATON);
+      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, { ...PATTERN_AUTOMATON, budget: this.patternBudget });
       if (dfa) {
         for (const r of dfa.rules) this.rules.set(r.name, r);
         out = dfa.expr;
