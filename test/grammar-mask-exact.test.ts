@@ -199,6 +199,59 @@ describe('token masks equal the reference masks', function () {
     prefixes.forEach((p, k) => compareAlongWalk(c, 100 + k, 16, p));
   });
 
+  it('in unanchored patterns, written as their deterministic automaton', () => {
+    const schema = {
+      type: 'object',
+      properties: {
+        some: { type: 'string', pattern: '.+' },
+        colon: { type: 'string', pattern: '.*:.*' },
+        file: { type: 'string', pattern: '^file:.+\\.km[lz]$' },
+        digits: { type: 'string', pattern: '[0-9]{3}' },
+        accent: { type: 'string', pattern: 'é|^x' },
+      },
+      additionalProperties: false,
+    };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"some":"', '{"some":"my', '{"colon":"a', '{"colon":"a:', '{"file":"file:x', '{"file":"file:a.k', '{"digits":"a1', '{"digits":"12', '{"accent":"', '{"accent":"\u00e9'];
+    prefixes.forEach((p, k) => compareAlongWalk(c, 300 + k, 16, p));
+  });
+
+  it('where a counted string and other parses share a state (maxLength without a type under anyOf)', () => {
+    const owner = (key: string) => ({ properties: { [key]: { maxLength: 5 } }, required: [key], additionalProperties: true });
+    const schema = { type: 'object', properties: { owner: { anyOf: [owner('name'), owner('login')], type: 'object' } } };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"owner":{"name":"', '{"owner":{"name":"Jo', '{"owner":{"name":"Jo\u00e9', '{"owner":{"name":"abcd', '{"owner":{"name":"abcde', '{"owner":{"name":"abcdef'];
+    prefixes.forEach((p, k) => compareAlongWalk(c, 400 + k, 12, p));
+  });
+
+  it('a pattern written as its automaton accepts exactly the strings the regex matches', () => {
+    const tok = worldTokenizer();
+    const patterns = ['.+', '.*:.*', '^file:.+\\.km[lz]$', '[0-9]{3}', 'é|^x', 'a\\d?b$'];
+    const texts = ['', 'a', 'my-log', ':', 'x:y', 'file:a.kml', 'file:.kml', 'file:a.kmx', 'a123', '12', 'é', 'xé', 'yx', 'ab', 'a1b', 'a12b', 'zab', 'abz', '"\\:', '日本:', 'file:日.kmz'];
+    for (const pattern of patterns) {
+      const c = compiled({ jsonSchema: { type: 'string', pattern } });
+      const re = new RegExp(pattern, 'u');
+      for (const text of texts) {
+        const m = c.newMatcher();
+        const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+        let accepted = true;
+        for (const id of tok.encode(JSON.stringify(text))) {
+          m.fillMask(mask);
+          if (!((mask[id >>> 5] >>> (id & 31)) & 1)) {
+            accepted = false;
+            break;
+          }
+          m.accept(id);
+        }
+        if (accepted) {
+          m.fillMask(mask);
+          accepted = (mask[0] & 1) === 1;
+        }
+        assert.strictEqual(accepted, re.test(text), `pattern ${pattern} on ${JSON.stringify(text)}`);
+      }
+    }
+  });
+
   it('in strings with maxLength and minLength: bounds of 1, around the longest token, and past 4,096', () => {
     const longest = StringSlice.of(TokenTrie.of(worldTokenizer())).maxChars;
     assert.strictEqual(longest, 128, 'the World vocabulary\'s longest safe token (the bounds below are placed around it)');

@@ -8,6 +8,8 @@ import * as vm from 'vm';
 import { compileConstraint, canonicalJson } from '../engine/grammar';
 import type { CompiledGrammarConstraint } from '../engine/grammar/compiled-constraint';
 import { collapsedPositions } from '../engine/grammar/counted-repetition';
+import { deterministicRegex } from '../engine/grammar/regex-automata';
+import { regexBranches } from '../engine/grammar/regex-to-expr';
 import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
 import type { TokenMasks } from '../engine/grammar/token-masks';
 import { worldTokenizer } from './grammar-vocab';
@@ -75,6 +77,59 @@ describe('token mask work is bounded by counts', function () {
       return (m as unknown as { state: number }).state;
     };
     assert.strictEqual(new Set(['{"', '{"f', '{"field', '{"field2'].map(midChar)).size, 1);
+  });
+
+  it('inside an unanchored pattern the stacks do not grow with the places a match could start', () => {
+    // `.+` unanchored is `.*.+.*`: as an expression, one parse per split of the text so far (24
+    // stacks at the first character, 49 after two). Its minimal deterministic automaton has a
+    // stack per alternative of one state (not minimal, it is kept as the expression: after `a` and
+    // after `a\u2028` it has two states that accept anything and neither loops).
+    const schema = { type: 'object', properties: { p: { type: 'string', pattern: '.+' }, q: { type: 'string', pattern: '.*:.*' } } };
+    const { steps } = walkMasks(schema, { p: 'my-log-group name', q: 'target one:operation two' });
+    const inside = steps.filter((s) => /"[pq]":"[^"]*$/.test(s.text));
+    assert.ok(inside.length >= 8);
+    for (const s of inside) assert.ok(s.parses <= 16, `${s.parses} parses after ${JSON.stringify(s.text)}`);
+  });
+
+  it('a counted string beside other parses is masked by its chain, not by a vocabulary walk per character', () => {
+    // maxLength without a type, under anyOf: in one branch `name` is a string of at most 100
+    // characters, in the other any value. Walked together, every character of the counted
+    // string crossed out of the shared walks' cut: ~120,000 trie nodes a mask.
+    const owner = (key: string) => ({ properties: { [key]: { maxLength: 100 } }, required: [key], additionalProperties: true });
+    const schema = { type: 'object', properties: { owner: { anyOf: [owner('name'), owner('login')], type: 'object' } } };
+    const tok = worldTokenizer();
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const masks = (c as unknown as { masks: TokenMasks }).masks;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    let text = '';
+    const perMask: number[] = [];
+    for (const id of tok.encode('{"owner":{"name":"John Doe is a very long name that is still under the limit"}}')) {
+      const before = masks.walkedNodes;
+      m.fillMask(mask);
+      if (/"name":"[^"]+$/.test(text)) perMask.push(masks.walkedNodes - before);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.ok(perMask.length >= 8);
+    for (const n of perMask) assert.ok(n <= 5_000, `${n} trie nodes walked for one mask inside the counted string`);
+  });
+
+  it("pattern automata take the states they explore from one budget per schema, and stop at it", () => {
+    // `[ab]*a[ab]{8}` has a 512-state automaton (~40 ms to explore): without a budget, 40 such
+    // patterns in one schema took 1.7 s to compile (85 ms as expressions).
+    const expr = regexBranches('[ab]*a[ab]{8}', 'u')[0].expr;
+    const budget = { states: 900 };
+    const limits = { states: 1_000, walked: 600, budget };
+    assert.ok(deterministicRegex(expr, 'a', 'p', limits), 'the first fits');
+    assert.ok(budget.states <= 900 - 500 && budget.states >= 0, `${budget.states} left`);
+    const left = budget.states;
+    assert.strictEqual(deterministicRegex(expr, 'b', 'p', limits), null, 'the second does not');
+    assert.ok(budget.states >= 0 && budget.states < left);
+    // And through a schema: 40 of them compile with the budget's worth of exploring at most.
+    const props = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`p${i}`, { type: 'string', pattern: `[ab]*a[ab]{8}${'x'.repeat(i)}` }]));
+    const c = compileConstraint({ jsonSchema: { type: 'object', properties: props } }, worldTokenizer());
+    assert.ok(c);
   });
 
   it('the masks of a long instance build automaton states of bounded total size', () => {

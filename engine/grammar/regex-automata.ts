@@ -16,6 +16,7 @@ import { chars, EMPTY, Expr, GrammarRule, ref, rep, seq, altOf } from './grammar
 import { lowerGrammar } from './lower-grammar';
 import { ANY_CHAR } from './regex-to-expr';
 import { DEAD, StackAutomaton } from './stack-automaton';
+import { loopsOverSafeChars, safeCharSuccessors } from './string-slice';
 
 /** What the derived terminals of one grammar have used so far, against their limits. */
 export interface Budget {
@@ -51,6 +52,150 @@ export function regexComplement(regex: Expr, name: string, place: string, budget
     accepting: (s) => atCharBoundary(a, s),
     edges: (s) => liveEdges(a, s).filter(([, t]) => !a.accepting(t)),
   });
+}
+
+/**
+ * A regular expression as the rules of its deterministic automaton, or null when that automaton
+ * has more than `limits.states` states (each one explored is taken from `limits.budget.states`,
+ * what one schema's patterns may explore together), or more than `limits.walked` states reached by safe
+ * characters that do not loop on every safe character (the caller keeps the expression as it
+ * is). The language is the same; what changes is the recognizer's work. An unanchored JSON
+ * Schema `pattern` (`.+` is `.*.+.*`) is one parse per way to split the text so far (24 at a
+ * string's first character, 49 after two), each a vocabulary walk per mask; as an automaton it is
+ * one state, which takes the string-safe tokens as a block where it loops. But a state that does
+ * not loop is a walk of the whole vocabulary of its own (nothing shared with other states), so an
+ * automaton that counts (`[0-9]{4}` anywhere: a state per digit seen) costs more than the parses
+ * it replaces (measured on MaskBench's unanchored patterns).
+ */
+export function deterministicRegex(
+  regex: Expr,
+  name: string,
+  place: string,
+  limits: { states: number; walked: number; budget: { states: number } },
+): DerivedTerminal | null {
+  let a: StackAutomaton;
+  try {
+    a = regexAutomaton(regex, place);
+  } catch (e) {
+    if (e instanceof ConstraintError) return null;
+    throw e;
+  }
+  const explored = exploreStates(a, Math.min(limits.states, limits.budget.states), limits.budget);
+  if (!explored) return null;
+  // The recognizer's states are sets of parses, not minimal: after `a` and after `a\u2028`, `.+`
+  // anywhere is in two states that both accept anything. Merged, the one that accepts anything
+  // loops on every character.
+  const dfa = minimized(explored);
+  if (!fewWalkedStates(dfa, limits.walked)) return null;
+  const rule = (k: number) => `${name}#${k}`;
+  const rules: GrammarRule[] = [];
+  for (let k = 0; k < dfa.accepting.length; k++) {
+    const byTarget = new Map<number, number[]>();
+    for (let b = 0; b < 256; b++) {
+      const t = dfa.trans[k * 256 + b];
+      if (t < 0) continue;
+      const bytes = byTarget.get(t);
+      if (bytes) bytes.push(b);
+      else byTarget.set(t, [b]);
+    }
+    const alts: Expr[] = dfa.accepting[k] ? [EMPTY] : [];
+    for (const [t, bytes] of byTarget) alts.push(seq({ t: 'bytes', ranges: byteRanges(bytes) }, ref(rule(t), place)));
+    rules.push({ name: rule(k), place, body: altOf(alts) });
+  }
+  return { expr: ref(rule(0), place), rules };
+}
+
+/** A deterministic automaton as a table: state k's byte b leads to trans[k * 256 + b] (-1: refused); state 0 starts. */
+interface DfaTable {
+  trans: Int32Array;
+  accepting: boolean[];
+}
+
+/** Every state reachable from the start, as a table; null past `most` states. Each state found is taken from `budget`. */
+function exploreStates(a: StackAutomaton, most: number, budget: { states: number }): DfaTable | null {
+  const index = new Map<number, number>([[a.initial, 0]]);
+  const order = [a.initial];
+  const rows: number[] = [];
+  for (let k = 0; k < order.length; k++) {
+    for (let b = 0; b < 256; b++) {
+      const t = a.next(order[k], b);
+      if (t === DEAD) {
+        rows.push(-1);
+        continue;
+      }
+      let id = index.get(t);
+      if (id === undefined) {
+        if (order.length >= most) return null;
+        budget.states--;
+        id = order.length;
+        index.set(t, id);
+        order.push(t);
+      }
+      rows.push(id);
+    }
+  }
+  return { trans: Int32Array.from(rows), accepting: order.map((s) => a.accepting(s)) };
+}
+
+/** The minimal automaton of the same language (Moore's refinement: split by acceptance, then by where each byte leads, until stable). */
+function minimized(d: DfaTable): DfaTable {
+  const n = d.accepting.length;
+  let cls: number[] = d.accepting.map((x) => (x ? 1 : 0));
+  let count = new Set(cls).size;
+  for (;;) {
+    const sig = new Map<string, number>();
+    const next = new Array<number>(n);
+    for (let s = 0; s < n; s++) {
+      const parts = [cls[s]];
+      for (let b = 0; b < 256; b++) {
+        const t = d.trans[s * 256 + b];
+        parts.push(t < 0 ? -1 : cls[t]);
+      }
+      const key = parts.join(',');
+      let c = sig.get(key);
+      if (c === undefined) sig.set(key, (c = sig.size));
+      next[s] = c;
+    }
+    cls = next;
+    if (sig.size === count) break;
+    count = sig.size;
+  }
+  // Renumbered so the start's class is 0.
+  const renum = new Map<number, number>([[cls[0], 0]]);
+  for (let s = 0; s < n; s++) if (!renum.has(cls[s])) renum.set(cls[s], renum.size);
+  const m = renum.size;
+  const trans = new Int32Array(m * 256).fill(-1);
+  const accepting = new Array<boolean>(m).fill(false);
+  for (let s = 0; s < n; s++) {
+    const c = renum.get(cls[s])!;
+    accepting[c] = d.accepting[s];
+    for (let b = 0; b < 256; b++) {
+      const t = d.trans[s * 256 + b];
+      trans[c * 256 + b] = t < 0 ? -1 : renum.get(cls[t])!;
+    }
+  }
+  return { trans, accepting };
+}
+
+/** At most `most` states reached from the start by safe characters fail to loop on every safe character. */
+function fewWalkedStates(d: DfaTable, most: number): boolean {
+  const a = { next: (s: number, b: number) => d.trans[s * 256 + b] };
+  const seen = new Set<number>([0]);
+  const todo = [0];
+  let walked = 0;
+  while (todo.length) {
+    const s = todo.pop()!;
+    if (loopsOverSafeChars(a, s)) continue;
+    if (++walked > most) return false;
+    const next = safeCharSuccessors(a, s);
+    if (!next) return false;
+    for (const t of next)
+      if (!seen.has(t)) {
+        seen.add(t);
+        todo.push(t);
+      }
+  }
+  return true;
 }
 
 /** #substrs"S": every substring of S (empty included), as S's suffix automaton. */

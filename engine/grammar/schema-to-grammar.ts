@@ -20,6 +20,7 @@ import {
   NUMBER,
 } from './json-text';
 import { multiplesExpr } from './multiple-of';
+import { deterministicRegex } from './regex-automata';
 import { regexBranches } from './regex-to-expr';
 import { mergeSchemas, Schema, SchemaObject, typeList } from './schema-merge';
 import { ajvCopy, Draft, draftOf, normalizeDocument, VALIDATION_KEYWORDS } from './schema-drafts';
@@ -91,6 +92,16 @@ const DOCUMENT_KEY = 'urn:rwkv-flow:schema';
 /** Inlined references (a $ref with other keywords beside it) per conversion, beyond which it is refused. */
 const MAX_INLINED_REFS = 20_000;
 
+/**
+ * When an unanchored pattern is written as its deterministic automaton (patternBody): at most
+ * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, that
+ * do not loop on every safe character (each is a walk of the whole vocabulary). `.+` and `.*:.*`
+ * have one; `[0-9]{4}` anywhere has four, and stays an expression. A schema's patterns explore
+ * at most 4,000 states together (~40 ms of compile time per 500 states): past that the rest stay
+ * expressions, so many patterns cannot make a schema that compiled before time out.
+ */
+const PATTERN_AUTOMATON = { states: 1_000, walked: 2, statesPerSchema: 4_000 };
+
 class SchemaConverter {
   private rules = new Map<string, GrammarRule>();
   private refRules = new Map<string, string>();
@@ -105,6 +116,10 @@ class SchemaConverter {
   private holdsRef = new WeakSet<object>();
   private rootId: string | undefined;
   private enumAjv?: ReturnType<typeof freshAjv>;
+  /** Each `pattern`'s string contents, built once per schema (patternBody). */
+  private patterns = new Map<string, Expr>();
+  /** States the schema's pattern automata may still explore (PATTERN_AUTOMATON). */
+  private patternBudget = { states: PATTERN_AUTOMATON.statesPerSchema };
 
   /** The document in 2020-12 form (schema-drafts.ts); `original` is what the user wrote. */
   private root: Schema;
@@ -576,6 +591,32 @@ class SchemaConverter {
     return this.shared('json-char', () => jsonChar(ALL_CHARS));
   }
 
+  /**
+   * A pattern's string contents. Unanchored ones (any text before or after a match) are written as
+   * their deterministic automaton (regex-automata.ts): as an expression they are one parse per
+   * place a match could start, and masks cost a vocabulary walk per parse. Each pattern is built
+   * once per schema.
+   */
+  private patternBody(pattern: string, place: string): Expr {
+    const known = this.patterns.get(pattern);
+    if (known) return known;
+    const branches = regexBranches(pattern, 'u', place);
+    const anyText = (byRef: boolean) => rep(byRef ? this.jsonChars() : jsonChar(ALL_CHARS), 0, Infinity);
+    const body = (byRef: boolean) =>
+      altOf(branches.map((b) => seq(b.anchoredStart ? EMPTY : anyText(byRef), jsonEncodeChars(b.expr), b.anchoredEnd ? EMPTY : anyText(byRef))));
+    let out: Expr | null = null;
+    if (branches.some((b) => !b.anchoredStart || !b.anchoredEnd)) {
+      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, { ...PATTERN_AUTOMATON, budget: this.patternBudget });
+      if (dfa) {
+        for (const r of dfa.rules) this.rules.set(r.name, r);
+        out = dfa.expr;
+      }
+    }
+    out ??= body(true);
+    this.patterns.set(pattern, out);
+    return out;
+  }
+
   private stringExpr(s: SchemaObject, place: string): Expr | null {
     if (s.format !== undefined && !checksStrings(s.format)) {
       s = { ...s };
@@ -591,13 +632,7 @@ class SchemaConverter {
         throw new ConstraintError('pattern together with format is not supported', place);
     }
     if (s.format !== undefined) return seq(lit('"'), jsonEncodeChars(formatExpr(s.format as string, `${place}/format`)), lit('"'));
-    if (s.pattern !== undefined) {
-      const any = rep(this.jsonChars(), 0, Infinity);
-      const branches = regexBranches(s.pattern as string, 'u', `${place}/pattern`).map((b) =>
-        seq(b.anchoredStart ? EMPTY : any, jsonEncodeChars(b.expr), b.anchoredEnd ? EMPTY : any),
-      );
-      return seq(lit('"'), altOf(branches), lit('"'));
-    }
+    if (s.pattern !== undefined) return seq(lit('"'), this.patternBody(s.pattern as string, `${place}/pattern`), lit('"'));
     if (!hasLength) return this.shared('string', () => seq(lit('"'), rep(this.jsonChars(), 0, Infinity), lit('"')));
     if (minLength > LIMITS.repeat) throw overLimit("'minLength'", minLength, LIMITS.repeat, `${place}/minLength`);
     if (maxLength !== Infinity && maxLength > LIMITS.repeat) throw overLimit("'maxLength'", maxLength, LIMITS.repeat, `${place}/maxLength`);

@@ -12,6 +12,8 @@ import { IntPairIndex, IntPairSet } from './int-pair-index';
 const UNKNOWN = -2;
 /** No stack survives the byte. */
 export const DEAD = -1;
+/** Most groups groupsByParent splits a state into (more: not split). */
+const MAX_GROUPS = 8;
 /** The node standing for an unknown rest of the stack. */
 const CONTEXT = 1;
 
@@ -186,6 +188,36 @@ export class StackAutomaton {
       this.collect(this.intern(this.nodePos[n], CONTEXT));
     }
     return parent < 0 ? null : { tops: this.internCollected(), parent };
+  }
+
+  /**
+   * The state's stacks grouped by the node under their top frame, each group as a state (the
+   * end-of-text and context markers go with the first group); null when there is one group. A
+   * token is allowed from the state exactly when some group allows it.
+   */
+  groupsByParent(state: number): number[] | null {
+    const stacks = this.stacksOf(state);
+    const parents: number[] = [];
+    for (let k = 0; k < stacks.length; k++) {
+      const n = stacks[k];
+      if (n <= CONTEXT) continue;
+      const p = this.nodeParent[n];
+      if (!parents.includes(p)) {
+        if (parents.length >= MAX_GROUPS) return null;
+        parents.push(p);
+      }
+    }
+    if (parents.length < 2) return null;
+    // Copied: interning may grow the pool that stacksOf views.
+    const nodes = Int32Array.from(stacks);
+    return parents.map((p, g) => {
+      this.beginCollect();
+      for (let k = 0; k < nodes.length; k++) {
+        const n = nodes[k];
+        if (n <= CONTEXT ? g === 0 : this.nodeParent[n] === p) this.collect(n);
+      }
+      return this.internCollected();
+    });
   }
 
   /** Some stack of `state` may take one of `bytes` next (a context marker counts as may). */

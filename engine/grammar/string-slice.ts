@@ -81,6 +81,29 @@ export function loopsOverSafeChars(a: ByteAutomaton, state: number): boolean {
   return true;
 }
 
+/**
+ * The states one safe character leads to from `state` (characters refused are skipped), or null
+ * when a byte position has more than MAX_LOOP_CHECK_STATES of them.
+ */
+export function safeCharSuccessors(a: ByteAutomaton, state: number): Set<number> | null {
+  const out = new Set<number>();
+  for (const seq of SAFE_SEQUENCES) {
+    let states = [state];
+    for (const [lo, hi] of seq) {
+      const next = new Set<number>();
+      for (const s of states)
+        for (let b = lo; b <= hi; b++) {
+          const t = a.next(s, b);
+          if (t >= 0) next.add(t);
+        }
+      if (next.size > MAX_LOOP_CHECK_STATES) return null;
+      states = [...next];
+    }
+    for (const s of states) out.add(s);
+  }
+  return out;
+}
+
 /** The safe characters as UTF-8 byte-range sequences (ASCII first). */
 export function safeCharSequences(): readonly ByteRangeSeq[] {
   return SAFE_SEQUENCES;

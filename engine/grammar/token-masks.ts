@@ -122,6 +122,8 @@ export class TokenMasks {
   /** walkShared's set of first bytes whose subtrees are taken whole. */
   private loopFirst = new Uint32Array(8);
   readonly words: number;
+  /** Trie nodes under the roots of every node-by-node walk so far: the work masks did (for tests). */
+  walkedNodes = 0;
 
   constructor(
     readonly automaton: StackAutomaton,
@@ -176,12 +178,29 @@ export class TokenMasks {
     return c;
   }
 
-  private compute(state: number): StateMask {
-    // A counted string (not a loop: loops share their walks across every string already).
+  /** A counted string's place (not a loop: loops share their walks across every string already). */
+  private counted(state: number): boolean {
     const run = this.chains.run(state);
-    if (run > 0 && this.chains.successor(state) !== state && (run >= this.chains.cap || this.chains.closed(state)))
-      return this.computeCounted(state, run);
+    return run > 0 && this.chains.successor(state) !== state && (run >= this.chains.cap || this.chains.closed(state));
+  }
+
+  private compute(state: number): StateMask {
+    if (this.counted(state)) return this.computeCounted(state, this.chains.run(state));
     const a = this.automaton;
+    // A counted string beside other parses (a string with maxLength in one anyOf branch, any
+    // value in another): the counted stacks alone are a chain, and walked with the rest their
+    // every character crosses out of the shared walks' cut. Each group of stacks over one parent
+    // has its own mask (cached as a state's), and the state's is their union.
+    const groups = a.groupsByParent(state);
+    if (groups && groups.some((g) => this.counted(this.canonical(g)))) {
+      const parts = groups.map((g) => this.get(g));
+      const mask = this.scratch.fill(0);
+      for (const p of parts) {
+        if (p.mask) for (let w = 0; w < p.mask.length; w++) mask[w] |= p.mask[w];
+        else for (const t of p.tokens!) mask[t >>> 5] |= 1 << (t & 31);
+      }
+      return this.finish(state, mask);
+    }
     // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
     const mask = this.scratch.fill(0);
     for (const node of a.stacksOf(state)) {
@@ -408,6 +427,7 @@ export class TokenMasks {
     const a = this.automaton;
     const ctx = a.reachesContext;
     const ds = this.depthState;
+    this.walkedNodes += to - from;
     const base = depth[from] - 1;
     ds[base] = state;
     for (let i = from; i < to; ) {
