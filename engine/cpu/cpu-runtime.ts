@@ -87,7 +87,7 @@ export class CpuRuntime implements InferenceBackend {
   readonly kernelVariant: KernelVariant;
   private readonly V: number;
   /** Output 'top's max, count and softmax sum through the vector kernels (top-logits-cpu.ts). */
-  private readonly rowStats = ((k: RowStatsKernel) => (row: Float32Array) => k.stats(row))(new RowStatsKernel());
+  private readonly rowStats = new RowStatsKernel();
   private readonly TMAX: number;
   private readonly RMAX: number;
   private readonly state: Float32Array;
@@ -266,7 +266,7 @@ export class CpuRuntime implements InferenceBackend {
       return jobs.map((j, i) => {
         if (rowsPerJob[i] === 0) return null;
         const rows = m.logits.subarray(rowBase[i] * V, (rowBase[i] + rowsPerJob[i]) * V);
-        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY, this.rowStats) : rows;
+        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY, (r) => this.rowStats.stats(r)) : rows;
       });
     });
   }

@@ -9,6 +9,7 @@
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
+import { checkpointTensor } from '../loader/checkpoint';
 import type { Arena } from './arena';
 import { int8Panels } from './int8-quant';
 import { i16Panels, quantizeRowsI16 } from './i16-quant';
@@ -121,9 +122,7 @@ export class CpuWeightWriter {
   }
 
   tensor(name: string): RawTensor {
-    const t = this.ck.tensors.get(name);
-    if (!t) throw new Error(`missing tensor ${name}`);
-    return t;
+    return checkpointTensor(this.ck, name);
   }
 
   /** A tensor's values as f32. */

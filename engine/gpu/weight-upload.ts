@@ -8,6 +8,7 @@
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
+import { checkpointTensor } from '../loader/checkpoint';
 import { uploadBuffer } from './kernel';
 import { floatFormat, matrixSegments, quantiserInput, type MatrixGroup, type WeightPrecision } from '../rwkv7/weights';
 import { SEGMENT_ALIGN } from '../rwkv7/matmul';
@@ -56,9 +57,7 @@ export class WeightUploader {
   }
 
   tensor(name: string): RawTensor {
-    const t = this.ck.tensors.get(name);
-    if (!t) throw new Error(`missing tensor ${name}`);
-    return t;
+    return checkpointTensor(this.ck, name);
   }
 
   /** A tensor's values as f32 (a copy when the tensor is not f32 already). */

@@ -9,6 +9,14 @@ function hashPair(a: number, b: number): number {
   return Math.imul(a ^ Math.imul(b, 0x9e3779b1), 0x85ebca6b) ^ (b >>> 7);
 }
 
+/** The slot holding (a, b), or the empty slot where it would go (linear probing; the table is never full). */
+function slotOf(keyA: Int32Array, keyB: Int32Array, mask: number, a: number, b: number): number {
+  for (let i = hashPair(a, b) & mask; ; i = (i + 1) & mask) {
+    const k = keyA[i];
+    if (k === EMPTY || (k === a && keyB[i] === b)) return i;
+  }
+}
+
 /** (a, b) → a non-negative value. */
 export class IntPairIndex {
   private keyA: Int32Array;
@@ -28,32 +36,20 @@ export class IntPairIndex {
 
   /** The value of (a, b), or -1. */
   get(a: number, b: number): number {
-    const { keyA, keyB, mask } = this;
-    for (let i = hashPair(a, b) & mask; ; i = (i + 1) & mask) {
-      const k = keyA[i];
-      if (k === EMPTY) return -1;
-      if (k === a && keyB[i] === b) return this.value[i];
-    }
+    const i = slotOf(this.keyA, this.keyB, this.mask, a, b);
+    return this.keyA[i] === EMPTY ? -1 : this.value[i];
   }
 
   /** Sets (a, b) → value (value >= 0). */
   set(a: number, b: number, value: number): void {
     if (2 * (this.size + 1) > this.keyA.length) this.grow();
-    const { keyA, keyB, mask } = this;
-    for (let i = hashPair(a, b) & mask; ; i = (i + 1) & mask) {
-      const k = keyA[i];
-      if (k === EMPTY) {
-        keyA[i] = a;
-        keyB[i] = b;
-        this.value[i] = value;
-        this.size++;
-        return;
-      }
-      if (k === a && keyB[i] === b) {
-        this.value[i] = value;
-        return;
-      }
+    const i = slotOf(this.keyA, this.keyB, this.mask, a, b);
+    if (this.keyA[i] === EMPTY) {
+      this.keyA[i] = a;
+      this.keyB[i] = b;
+      this.size++;
     }
+    this.value[i] = value;
   }
 
   private grow(): void {
@@ -92,17 +88,12 @@ export class IntPairSet {
   /** Adds (a, b); false when it was there already. */
   add(a: number, b: number): boolean {
     if (2 * (this.count + 1) > this.keyA.length) this.grow();
-    const { keyA, keyB, mask } = this;
-    for (let i = hashPair(a, b) & mask; ; i = (i + 1) & mask) {
-      const k = keyA[i];
-      if (k === EMPTY) {
-        keyA[i] = a;
-        keyB[i] = b;
-        this.used[this.count++] = i;
-        return true;
-      }
-      if (k === a && keyB[i] === b) return false;
-    }
+    const i = slotOf(this.keyA, this.keyB, this.mask, a, b);
+    if (this.keyA[i] !== EMPTY) return false;
+    this.keyA[i] = a;
+    this.keyB[i] = b;
+    this.used[this.count++] = i;
+    return true;
   }
 
   clear(): void {

@@ -58,25 +58,34 @@ export interface ByteAutomaton {
 }
 
 /**
+ * The states the safe characters of one UTF-8 byte-range sequence lead to from `state`, one set of states per
+ * byte position: null when a position has more than MAX_LOOP_CHECK_STATES of them, or, when `strict`, as soon as
+ * a byte is refused (refused bytes are skipped otherwise).
+ */
+function sequenceEnds(a: ByteAutomaton, state: number, seq: ByteRangeSeq, strict: boolean): number[] | null {
+  let states = [state];
+  for (const [lo, hi] of seq) {
+    const next = new Set<number>();
+    for (const s of states)
+      for (let b = lo; b <= hi; b++) {
+        const t = a.next(s, b);
+        if (t >= 0) next.add(t);
+        else if (strict) return null;
+      }
+    if (next.size > MAX_LOOP_CHECK_STATES) return null;
+    states = [...next];
+  }
+  return states;
+}
+
+/**
  * Every safe character, read from `state`, leads back to `state`: then any run of whole safe
- * characters is accepted from it. Follows each UTF-8 byte-range sequence through the automaton,
- * one set of states per byte position.
+ * characters is accepted from it.
  */
 export function loopsOverSafeChars(a: ByteAutomaton, state: number): boolean {
   for (const seq of SAFE_SEQUENCES) {
-    let states = [state];
-    for (const [lo, hi] of seq) {
-      const next = new Set<number>();
-      for (const s of states)
-        for (let b = lo; b <= hi; b++) {
-          const t = a.next(s, b);
-          if (t < 0) return false;
-          next.add(t);
-        }
-      if (next.size > MAX_LOOP_CHECK_STATES) return false;
-      states = [...next];
-    }
-    if (states.length !== 1 || states[0] !== state) return false;
+    const ends = sequenceEnds(a, state, seq, true);
+    if (!ends || ends.length !== 1 || ends[0] !== state) return false;
   }
   return true;
 }
@@ -88,18 +97,9 @@ export function loopsOverSafeChars(a: ByteAutomaton, state: number): boolean {
 export function safeCharSuccessors(a: ByteAutomaton, state: number): Set<number> | null {
   const out = new Set<number>();
   for (const seq of SAFE_SEQUENCES) {
-    let states = [state];
-    for (const [lo, hi] of seq) {
-      const next = new Set<number>();
-      for (const s of states)
-        for (let b = lo; b <= hi; b++) {
-          const t = a.next(s, b);
-          if (t >= 0) next.add(t);
-        }
-      if (next.size > MAX_LOOP_CHECK_STATES) return null;
-      states = [...next];
-    }
-    for (const s of states) out.add(s);
+    const ends = sequenceEnds(a, state, seq, false);
+    if (!ends) return null;
+    for (const s of ends) out.add(s);
   }
   return out;
 }

@@ -3,7 +3,7 @@
 // parse error deep inside the other format's reader.
 
 import * as fs from 'fs';
-import type { Checkpoint } from '../types';
+import type { Checkpoint, RawTensor } from '../types';
 import { withFile } from './file-reader';
 import { readAll, type CheckpointReader } from './checkpoint-reader';
 import { openPth } from './pth';
@@ -47,4 +47,11 @@ export function openCheckpoint(path: string): CheckpointReader {
 /** Load every tensor of a .pth or safetensors checkpoint into memory. */
 export function loadCheckpoint(path: string): Checkpoint {
   return readAll(openCheckpoint(path));
+}
+
+/** A checkpoint's tensor by name; a missing one is an error naming it. */
+export function checkpointTensor(ck: Checkpoint, name: string): RawTensor {
+  const t = ck.tensors.get(name);
+  if (!t) throw new Error(`missing tensor ${name}`);
+  return t;
 }

@@ -12,7 +12,7 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import {
-  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, usesStagedInt8, usesSubgroupMatrix, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -171,8 +171,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.splitK = opts.splitK ?? splitKFromEnv();
     this.staged = stagedFromEnv();
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
-    // int8 too where its codes run on the staged tiles (matmul.ts usesStagedInt8).
-    const splitTiles = this.splitK && gpu.kernelPath === 'subgroup-matrix' && (weights.precision === 'f16' || (weights.precision === 'int8' && this.staged !== null));
+    // int8 too where its codes run on the staged tiles.
+    const kernels = { kernelPath: gpu.kernelPath, precision: weights.precision, splitK: this.splitK, staged: this.staged };
+    const splitTiles = (this.splitK && usesSubgroupMatrix(kernels)) || usesStagedInt8(kernels);
     this.vecMaxRows = opts.vecMaxRows ?? (splitTiles ? SPLIT_SGMAT_VEC_ROWS : 32);
     // Partial sums of split products: room for every split of the widest group at the most tokens, within a cap.
     this.splitScratchFloats = this.splitK ? Math.min(SPLIT_SCRATCH_FLOATS, MAX_SPLIT * this.TMAX * Math.max(this.F, 4 * this.C, 64)) : 0;

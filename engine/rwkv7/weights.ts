@@ -12,6 +12,7 @@
 import { normalizedEmbedding } from '../embedding-norm';
 import type { Checkpoint, ModelInfo, RawTensor } from '../types';
 import { f32ToF16, toF16Bits, toF32 } from '../loader/dtype';
+import { checkpointTensor } from '../loader/checkpoint';
 import { uploadBuffer } from '../gpu/kernel';
 import { MAX_SEGS, SEGMENT_ALIGN } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -161,11 +162,7 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
           (precision === 'f32' ? '; try precision f16' : ''),
       );
   }
-  const get = (name: string): RawTensor => {
-    const t = ck.tensors.get(name);
-    if (!t) throw new Error(`missing tensor ${name}`);
-    return t;
-  };
+  const get = (name: string): RawTensor => checkpointTensor(ck, name);
   const vals = (name: string) => toF32(get(name));
   const f32 = (label: string, data: Float32Array): GPUBuffer => {
     bytes += data.byteLength;
