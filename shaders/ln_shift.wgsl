@@ -4,6 +4,10 @@
 // copies, copy m at m*TMAX rows. One workgroup per token. With SAVE (a step where every job has one token, so
 // token t is its slot's first and last) the normalized token is also stored as the slot's shift state here,
 // after it was read, instead of in a separate save_shift dispatch: one dispatch fewer per norm in decode steps.
+// SPLIT workgroups share a token (dispatch T x SPLIT), each writing a 1/SPLIT slice of the columns after computing
+// the row statistics itself: with one workgroup a token, a decode step's norm ran on one compute unit for its whole
+// length (latency-bound at small batches). With SAVE every token is its slot's first, so the previous row's
+// statistics are not needed.
 struct Batch { T: u32, J: u32, R: u32, pad: u32 }
 struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
@@ -22,6 +26,8 @@ const TMAX: u32 = {{TMAX}}u;
 const STATE: u32 = {{STATE}}u;
 const FFN: bool = {{FFN}};
 const SAVE: bool = {{SAVE}};
+const SPLIT: u32 = {{SPLIT}}u;
+const CW: u32 = (C + SPLIT - 1u) / SPLIT;
 const EPS: f32 = 1e-5;
 
 /** Mean and 1/std of row `row` of x. */
@@ -39,15 +45,18 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let lid = lid3.x;
   let t = wid.x;
   let cur = stats(t, lid);
-  // Statistics of the previous row are computed unconditionally so barriers stay in uniform control flow.
+  // Statistics of the previous row are computed unconditionally (but for SAVE, a constant) so barriers stay in
+  // uniform control flow.
   let prow = max(t, 1u) - 1u;
-  let prv = stats(prow, lid);
+  var prv = vec2<f32>(0.0, 0.0);
+  if (!SAVE) { prv = stats(prow, lid); }
   let info = tok[t];
   let slot = info & 0x7fffffffu;
   let first = (info >> 31u) != 0u;
   var off = layer.att_shift;
   if (FFN) { off = layer.ffn_shift; }
-  for (var c = lid; c < C; c += WG) {
+  let c1 = min(C, (wid.y + 1u) * CW);
+  for (var c = wid.y * CW + lid; c < c1; c += WG) {
     let xv = (x[t * C + c] - cur.x) * cur.y * ln[c] + ln[C + c];
     xn[t * C + c] = xv;
     var prev: f32;

@@ -6,6 +6,7 @@
 //
 // RWKV-7 predates this file and keeps its own copy of the same machinery (engine/rwkv7/runtime.ts).
 
+import { lnShiftSplit } from './ln-shift-split';
 import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
@@ -237,12 +238,13 @@ export abstract class SlotRuntime implements InferenceBackend {
     const { buf } = this;
     // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
     const fusedSave = T === J;
-    const k = this.kernel(`lnShift${ffn},${M},${fusedSave}`, () =>
-      makeKernel(this.device, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave }, [
+    const split = lnShiftSplit(T, this.C);
+    const k = this.kernel(`lnShift${ffn},${M},${fusedSave},${split}`, () =>
+      makeKernel(this.device, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave, SPLIT: split }, [
         'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
       ]),
     );
-    pass.dispatch(k.pipeline, this.group(`${key}:${fusedSave}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, out]), T);
+    pass.dispatch(k.pipeline, this.group(`${key}:${fusedSave}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, out]), T, split);
     if (fusedSave) return;
     const s = this.kernel(`save${ffn}`, () =>
       makeKernel(this.device, ['save_shift'], { ...this.consts, FFN: ffn }, ['uniform', 'uniform', 'read', 'read', 'rw']),

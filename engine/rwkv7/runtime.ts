@@ -4,6 +4,7 @@
 // A call larger than the scratch buffers is split into sub-passes that are all submitted before the single
 // read-back, so a call costs one GPU round trip.
 
+import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
@@ -137,6 +138,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
   private wkvForced: WkvVariant | null = null;
+  /** Workgroups per token of the norm + token-shift kernel forced for every sub-pass (tests, benchmarks), or null: lnShiftSplit's choice. */
+  lnSplit: number | null = null;
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -354,7 +357,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -423,9 +426,10 @@ export class Rwkv7Runtime implements InferenceBackend {
 
     // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
     const fusedSave = T === J;
+    const lnSplit = this.lnSplit ?? lnShiftSplit(T, C);
     const lnShift = (ffn: boolean) =>
-      this.kernel(`lnShift${ffn},${fusedSave}`, () =>
-        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave }, [
+      this.kernel(`lnShift${ffn},${fusedSave},${lnSplit}`, () =>
+        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit }, [
           'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
         ]),
       );
@@ -454,7 +458,7 @@ export class Rwkv7Runtime implements InferenceBackend {
         0,
         this.group(`${key}:${fusedSave}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, buf.mix]),
       );
-      pass.dispatchWorkgroups(T);
+      pass.dispatchWorkgroups(T, lnSplit);
       if (fusedSave) return;
       const s = save(ffn);
       pass.setPipeline(s.pipeline);
@@ -544,8 +548,13 @@ export class Rwkv7Runtime implements InferenceBackend {
    * by profiler label, in order (tests and benchmarks count them).
    */
   dispatchLabels(tokens: number, jobs: number, rows: number): string[] {
+    return this.dispatchSizes(tokens, jobs, rows).map((d) => d.label);
+  }
+
+  /** dispatchLabels with each dispatch's workgroup counts. */
+  dispatchSizes(tokens: number, jobs: number, rows: number): { label: string; x: number; y: number; z: number }[] {
     const wkv = this.wkvForced ?? chooseWkv(Math.ceil(tokens / jobs), this.wkvFacts);
-    return this.record(tokens, jobs, rows, wkv).flatMap((op) => (op === 'submit' ? [] : [op.label]));
+    return this.record(tokens, jobs, rows, wkv).flatMap((op) => (op === 'submit' ? [] : [{ label: op.label, x: op.x, y: op.y, z: op.z }]));
   }
 
   /**
