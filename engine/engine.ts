@@ -25,6 +25,7 @@ import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './i
 import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
 import { MAX_TIMEOUT_MS, RequestDeadline, RequestTimeoutError } from './request-deadline';
 import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
+import { contextRoom, snapshotRows } from './state-shape';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
 import { readStateSource } from './state-file';
@@ -113,7 +114,7 @@ export class RwkvEngine implements Engine {
     if (!Number.isInteger(this.requestTimeoutMs) || this.requestTimeoutMs < 0 || this.requestTimeoutMs > MAX_TIMEOUT_MS) {
       throw new RangeError(`requestTimeoutMs must be an integer in [0, ${MAX_TIMEOUT_MS}] (0 = none), got ${config.requestTimeoutMs}`);
     }
-    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates, parts.backend.defaultState ?? null);
+    this.states = new InitialStateRegistry(parts.backend, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates, parts.backend.defaultState ?? null);
     this.scheduler = new Scheduler(parts.backend, {
       chunkSize: config.chunkSize ?? ENGINE_DEFAULTS.chunkSize,
       prefillChunkSize: config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize,
@@ -154,6 +155,17 @@ export class RwkvEngine implements Engine {
     const checked = checkGenerateRequest(req, this.maxTokensLimit);
     const initial = this.states.resolve(req.state ?? undefined);
     const { prompt, checkpoints } = this.sharedPromptRows(checked.prompt, req.sharedPrefix, initial);
+    // A state that grows per token (RWKV-7b) bounds the whole context: a request that leaves maxTokens out gets
+    // what room is left, one that asks for more than is left is refused with the numbers.
+    const room = contextRoom(this.backend, initial.state, prompt.length);
+    if (checked.maxTokens > room) {
+      if (req.maxTokens !== undefined && req.maxTokens !== null)
+        throw new RequestError(
+          `maxTokens ${checked.maxTokens} after a prompt of ${prompt.length} tokens passes this model's context limit: ${room} tokens are left ` +
+            `(its state grows per token; maxContext in the engine config)`,
+        );
+      checked.maxTokens = room;
+    }
     const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
@@ -334,12 +346,14 @@ export class RwkvEngine implements Engine {
     if (tokens.length > MAX_CONVERSATION_TOKENS) {
       throw new RequestError(`prompt is ${tokens.length} tokens; a saved conversation holds at most ${MAX_CONVERSATION_TOKENS}`);
     }
+    contextRoom(this.backend, initial.state, tokens.length, 0);
     const { state, logits } = await new RequestDeadline(this.requestTimeoutMs).run((signal) => this.runStateTask(initial, tokens, signal));
     const bytes = encodeConversation({
       model: modelSignature(this.backend.info),
       initialState: initial.name,
       tokens: Int32Array.from(tokens),
       state,
+      stateRows: snapshotRows(this.backend, state.length),
       logits,
     });
     // An existing file there is replaced only when it is a conversation file (of any model).
@@ -356,7 +370,7 @@ export class RwkvEngine implements Engine {
     InitialStateRegistry.checkName(name);
     const release = this.states.reserve(name); // a place under maxStates before the file is read
     try {
-      const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend.stateSize);
+      const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend);
       this.unloadState(name);
       return this.states.add(name, loaded.state, loaded.source, loaded.logits);
     } finally {
@@ -367,7 +381,7 @@ export class RwkvEngine implements Engine {
   /** Requests naming no state start from this state file (in the state folder) from now on: EngineConfig.defaultState. */
   async useDefaultState(file: string): Promise<void> {
     this.checkOpen();
-    const loaded = await readStateSource(file, this.stateFolder, this.backend.info, this.backend.stateSize);
+    const loaded = await readStateSource(file, this.stateFolder, this.backend.info, this.backend);
     this.states.setDefault(loaded.state, loaded.source, loaded.logits);
   }
 

@@ -4,9 +4,20 @@
 // snapshots the backend can hold, and a hostile size is refused with the numbers before anything is allocated.
 
 import type { InferenceBackend } from './types';
+import { RequestError } from './errors';
+
+/** Context limit of a growing state when the operator sets none (engine config maxContext). */
+export const DEFAULT_MAX_CONTEXT = 4096;
+/** Highest context limit an operator may set. */
+export const MAX_CONTEXT = 1 << 20;
 
 /** The sizes a snapshot is judged by (a backend's, or a model's before its backend exists). */
 export type StateShape = Pick<InferenceBackend, 'stateSize' | 'stateRowFloats' | 'maxStateRows'>;
+
+/** A shape, or a bare float count: a fixed-size state of that many floats. */
+export function asShape(shape: StateShape | number): StateShape {
+  return typeof shape === 'number' ? { stateSize: shape } : shape;
+}
 
 /** Floats per cached token row (0: a fixed-size state). */
 export function rowFloats(shape: StateShape): number {
@@ -46,4 +57,22 @@ export function snapshotRows(shape: StateShape, floats: number, what = 'state'):
   if (problem) throw new RangeError(`${what} ${problem}`);
   const per = rowFloats(shape);
   return per === 0 ? 0 : (floats - shape.stateSize) / per;
+}
+
+/**
+ * Tokens a request may still add to a growing state that starts from `initial` (null: the zero state) and runs
+ * `prompt` tokens; Infinity for a fixed-size state. Throws a RequestError naming the numbers when the prompt alone
+ * passes the operator's context limit.
+ */
+export function contextRoom(shape: StateShape, initial: Float32Array | null, prompt: number, needed = 1): number {
+  if (rowFloats(shape) === 0) return Infinity;
+  const cached = initial ? snapshotRows(shape, initial.length, 'the initial state') : 0;
+  const limit = maxRows(shape);
+  const room = limit - cached - prompt;
+  if (room < needed)
+    throw new RequestError(
+      `the prompt (${prompt} tokens${cached ? ` after the initial state's ${cached}` : ''}) ${needed ? 'leaves no room in' : 'passes'} this model's ` +
+        `context limit of ${limit} tokens (its state grows per token; maxContext in the engine config)`,
+    );
+  return room;
 }

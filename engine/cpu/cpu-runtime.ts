@@ -20,10 +20,8 @@ import type { CpuCommonWeights, CpuPrecision } from './cpu-weight-writer';
 import { int8ScratchBytes } from './int8-quant';
 import { i16ScratchBytes } from './i16-quant';
 import type { CpuPassName } from './cpu-passes';
-import { snapshotRows } from '../state-shape';
+import { DEFAULT_MAX_CONTEXT, MAX_CONTEXT, snapshotRows } from '../state-shape';
 
-/** Highest context limit a growing state may be given (a slot's rows live in one Float32Array). */
-export const MAX_CONTEXT = 1 << 20;
 /** Most floats of one slot's rows (one Float32Array; 4 GiB). */
 const MAX_ROW_FLOATS = 2 ** 30;
 
@@ -66,9 +64,6 @@ export interface CpuRuntimeOptions {
   /** A state that grows (RWKV-7b): most tokens one slot's state may hold (default DEFAULT_MAX_CONTEXT). */
   maxContext?: number;
 }
-
-/** Context limit of a growing state when the operator sets none (engine config maxContext). */
-export const DEFAULT_MAX_CONTEXT = 4096;
 
 /** Threads the CPU backend uses when not told: every core the process may use. */
 export function defaultCpuThreads(): number {
