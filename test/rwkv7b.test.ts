@@ -17,6 +17,10 @@ import { StateFolder } from '../engine/state-folder';
 import { InitialStateRegistry } from '../engine/initial-states';
 import { deaRowFloats } from '../engine/rwkv7/dea-sizes';
 import { modelVersion } from '../engine/versions';
+import { RwkvEngine } from '../engine/engine';
+import { RequestError } from '../engine/errors';
+import { checkEngineConfig } from '../engine/engine-config';
+import { byteTokenizer, FakeBackend } from './fake-backend';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 import { worstRelL2 } from './metrics';
@@ -232,5 +236,38 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
     assert.throws(() => reg.add('partial', new Float32Array(be.stateSize + per / 2), 'test'), /state "partial" has \d+ floats, the model's state has 27264 plus 1152 per cached token/);
     assert.throws(() => reg.add('long', new Float32Array(be.stateSize + 65 * per), 'test'), /holds 65 cached tokens, more than the context limit of 64/);
     assert.equal(snapshotProblem({ stateSize: 4 }, 5), "has 5 floats, the model's state has 4");
+  });
+});
+
+describe('context limit of a growing state, in the engine (fake backend)', () => {
+  /** The fake CPU backend made to look like one whose state grows (only the engine's context check reads these). */
+  const growing = () => Object.assign(new FakeBackend({ slots: 2, script: () => 'a'.charCodeAt(0) + 1 }), { stateRowFloats: 4, maxStateRows: 20 });
+
+  it('refuses maxTokens past what the limit leaves after the prompt, naming both; without maxTokens, gets what is left', async () => {
+    const engine = new RwkvEngine({ backend: growing(), tokenizer: byteTokenizer, config: {}, compileConstraint: null });
+    try {
+      assert.throws(() => engine.generate({ prompt: 'hello', maxTokens: 16 }), (e: Error) => e instanceof RequestError && /maxTokens 16 after a prompt of 5 tokens passes this model's context limit: 15 tokens are left/.test(e.message));
+      assert.throws(() => engine.generate({ prompt: 'x'.repeat(20) }), /the prompt \(20 tokens\) leaves no room in this model's context limit of 20 tokens/);
+      let tokens = 0;
+      let reason = '';
+      for await (const e of engine.generate({ prompt: 'hello', sampler: { temperature: 0 } })) {
+        if (e.type === 'delta') tokens += e.tokens.length;
+        if (e.type === 'stop') reason = e.reason;
+      }
+      assert.equal(tokens, 15);
+      assert.equal(reason, 'length');
+      // A fixed-size state is not bounded by it.
+      const fixed = new RwkvEngine({ backend: new FakeBackend({ slots: 1 }), tokenizer: byteTokenizer, config: {}, compileConstraint: null });
+      assert.doesNotThrow(() => fixed.generate({ prompt: 'x'.repeat(30), maxTokens: 100 }));
+      await fixed.close();
+    } finally {
+      await engine.close();
+    }
+  });
+
+  it('engine config: maxContext must be an integer in [1, 2^20]', () => {
+    assert.throws(() => checkEngineConfig({ maxContext: 0 }), /engine config: maxContext must be an integer in \[1, 1048576\], got 0/);
+    assert.throws(() => checkEngineConfig({ maxContext: 1.5 }), /maxContext must be an integer/);
+    assert.doesNotThrow(() => checkEngineConfig({ maxContext: 8192 }));
   });
 });
