@@ -80,7 +80,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     // The limits are checked once the GPU is chosen: on 'auto', a software adapter's limits must not refuse a
     // model the CPU backend then runs. A version without a GPU pass runs on the CPU backend, saying why; asked
     // for the GPU by name, it is refused rather than moved.
-    if (typeof version.gpu === 'string') {
+    if (typeof version.gpu === 'string' && opts.device !== 'cpu') {
       if (opts.device === 'gpu') throw new Error(`device 'gpu': ${version.gpu}`);
       if (!cpuRuns.ok) throw new Error(`${version.gpu}, and ${cpuRuns.why}`);
       chosen = { device: 'cpu', reason: version.gpu };
