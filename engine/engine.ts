@@ -264,6 +264,8 @@ export class RwkvEngine implements Engine {
     const initial = this.states.resolve(opts.state);
     // With nothing to condition on, end-of-text is the document start the model was trained with.
     const context = this.promptRows(prompt, initial, true);
+    // Each choice is scored after the context: the longest must fit a growing state's context limit too.
+    contextRoom(this.backend, initial.state, context.length + Math.max(...rows.map((r) => r.length)), 0);
     const endOfText = opts.calibrate ? this.endOfTextRow() : 0;
     const { scores, baseline } = await new RequestDeadline(this.requestTimeoutMs, opts.signal).run(async (signal) => ({
       scores: await this.scoreAll(initial, context, rows, signal),
@@ -346,7 +348,6 @@ export class RwkvEngine implements Engine {
     if (tokens.length > MAX_CONVERSATION_TOKENS) {
       throw new RequestError(`prompt is ${tokens.length} tokens; a saved conversation holds at most ${MAX_CONVERSATION_TOKENS}`);
     }
-    contextRoom(this.backend, initial.state, tokens.length, 0);
     const { state, logits } = await new RequestDeadline(this.requestTimeoutMs).run((signal) => this.runStateTask(initial, tokens, signal));
     const bytes = encodeConversation({
       model: modelSignature(this.backend.info),
@@ -451,6 +452,8 @@ export class RwkvEngine implements Engine {
       if (endOfTextIfEmpty) return [this.endOfTextRow()];
       throw new RequestError('prompt is empty; give some text (or start from a saved conversation state)');
     }
+    // A state that grows per token (RWKV-7b) holds at most the operator's context limit (maxContext).
+    contextRoom(this.backend, initial.state, rows.length, 0);
     return rows;
   }
 

@@ -271,3 +271,18 @@ describe('context limit of a growing state, in the engine (fake backend)', () =>
     assert.doesNotThrow(() => checkEngineConfig({ maxContext: 8192 }));
   });
 });
+
+describe('context limit of a growing state: embed, choose and saved conversations (fake backend)', () => {
+  it('refuses texts whose tokens pass the limit before they take a slot', async () => {
+    const backend = Object.assign(new FakeBackend({ slots: 2 }), { stateRowFloats: 4, maxStateRows: 8 });
+    const engine = new RwkvEngine({ backend, tokenizer: byteTokenizer, config: {}, compileConstraint: null });
+    try {
+      await assert.rejects(engine.embed('x'.repeat(9)), /the prompt \(9 tokens\) passes this model's context limit of 8 tokens/);
+      await assert.rejects(engine.choose('abcdef', ['xy', 'xyz']), /the prompt \(9 tokens\) passes this model's context limit of 8 tokens/);
+      await assert.rejects(engine.saveConversation('x'.repeat(9), 'c.cbor'), /passes this model's context limit of 8 tokens/);
+      assert.equal(backend.calls.length, 0);
+    } finally {
+      await engine.close();
+    }
+  });
+});
