@@ -5,6 +5,7 @@
 
 import { strict as assert } from 'assert';
 import * as path from 'path';
+import { execFileSync } from 'child_process';
 import { createBackend, type Backend } from '../engine/backend';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
@@ -284,5 +285,27 @@ describe('context limit of a growing state: embed, choose and saved conversation
     } finally {
       await engine.close();
     }
+  });
+});
+
+describe('RWKV-7b [cpu]: a state read keeps an otherwise idle process alive', function () {
+  this.timeout(120_000);
+  before(function () {
+    requireGolden(this, MODEL);
+  });
+
+  it('readState resolves in a process with nothing else to do (the compute thread is referenced while it answers)', () => {
+    // In-process tests always have mocha's timers alive; a bare child process shows whether the read is awaited.
+    const script = `
+      const { createBackend } = require(${JSON.stringify(path.resolve(__dirname, '../engine/backend'))});
+      (async () => {
+        const be = await createBackend({ model: ${JSON.stringify(MODEL)}, slots: 1, device: 'cpu', threads: 1 });
+        await be.run([{ slot: 0, tokens: [1, 2, 3], output: 'none' }]);
+        const s = await be.readState(0);
+        console.log('rows', (s.length - be.stateSize) / be.stateRowFloats);
+        be.dispose();
+      })();`;
+    const out = execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' });
+    assert.match(out, /^rows 3$/m);
   });
 });

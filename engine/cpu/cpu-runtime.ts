@@ -318,9 +318,12 @@ export class CpuRuntime implements InferenceBackend {
     return this.serialize(async () => {
       if (this.stateRowFloats === 0) return Float32Array.from(this.slotState(slot));
       // The fixed part from the shared memory, the rows from the compute thread (state-shape.ts: rows follow).
+      // Referenced while the reply is awaited, as for a call: an idle process must not exit under a read.
+      this.worker.ref();
       const reply = this.await();
       this.worker.postMessage({ type: 'rows-read', slot });
       const m = await reply;
+      if (!this.disposed) this.worker.unref();
       if (m.type !== 'rows') throw new Error(m.type === 'error' ? m.message : 'unexpected reply from the CPU backend');
       const out = new Float32Array(this.stateSize + m.rows.length);
       out.set(this.slotState(slot));

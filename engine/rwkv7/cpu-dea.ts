@@ -55,6 +55,8 @@ export class CpuDeaStep {
   private readonly qs = new Float32Array(DEA_QK);
   private readonly ks = new Float32Array(DEA_QK);
   private readonly vs: Float32Array;
+  /** The attention's output row being summed. */
+  private readonly acc: Float32Array;
   private scores = new Float32Array(256);
   /** Each segment's rows before this sub-pass (set by begin). */
   private base: number[] = [];
@@ -71,6 +73,7 @@ export class CpuDeaStep {
   ) {
     this.u16 = new Uint16Array(memory.buffer);
     this.vs = new Float32Array(h.C);
+    this.acc = new Float32Array(h.C);
     this.vecs = deaVecOffsets(h.C);
   }
 
@@ -167,26 +170,47 @@ export class CpuDeaStep {
     rows.set(this.vs, pos * stride + part + Q);
     const n = pos + 1;
     if (this.scores.length < n) this.scores = new Float32Array(Math.max(n, 2 * this.scores.length));
+    const max = scoreRows(this.scores, this.qs, rows, n, stride, part);
     const sc = this.scores;
-    const qs = this.qs;
-    let max = -Infinity;
-    for (let j = 0; j < n; j++) {
-      const kj = j * stride + part;
-      let dot = 0;
-      for (let i = 0; i < Q; i++) dot += qs[i] * rows[kj + i];
-      const s = CAP * Math.tanh(dot / CAP_SCALE);
-      sc[j] = s;
-      if (s > max) max = s;
-    }
     let sum = 0;
     for (let j = 0; j < n; j++) sum += sc[j] = Math.exp(sc[j] - max);
-    const out = (S.out >> 2) + t * C;
-    f32.fill(0, out, out + C);
-    for (let j = 0; j < n; j++) {
-      const p = sc[j] / sum;
-      const vj = j * stride + part + Q;
-      for (let i = 0; i < C; i++) f32[out + i] += p * rows[vj + i];
+    const acc = this.acc;
+    acc.fill(0);
+    for (let j = 0; j < n; j++) addScaled(acc, rows, j * stride + part + Q, sc[j] / sum, C);
+    f32.set(acc, (S.out >> 2) + t * C);
+  }
+}
+
+/** scores[j] = 64·tanh(q·K_j / 1024) for rows j < n (K_j at j·stride + part); returns the largest. */
+function scoreRows(scores: Float32Array, q: Float32Array, rows: Float32Array, n: number, stride: number, part: number): number {
+  let max = -Infinity;
+  for (let j = 0; j < n; j++) {
+    const at = j * stride + part;
+    // Four partial sums: independent chains the JIT keeps in registers.
+    let d0 = 0;
+    let d1 = 0;
+    let d2 = 0;
+    let d3 = 0;
+    for (let i = 0; i < DEA_QK; i += 4) {
+      d0 += q[i] * rows[at + i];
+      d1 += q[i + 1] * rows[at + i + 1];
+      d2 += q[i + 2] * rows[at + i + 2];
+      d3 += q[i + 3] * rows[at + i + 3];
     }
+    const s = CAP * Math.tanh((d0 + d1 + d2 + d3) / CAP_SCALE);
+    scores[j] = s;
+    if (s > max) max = s;
+  }
+  return max;
+}
+
+/** acc += p · rows[at .. at + C) (C a multiple of 4, as the CPU backend requires of n_embd). */
+function addScaled(acc: Float32Array, rows: Float32Array, at: number, p: number, C: number): void {
+  for (let i = 0; i < C; i += 4) {
+    acc[i] += p * rows[at + i];
+    acc[i + 1] += p * rows[at + i + 1];
+    acc[i + 2] += p * rows[at + i + 2];
+    acc[i + 3] += p * rows[at + i + 3];
   }
 }
 
