@@ -114,6 +114,12 @@ export interface InferenceBackend {
   readonly stateRowFloats?: number;
   /** With a growing state: most rows one slot may hold (the operator's context limit); a run past it is refused. */
   readonly maxStateRows?: number;
+  /**
+   * Bytes readState(slot) would give once the calls made so far have run: 4·stateSize for a fixed-size state
+   * (the default when absent), more as a growing state's rows accumulate. The scheduler asks before reading a
+   * state for the prefix cache, so a context that outweighs the cache is never read back for it.
+   */
+  stateBytes?(slot: number): number;
   /** The model's default initial state when it embeds one (time_state); absent or null = the zero state. */
   readonly defaultState?: Float32Array | null;
   /**

@@ -309,3 +309,25 @@ describe('RWKV-7b [cpu]: a state read keeps an otherwise idle process alive', fu
     assert.match(out, /^rows 3$/m);
   });
 });
+
+describe('prefix cache and a state that outweighs it (fake backend)', () => {
+  it('the scheduler reads a state back for the cache only when stateBytes says it can fit', async () => {
+    for (const [bytes, expectReads] of [[1e12, false], [undefined, true]] as const) {
+      const fake = new FakeBackend({ slots: 1, script: () => 'a'.charCodeAt(0) + 1 });
+      let reads = 0;
+      const readState = fake.readState.bind(fake);
+      const backend = Object.assign(fake, {
+        readState: (slot: number) => (reads++, readState(slot)),
+        ...(bytes === undefined ? {} : { stateBytes: () => bytes }),
+      });
+      const engine = new RwkvEngine({ backend, tokenizer: byteTokenizer, config: { cacheBytes: 1 << 20 }, cacheMinTokens: 4, compileConstraint: null });
+      try {
+        for await (const e of engine.generate({ prompt: 'hello world, a prompt', maxTokens: 2, sampler: { temperature: 0 } })) void e;
+        for (let i = 0; i < 50 && engine.scheduler.active > 0; i++) await new Promise((r) => setTimeout(r, 2));
+        assert.equal(reads > 0, expectReads, `stateBytes ${bytes}: ${reads} reads`);
+      } finally {
+        await engine.close();
+      }
+    }
+  });
+});
