@@ -8,6 +8,7 @@ import * as path from 'path';
 import { execFileSync } from 'child_process';
 import { createBackend, type Backend } from '../engine/backend';
 import { readSafetensors } from '../engine/loader/safetensors';
+import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import { stateLayout } from '../engine/state-layout';
 import { contextRoom, snapshotProblem, snapshotRows } from '../engine/state-shape';
@@ -140,6 +141,65 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
       }
     }
     assert.equal(g.tensor('state.0.dea_k_cache').length, 24 * 32, 'the reference caches 24 rows too');
+  });
+
+  it('the cached rows are the K and V the reference\'s kc / vc caches give (after shift and LN), every layer and token', async () => {
+    be.resetState(0);
+    await be.run([{ slot: 0, tokens: g.tokens, output: 'none' }]);
+    const state = await be.readState(0);
+    const ck = loadCheckpoint(MODEL);
+    const w = (name: string) => Float64Array.from(toF32(ck.tensors.get(name)!));
+    const C = 128;
+    const Q = 256;
+    const ln = (a: Float64Array, wt: Float64Array, b: Float64Array) => {
+      const mean = a.reduce((x, y) => x + y, 0) / a.length;
+      const v = a.reduce((x, y) => x + (y - mean) ** 2, 0) / a.length;
+      return a.map((x, i) => ((x - mean) / Math.sqrt(v + 1e-5)) * wt[i] + b[i]);
+    };
+    const emb = w('emb.weight');
+    const [ln0w, ln0b] = [w('blocks.0.ln0.weight'), w('blocks.0.ln0.bias')];
+    const e = (tok: number) => ln(emb.slice(tok * C, (tok + 1) * C), ln0w, ln0b);
+    assert.deepEqual(Array.from(toI32(readSafetensors(path.join(GOLDEN, 'v7b-tiny.golden.st')).tensors.get('state.dea_tokens')!)), g.tokens);
+    const per = be.stateRowFloats!;
+    let worst = 0;
+    for (let l = 0; l < 3; l++) {
+      const q = `blocks.${l}.qkv.`;
+      const [k2, v2, kEmb, kx, vEmb, vx] = ['k2', 'v2', 'k_emb.weight', 'k_emb_x.weight', 'v_emb.weight', 'v_emb_x.weight'].map((n) => w(q + n));
+      const [xk, xv, lnkW, lnkB, lnvW, lnvB] = ['x_k', 'x_v', 'lnk.weight', 'lnk.bias', 'lnv.weight', 'lnv.bias'].map((n) => w(q + n));
+      const kc = g.tensor(`state.${l}.dea_k_cache`);
+      const vc = g.tensor(`state.${l}.dea_v_cache`);
+      /** k̃_t and ṽ_t from the reference's caches: (kc·k2) ⊙ KE[tok], tanh(vc·v2) ⊙ VE[tok]. */
+      const raw = (t: number) => {
+        const et = e(g.tokens[t]);
+        const kt = new Float64Array(Q);
+        const vt = new Float64Array(C);
+        for (let i = 0; i < Q; i++) {
+          let a = 0;
+          for (let m = 0; m < 32; m++) a += kc[t * 32 + m] * k2[m * Q + i];
+          let ke = kEmb[g.tokens[t] * Q + i];
+          for (let c = 0; c < C; c++) ke += et[c] * kx[i * C + c];
+          kt[i] = a * ke;
+        }
+        for (let i = 0; i < C; i++) {
+          let a = 0;
+          for (let m = 0; m < 32; m++) a += vc[t * 32 + m] * v2[m * C + i];
+          let ve = vEmb[g.tokens[t] * C + i];
+          for (let c = 0; c < C; c++) ve += et[c] * vx[i * C + c];
+          vt[i] = Math.tanh(a) * ve;
+        }
+        return { kt, vt };
+      };
+      let prev = { kt: new Float64Array(Q), vt: new Float64Array(C) };
+      for (let t = 0; t < 24; t++) {
+        const cur = raw(t);
+        const K = ln(cur.kt.map((x, i) => x + (prev.kt[i] - x) * xk[i]), lnkW, lnkB);
+        const V = ln(cur.vt.map((x, i) => x + (prev.vt[i] - x) * xv[i]), lnvW, lnvB);
+        const at = be.stateSize + t * per + l * (Q + C);
+        worst = Math.max(worst, worstRelL2(state.slice(at, at + Q), Float32Array.from(K), Q), worstRelL2(state.slice(at + Q, at + Q + C), Float32Array.from(V), C));
+        prev = cur;
+      }
+    }
+    assert.ok(worst < 1e-3, `worst row of the cached K / V against the reference's caches: ${worst}`);
   });
 
   it('save → load into another slot → continue equals continuing; copyState and resetState carry the rows', async () => {
