@@ -177,5 +177,14 @@ export class RwkvModelApi implements ICredentialType {
       default: 0,
       description: 'Most named initial states loaded at once; loading one more fails until one is unloaded. 0 = engine default (64).',
     },
+    {
+      displayName: 'Max Context (RWKV-7b)',
+      name: 'maxContext',
+      type: 'number',
+      typeOptions: { minValue: 0 },
+      default: 0,
+      description:
+        'Models whose state grows per token (RWKV-7b): most tokens of one request, initial state, prompt and output together; each costs memory (README: what a 7b context costs per token). 0 = engine default (4096). Other models ignore it.',
+    },
   ];
 }

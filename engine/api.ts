@@ -52,6 +52,12 @@ export interface EngineConfig {
   /** Most named initial states loaded at once (default 64). */
   maxStates?: number;
   /**
+   * Models whose state grows per token (RWKV-7b, whose attention caches every token): most tokens one request's
+   * context may hold, initial state and prompt and generated tokens together (default 4096). Each token costs
+   * memory in the slot, the prefix cache and state files (README: "what a 7b context costs per token").
+   */
+  maxContext?: number;
+  /**
    * LoRA files merged into the weights at load, in order (engine/lora.ts: ai00 / web-rwkv / RWKV-LM-LoRA layouts);
    * each path is relative to the model file's folder and must stay inside it.
    */

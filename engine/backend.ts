@@ -41,6 +41,11 @@ export interface BackendOptions {
   adapter?: number | string;
   /** LoRA files merged into the weights before anything else reads them (resolved by engine/lora.ts). */
   lora?: readonly LoraFile[];
+  /**
+   * A model whose state grows per token (RWKV-7b): most tokens one slot's state may hold, set by the operator
+   * (engine config maxContext; default DEFAULT_MAX_CONTEXT). Fixed-size states ignore it.
+   */
+  maxContext?: number;
 }
 
 export type Backend = InferenceBackend & {
@@ -73,8 +78,13 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
     const cpuRuns = precisionOnCpu ? { ok: false, why: precisionOnCpu } : { ok: true };
     const needs = weightBufferNeeds(index, precision);
     // The limits are checked once the GPU is chosen: on 'auto', a software adapter's limits must not refuse a
-    // model the CPU backend then runs.
-    chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns, { adapter: opts.adapter });
+    // model the CPU backend then runs. A version without a GPU pass runs on the CPU backend, saying why; asked
+    // for the GPU by name, it is refused rather than moved.
+    if (typeof version.gpu === 'string' && opts.device !== 'cpu') {
+      if (opts.device === 'gpu') throw new Error(`device 'gpu': ${version.gpu}`);
+      if (!cpuRuns.ok) throw new Error(`${version.gpu}, and ${cpuRuns.why}`);
+      chosen = { device: 'cpu', reason: version.gpu };
+    } else chosen = await chooseDevice(opts.device, opts.gpu, cpuRuns, { adapter: opts.adapter });
     if (chosen.device === 'gpu') {
       try {
         checkAdapterFits(chosen.gpu.device.limits, chosen.gpu.adapterName, needs); // a lent device too
@@ -115,6 +125,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       gemmTile: opts.gemmTile,
       ownsDevice,
     };
+    if (typeof version.gpu === 'string') throw new Error(`internal: ${version.gpu}`);
     const runtime = await version.gpu(gpu, ck, info, storage, runtimeOpts);
     return withDefaultState(Object.assign(runtime, { adapterName: gpu.adapterName }));
   } catch (e) {

@@ -7,9 +7,11 @@
 const { decode, encode } = require('cbor-x') as { decode(b: Uint8Array): unknown; encode(v: unknown): Uint8Array };
 import type { ModelInfo } from './types';
 import { StateFileError } from './errors';
+import { asShape, maxRows, maxSnapshotFloats, snapshotFloats, type StateShape } from './state-shape';
 
 export const CONVERSATION_FORMAT = 'rwkv-flow.conversation';
-export const CONVERSATION_VERSION = 1;
+/** 2: adds stateRows, the rows of a growing state (RWKV-7b) after its fixed part; version 1 files (fixed states) still load. */
+export const CONVERSATION_VERSION = 2;
 
 /** Most tokens a saved conversation holds: what is saved can always be read back within its bound. */
 export const MAX_CONVERSATION_TOKENS = 1 << 20;
@@ -18,8 +20,8 @@ export const MAX_CONVERSATION_TOKENS = 1 << 20;
  * Largest conversation file of this model: its state, logits and at most MAX_CONVERSATION_TOKENS tokens,
  * each a CBOR typed array of 4-byte values, plus the small fields and headers (64 KiB is ample).
  */
-export function conversationBytesBound(info: ModelInfo, stateSize: number): number {
-  return 4 * (stateSize + info.vocabSize + MAX_CONVERSATION_TOKENS) + 64 * 1024;
+export function conversationBytesBound(info: ModelInfo, shape: StateShape | number): number {
+  return 4 * (maxSnapshotFloats(asShape(shape)) + info.vocabSize + MAX_CONVERSATION_TOKENS) + 64 * 1024;
 }
 
 /** Bytes of a conversation file's head that isConversationHead needs. */
@@ -61,6 +63,8 @@ export interface ConversationFile {
   /** Model rows fed. */
   tokens: Int32Array;
   state: Float32Array;
+  /** Rows of a growing state after its fixed part (state-shape.ts); 0 for a fixed-size state. */
+  stateRows: number;
   /** Logits after the last token. */
   logits: Float32Array;
   savedAt: string;
@@ -71,12 +75,14 @@ export function modelSignature(info: ModelInfo): ModelSignature {
   return { version, nLayer, nEmbd, nHead, headSize, vocabSize };
 }
 
-export function encodeConversation(c: Omit<ConversationFile, 'format' | 'version' | 'savedAt'>): Uint8Array {
-  return encode({ format: CONVERSATION_FORMAT, version: CONVERSATION_VERSION, savedAt: new Date().toISOString(), ...c });
+/** `stateRows` defaults to 0 (a fixed-size state). */
+export function encodeConversation(c: Omit<ConversationFile, 'format' | 'version' | 'savedAt' | 'stateRows'> & { stateRows?: number }): Uint8Array {
+  return encode({ format: CONVERSATION_FORMAT, version: CONVERSATION_VERSION, savedAt: new Date().toISOString(), stateRows: 0, ...c });
 }
 
 /** Parse and check a conversation file against the loaded model. */
-export function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, stateSize: number): ConversationFile {
+export function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, shapeOrSize: StateShape | number): ConversationFile {
+  const shape = asShape(shapeOrSize);
   let value: unknown;
   try {
     value = decode(bytes);
@@ -87,7 +93,8 @@ export function decodeConversation(bytes: Uint8Array, source: string, info: Mode
   if (!c || typeof c !== 'object' || c.format !== CONVERSATION_FORMAT) {
     throw new StateFileError(source, `not an rwkv-flow conversation file (format field is ${JSON.stringify(c?.format)})`);
   }
-  if (c.version !== CONVERSATION_VERSION) throw new StateFileError(source, `unsupported conversation file version ${c.version}`);
+  if (c.version !== 1 && c.version !== CONVERSATION_VERSION) throw new StateFileError(source, `unsupported conversation file version ${c.version}`);
+  if (c.version === 1) c.stateRows = 0;
   const want = modelSignature(info);
   const got = c.model ?? ({} as ModelSignature);
   for (const key of Object.keys(want) as (keyof ModelSignature)[]) {
@@ -95,8 +102,15 @@ export function decodeConversation(bytes: Uint8Array, source: string, info: Mode
       throw new StateFileError(source, `saved for another model: ${key} ${JSON.stringify(got[key])}, loaded model has ${JSON.stringify(want[key])}`);
     }
   }
-  if (!(c.state instanceof Float32Array) || c.state.length !== stateSize) {
-    throw new StateFileError(source, `state must be ${stateSize} f32 values`);
+  // The row count is checked against the model and its context limit before the state's length is judged by it.
+  const rows = c.stateRows;
+  if (typeof rows !== 'number' || !Number.isInteger(rows) || rows < 0 || rows > maxRows(shape)) {
+    const limit = maxRows(shape) ? `an integer in [0, ${maxRows(shape)}] (the context limit)` : '0 (this model\'s state does not grow)';
+    throw new StateFileError(source, `stateRows must be ${limit}, got ${JSON.stringify(rows)}`);
+  }
+  const floats = snapshotFloats(shape, rows);
+  if (!(c.state instanceof Float32Array) || c.state.length !== floats) {
+    throw new StateFileError(source, `state must be ${floats} f32 values${rows ? ` (${shape.stateSize} + ${rows} cached tokens × ${shape.stateRowFloats})` : ''}`);
   }
   if (!(c.logits instanceof Float32Array) || c.logits.length !== info.vocabSize) {
     throw new StateFileError(source, `logits must be ${info.vocabSize} f32 values`);

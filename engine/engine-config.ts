@@ -6,6 +6,7 @@ import type { EngineConfig } from './api';
 import { ENGINE_DEFAULTS } from './engine';
 import { checkLoraConfig } from './lora';
 import { checkQuantLayers, isPrecision, precisionList } from './precision';
+import { DEFAULT_MAX_CONTEXT, MAX_CONTEXT } from './state-shape';
 
 /** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
 export const MAX_CHUNK_TOKENS = 8192;
@@ -22,6 +23,7 @@ const DEFAULTS: Partial<Record<keyof EngineConfig, unknown>> = {
   cacheBytes: ENGINE_DEFAULTS.cacheBytes,
   maxQueue: ENGINE_DEFAULTS.maxQueue,
   decodeKeep: 0.75,
+  maxContext: DEFAULT_MAX_CONTEXT,
 };
 
 function integerIn(config: EngineConfig, field: keyof EngineConfig, min: number, max: number): void {
@@ -66,6 +68,7 @@ export function checkEngineConfig(config: EngineConfig): void {
   integerIn(config, 'chunkSize', 1, MAX_CHUNK_TOKENS);
   integerIn(config, 'prefillChunkSize', 1, MAX_CHUNK_TOKENS);
   integerIn(config, 'maxQueue', 0, MAX_QUEUE);
+  integerIn(config, 'maxContext', 1, MAX_CONTEXT);
   const cache = config.cacheBytes;
   if (cache !== undefined && (typeof cache !== 'number' || !Number.isFinite(cache) || cache < 0)) {
     throw new RangeError(`engine config: cacheBytes must be a finite number >= 0, got ${JSON.stringify(cache)}`);

@@ -66,6 +66,7 @@ export async function createEngine(config: EngineConfig, defaultModel: string = 
     device: config.device,
     lora,
     adapter: config.adapter,
+    maxContext: config.maxContext,
     // One call carries a whole chunk plus a token for every other slot.
     maxTokens: Math.max(config.chunkSize ?? ENGINE_DEFAULTS.chunkSize, config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize, 1) + maxBatch,
   });

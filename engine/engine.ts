@@ -25,6 +25,7 @@ import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './i
 import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
 import { MAX_TIMEOUT_MS, RequestDeadline, RequestTimeoutError } from './request-deadline';
 import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
+import { contextRoom, snapshotRows } from './state-shape';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
 import { readStateSource } from './state-file';
@@ -113,7 +114,7 @@ export class RwkvEngine implements Engine {
     if (!Number.isInteger(this.requestTimeoutMs) || this.requestTimeoutMs < 0 || this.requestTimeoutMs > MAX_TIMEOUT_MS) {
       throw new RangeError(`requestTimeoutMs must be an integer in [0, ${MAX_TIMEOUT_MS}] (0 = none), got ${config.requestTimeoutMs}`);
     }
-    this.states = new InitialStateRegistry(parts.backend.stateSize, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates, parts.backend.defaultState ?? null);
+    this.states = new InitialStateRegistry(parts.backend, cacheBytes, config.maxStates ?? ENGINE_DEFAULTS.maxStates, parts.backend.defaultState ?? null);
     this.scheduler = new Scheduler(parts.backend, {
       chunkSize: config.chunkSize ?? ENGINE_DEFAULTS.chunkSize,
       prefillChunkSize: config.prefillChunkSize ?? ENGINE_DEFAULTS.prefillChunkSize,
@@ -154,6 +155,17 @@ export class RwkvEngine implements Engine {
     const checked = checkGenerateRequest(req, this.maxTokensLimit);
     const initial = this.states.resolve(req.state ?? undefined);
     const { prompt, checkpoints } = this.sharedPromptRows(checked.prompt, req.sharedPrefix, initial);
+    // A state that grows per token (RWKV-7b) bounds the whole context: a request that leaves maxTokens out gets
+    // what room is left, one that asks for more than is left is refused with the numbers.
+    const room = contextRoom(this.backend, initial.state, prompt.length);
+    if (checked.maxTokens > room) {
+      if (req.maxTokens !== undefined && req.maxTokens !== null)
+        throw new RequestError(
+          `maxTokens ${checked.maxTokens} after a prompt of ${prompt.length} tokens passes this model's context limit: ${room} tokens are left ` +
+            `(its state grows per token; maxContext in the engine config)`,
+        );
+      checked.maxTokens = room;
+    }
     const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
     // The constraint compiles off the event loop (a worker) while generate() returns; the request
@@ -252,6 +264,8 @@ export class RwkvEngine implements Engine {
     const initial = this.states.resolve(opts.state);
     // With nothing to condition on, end-of-text is the document start the model was trained with.
     const context = this.promptRows(prompt, initial, true);
+    // Each choice is scored after the context: the longest must fit a growing state's context limit too.
+    contextRoom(this.backend, initial.state, context.length + Math.max(...rows.map((r) => r.length)), 0);
     const endOfText = opts.calibrate ? this.endOfTextRow() : 0;
     const { scores, baseline } = await new RequestDeadline(this.requestTimeoutMs, opts.signal).run(async (signal) => ({
       scores: await this.scoreAll(initial, context, rows, signal),
@@ -340,6 +354,7 @@ export class RwkvEngine implements Engine {
       initialState: initial.name,
       tokens: Int32Array.from(tokens),
       state,
+      stateRows: snapshotRows(this.backend, state.length),
       logits,
     });
     // An existing file there is replaced only when it is a conversation file (of any model).
@@ -356,7 +371,7 @@ export class RwkvEngine implements Engine {
     InitialStateRegistry.checkName(name);
     const release = this.states.reserve(name); // a place under maxStates before the file is read
     try {
-      const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend.stateSize);
+      const loaded = await readStateSource(source, this.stateFolder, this.backend.info, this.backend);
       this.unloadState(name);
       return this.states.add(name, loaded.state, loaded.source, loaded.logits);
     } finally {
@@ -367,7 +382,7 @@ export class RwkvEngine implements Engine {
   /** Requests naming no state start from this state file (in the state folder) from now on: EngineConfig.defaultState. */
   async useDefaultState(file: string): Promise<void> {
     this.checkOpen();
-    const loaded = await readStateSource(file, this.stateFolder, this.backend.info, this.backend.stateSize);
+    const loaded = await readStateSource(file, this.stateFolder, this.backend.info, this.backend);
     this.states.setDefault(loaded.state, loaded.source, loaded.logits);
   }
 
@@ -437,6 +452,8 @@ export class RwkvEngine implements Engine {
       if (endOfTextIfEmpty) return [this.endOfTextRow()];
       throw new RequestError('prompt is empty; give some text (or start from a saved conversation state)');
     }
+    // A state that grows per token (RWKV-7b) holds at most the operator's context limit (maxContext).
+    contextRoom(this.backend, initial.state, rows.length, 0);
     return rows;
   }
 

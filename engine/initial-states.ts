@@ -9,6 +9,7 @@ import { RequestError } from './errors';
 import { hasEmbeddedTimeState } from './model-spec';
 import { CacheBudget, PrefixCache } from './prefix-cache';
 import { stateFromTimeState } from './state-file';
+import { asShape, snapshotProblem, type StateShape } from './state-shape';
 import type { Checkpoint, ModelInfo } from './types';
 
 export interface InitialState {
@@ -42,16 +43,20 @@ export class InitialStateRegistry {
   private readonly states = new Map<string, InitialState>();
   /** Names being loaded (file still being read) → number of loads in progress. */
   private readonly pending = new Map<string, number>();
+  /** The sizes a state of this model may have (a growing state's rows included). */
+  private readonly shape: StateShape;
 
   /** `modelDefault`: the model's embedded state (embeddedInitialState), which then replaces the zero state. */
   constructor(
-    private readonly stateSize: number,
+    shapeOrSize: StateShape | number,
     cacheBytes: number,
     readonly maxStates = DEFAULT_MAX_STATES,
     modelDefault: Float32Array | null = null,
   ) {
     if (!Number.isInteger(maxStates) || maxStates < 0) throw new RangeError(`maxStates must be an integer >= 0, got ${maxStates}`);
-    if (modelDefault && modelDefault.length !== stateSize) throw new RangeError(`the model's default state has ${modelDefault.length} floats, its state has ${stateSize}`);
+    this.shape = asShape(shapeOrSize);
+    const problem = modelDefault && snapshotProblem(this.shape, modelDefault.length);
+    if (problem) throw new RangeError(`the model's default state ${problem}`);
     this.cacheBudget = new CacheBudget(cacheBytes);
     const source = modelDefault ? 'embedded time_state' : 'zero';
     this.zero = { name: '', source, state: modelDefault, logits: null, cache: new PrefixCache(this.cacheBudget) };
@@ -90,7 +95,8 @@ export class InitialStateRegistry {
 
   /** Requests naming no state start from this one from now on (its own prefix cache, on the shared budget). */
   setDefault(state: Float32Array, source: string, logits: Float32Array | null): void {
-    if (state.length !== this.stateSize) throw new RequestError(`default state ${source} has ${state.length} floats, the model's state has ${this.stateSize}`);
+    const problem = snapshotProblem(this.shape, state.length);
+    if (problem) throw new RequestError(`default state ${source} ${problem}`);
     this.fallback?.cache.retire();
     this.fallback = { name: '', source, state, logits, cache: new PrefixCache(this.cacheBudget) };
   }
@@ -108,9 +114,8 @@ export class InitialStateRegistry {
 
   add(name: string, state: Float32Array, source: string, logits: Float32Array | null = null): StateInfo {
     InitialStateRegistry.checkName(name);
-    if (state.length !== this.stateSize) {
-      throw new RequestError(`state "${name}" has ${state.length} floats, the model's state has ${this.stateSize}`);
-    }
+    const problem = snapshotProblem(this.shape, state.length);
+    if (problem) throw new RequestError(`state "${name}" ${problem}`);
     this.checkRoomFor(name);
     this.states.get(name)?.cache.retire();
     this.states.set(name, { name, source, state, logits, cache: new PrefixCache(this.cacheBudget) });

@@ -29,8 +29,8 @@ export interface RandomRwkv7Options {
   seed?: number;
   /** Default 'f16'. */
   dtype?: 'f16' | 'f32';
-  /** 'v7a' adds RWKV-7a's DeepEmbed tensors (default 'v7'). */
-  variant?: 'v7' | 'v7a';
+  /** 'v7a' adds RWKV-7a's DeepEmbed tensors, 'v7b' those and the DEA attention's (default 'v7'). */
+  variant?: 'v7' | 'v7a' | 'v7b';
 }
 
 /**
@@ -80,6 +80,13 @@ function initFor(name: string, shape: number[]): Init {
     case 'ffn.s_emb.weight': return { kind: 'normal', std: 1 };
     case 'ffn.s2': return { kind: 'normal', std: 0.2 / Math.sqrt(shape[0]) };
     case 'ffn.s0': return { kind: 'uniform', lo: 0.5, hi: 1.5 };
+    // RWKV-7b DEA: projections of the raw residual stream, tables around 1, shifts in [0, 1], LN near identity.
+    case 'qkv.qq.weight': case 'qkv.k_emb_x.weight': case 'qkv.v_emb_x.weight': return { kind: 'normal', std: 1 / Math.sqrt(fanIn) };
+    case 'qkv.k1': case 'qkv.v1': case 'qkv.k2': case 'qkv.v2': return { kind: 'normal', std: 1 / Math.sqrt(shape[0]) };
+    case 'qkv.k_emb.weight': case 'qkv.v_emb.weight': return { kind: 'normal', std: 1 };
+    case 'qkv.x_q': case 'qkv.x_k': case 'qkv.x_v': return { kind: 'uniform', lo: 0, hi: 1 };
+    case 'qkv.lnq.weight': case 'qkv.lnk.weight': case 'qkv.lnv.weight': return { kind: 'const', value: 1 };
+    case 'qkv.lnq.bias': case 'qkv.lnk.bias': case 'qkv.lnv.bias': return { kind: 'const', value: 0 };
     default: throw new Error(`random-model: no init rule for ${name}`);
   }
 }

@@ -379,11 +379,16 @@ export class Scheduler {
     for (const [state, at] of this.loadedSinceStep) if (at === slot) this.loadedSinceStep.delete(state);
   }
 
+  /** Whether the slot's state, as it will be read back, fits `cache` at all (a growing state weighs its rows). */
+  private fitsCache(cache: { maxBytes: number }, slot: number): boolean {
+    return cache.maxBytes >= (this.backend.stateBytes?.(slot) ?? 4 * this.backend.stateSize);
+  }
+
   /** Before a slot's retained state is overwritten, keep it in the prefix cache if worthwhile. */
   private async saveRetained(slot: SlotRecord): Promise<void> {
     const initial = slot.initial;
     if (!initial || slot.retained.length < this.options.cacheMinTokens) return;
-    if (initial.cache.has(slot.retained)) return;
+    if (initial.cache.has(slot.retained) || !this.fitsCache(initial.cache, slot.index)) return;
     const state = await this.backend.readState(slot.index);
     initial.cache.insert(slot.retained.slice(), state, slot.lastLogits);
   }
@@ -520,7 +525,7 @@ export class Scheduler {
     if ((run.task.cachePrompt ?? 'auto') === 'never') return;
     const cache = run.task.initial.cache;
     const prefix = run.task.prompt.slice(0, at);
-    if (cache.has(prefix)) return;
+    if (cache.has(prefix) || !this.fitsCache(cache, run.slot.index)) return;
     run.pendingReads++;
     this.stats.checkpoints++;
     this.backend
@@ -543,7 +548,9 @@ export class Scheduler {
     // back a state no later prompt uses (64 of 13 MB for the 1.5B, a GPU round trip each, between steps) and fill
     // the cache with them, pushing out entries that serve.
     const worthKeeping = task.prompt.length >= min && (task.prompt.length - run.start >= min || this.awaited(run, task.prompt.length));
-    const wantCache = policy !== 'never' && task.prompt.length > 0 && (policy === 'always' || worthKeeping) && !task.initial.cache.has(task.prompt, true);
+    const wantCache =
+      policy !== 'never' && task.prompt.length > 0 && (policy === 'always' || worthKeeping) && !task.initial.cache.has(task.prompt, true) &&
+      this.fitsCache(task.initial.cache, slot.index);
     let state: Float32Array | null = null;
     if (task.wantsState) state = await this.backend.readState(slot.index);
     if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);

@@ -14,6 +14,7 @@ import { toF32 } from './loader/dtype';
 import type { StateFolder } from './state-folder';
 import { stateLayout } from './state-layout';
 import type { Checkpoint, ModelInfo } from './types';
+import { asShape, type StateShape } from './state-shape';
 
 export interface LoadedState {
   state: Float32Array;
@@ -23,17 +24,17 @@ export interface LoadedState {
 
 /**
  * Largest state source this model can have, checked before anything is read: a conversation file
- * (conversationBytesBound) or a state-tuning checkpoint, whose time_state tensors hold at most
+ * (conversationBytesBound; a growing state's rows up to the context limit) or a state-tuning checkpoint, whose time_state tensors hold at most
  * nLayer * H * N * N values (f32, doubled for f64 or padding) plus the zip / pickle / JSON headers.
  */
-export function stateSourceBound(info: ModelInfo, stateSize: number): number {
+export function stateSourceBound(info: ModelInfo, shape: StateShape | number): number {
   const checkpoint = 2 * 4 * info.nLayer * info.nHead * info.headSize * info.headSize + 1024 * 1024;
-  return Math.max(conversationBytesBound(info, stateSize), checkpoint);
+  return Math.max(conversationBytesBound(info, shape), checkpoint);
 }
 
 /** A state from a file in the state folder (a relative path) or from bytes given directly. */
-export async function readStateSource(source: string | Uint8Array, folder: StateFolder, info: ModelInfo, stateSize: number): Promise<LoadedState> {
-  const bound = stateSourceBound(info, stateSize);
+export async function readStateSource(source: string | Uint8Array, folder: StateFolder, info: ModelInfo, shape: StateShape | number): Promise<LoadedState> {
+  const bound = stateSourceBound(info, shape);
   let bytes: Uint8Array;
   if (typeof source === 'string') {
     bytes = await folder.read(source, bound);
@@ -46,11 +47,11 @@ export async function readStateSource(source: string | Uint8Array, folder: State
   const name = typeof source === 'string' ? source : 'buffer';
   if (bytes.length === 0) throw new StateFileError(name, 'is empty');
   if (looksLikeCborMap(bytes)) {
-    const c = decodeConversation(bytes, name, info, stateSize);
+    const c = decodeConversation(bytes, name, info, shape);
     return { state: c.state, logits: c.logits, source: name };
   }
   const ck = await readCheckpointBytes(bytes, name);
-  return { state: stateFromTimeState(ck, info, stateSize, name), logits: null, source: name };
+  return { state: stateFromTimeState(ck, info, asShape(shape).stateSize, name), logits: null, source: name };
 }
 
 /**

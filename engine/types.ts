@@ -92,6 +92,8 @@ export type JobResult = Float32Array | TopLogits | null;
 /**
  * The state of one slot copied to the CPU: all layers, f32, in the layout of `stateLayout`.
  * For RWKV-7, per layer: att_x [C], att_kv [H, N(value), N(key)], ffn_x [C].
+ * A backend whose state grows (stateRowFloats > 0, RWKV-7b) appends one row of stateRowFloats per cached token
+ * after those stateSize floats: a snapshot is stateSize + rows × stateRowFloats floats (engine/state-shape.ts).
  */
 export type StateSnapshot = Float32Array;
 
@@ -102,8 +104,22 @@ export type StateSnapshot = Float32Array;
 export interface InferenceBackend {
   readonly info: ModelInfo;
   readonly slots: number;
-  /** Floats in one slot's state. */
+  /** Floats in one slot's state; with a growing state, its fixed part (the state of zero cached rows). */
   readonly stateSize: number;
+  /**
+   * Floats each token adds to a slot's state (RWKV-7b's attention cache: one row per token since the zero state);
+   * 0 or absent: the state has a fixed size. Snapshots, the prefix cache and state files carry the rows
+   * (engine/state-shape.ts), so nothing outside the backend knows which versions grow.
+   */
+  readonly stateRowFloats?: number;
+  /** With a growing state: most rows one slot may hold (the operator's context limit); a run past it is refused. */
+  readonly maxStateRows?: number;
+  /**
+   * Bytes readState(slot) would give once the calls made so far have run: 4·stateSize for a fixed-size state
+   * (the default when absent), more as a growing state's rows accumulate. The scheduler asks before reading a
+   * state for the prefix cache, so a context that outweighs the cache is never read back for it.
+   */
+  stateBytes?(slot: number): number;
   /** The model's default initial state when it embeds one (time_state); absent or null = the zero state. */
   readonly defaultState?: Float32Array | null;
   /**

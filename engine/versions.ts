@@ -28,8 +28,11 @@ export type GpuRuntime = InferenceBackend & { weightBytes: number; vecMaxRows: n
 export interface ModelVersion {
   /** As messages name it. */
   readonly name: string;
-  /** Uploads the weights to the device (yielding to the event loop as it goes) and builds the batched runtime on them. */
-  gpu(gpu: GpuContext, ck: Checkpoint, info: ModelInfo, storage: WeightStorage, opts: SlotRuntimeOptions): Promise<GpuRuntime>;
+  /**
+   * Uploads the weights to the device (yielding to the event loop as it goes) and builds the batched runtime on them;
+   * a string when the version has no GPU pass yet: why, and the model runs on the CPU backend instead.
+   */
+  gpu: ((gpu: GpuContext, ck: Checkpoint, info: ModelInfo, storage: WeightStorage, opts: SlotRuntimeOptions) => Promise<GpuRuntime>) | string;
   /** Builds the CPU backend (engine/cpu/cpu-backend.ts on the version's planner). */
   cpu(ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend>;
 }
@@ -49,16 +52,19 @@ const RWKV7_PASS: Omit<ModelVersion, 'name'> = {
 };
 
 /** Versions describeModel recognises and checks that no backend runs yet, and why (said before anything loads). */
-const REFUSED = {
-  v7b:
-    'RWKV-7b ("DEA") models are not supported yet: their attention state grows by one cached row per token, ' +
-    'and slots, the prefix cache and state files hold a fixed-size state per model',
-} as const;
+const REFUSED = {} as const;
 
-export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED>, ModelVersion>> = {
+export const VERSIONS: Readonly<Record<RwkvVersion, ModelVersion>> = {
   v7: { name: 'RWKV-7', ...RWKV7_PASS },
   // RWKV-7a is RWKV-7's pass plus the DeepEmbed gate on the channel mix (in engine/rwkv7/, on both backends).
   v7a: { name: 'RWKV-7a', ...RWKV7_PASS },
+  // RWKV-7b is 7a plus the DEA attention over a cache that grows per token (rwkv7/cpu-dea.ts); its state carries the
+  // rows (state-shape.ts). No GPU pass yet: createBackend runs it on the CPU backend and says so.
+  v7b: {
+    name: 'RWKV-7b',
+    gpu: 'RWKV-7b\'s DEA attention has no GPU pass yet, so it runs on the CPU backend',
+    cpu: cpuBackend(planRwkv7CpuModel),
+  },
   v6: {
     name: 'RWKV-6',
     gpu: async (gpu, ck, info, storage, opts) => {
@@ -88,7 +94,7 @@ export const VERSIONS: Readonly<Record<Exclude<RwkvVersion, keyof typeof REFUSED
 
 /** The entry of a model's version; throws for a version no backend runs. */
 export function modelVersion(info: Pick<ModelInfo, 'version'>): ModelVersion {
-  if (Object.prototype.hasOwnProperty.call(REFUSED, info.version)) throw new Error(REFUSED[info.version as keyof typeof REFUSED]);
+  if (Object.prototype.hasOwnProperty.call(REFUSED, info.version)) throw new Error((REFUSED as Record<string, string>)[info.version]);
   const v = Object.prototype.hasOwnProperty.call(VERSIONS, info.version) ? VERSIONS[info.version as keyof typeof VERSIONS] : undefined;
   if (!v) throw new Error(`RWKV ${String(info.version)} models are not supported; the engine runs ${Object.values(VERSIONS).map((e) => e.name).join(', ')}`);
   return v;

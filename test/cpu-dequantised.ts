@@ -1,7 +1,7 @@
 // The weights an int8 model holds on the CPU backend, as an f32 checkpoint: the reference the int8 golden tests run
 // in f32 on the same backend to check layout and kernels apart from the quantisation itself. The CPU backend
 // quantises every matrix it lays out in panels (the GPU keeps the LoRA-like ones f16): the large ones, RWKV-7's
-// LoRAs, RWKV-6's token-shift and decay LoRAs, RWKV-7a's s_emb_x; with quantLayers N > 0 only those of layers
+// LoRAs, RWKV-6's token-shift and decay LoRAs, RWKV-7a's s_emb_x, RWKV-7b's DEA projections; with quantLayers N > 0 only those of layers
 // below N (and the head), the later layers' matrices being f16.
 
 import { f16ToF32, toF16Bits, toF32 } from '../engine/loader/dtype';
@@ -10,9 +10,9 @@ import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows'
 import type { Checkpoint, RawTensor } from '../engine/types';
 
 /** Matrices stored [in, out] that the CPU backend quantises too (each slice of a 3-D one is a matrix). */
-const CPU_LORA = /^blocks\.\d+\.att\.(?:[wavg][12]|time_maa_w[12]|time_decay_w[12])$/;
+const CPU_LORA = /^blocks\.\d+\.(?:att\.(?:[wavg][12]|time_maa_w[12]|time_decay_w[12])|qkv\.[kv][12])$/;
 /** Matrices stored [out, in] that the CPU backend quantises besides the large ones. */
-const CPU_LINEAR = /^blocks\.\d+\.ffn\.s_emb_x\.weight$/;
+const CPU_LINEAR = /^blocks\.\d+\.(?:ffn\.s_emb_x|qkv\.(?:qq|k_emb_x|v_emb_x))\.weight$/;
 
 /** Rows [n, k] quantised per row and back. */
 function roundTrip(rows: Float32Array, n: number, k: number): Float32Array {

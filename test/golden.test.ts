@@ -318,11 +318,13 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a logi
       }
     });
 
-    it('refuses RWKV-7b, naming its growing state', async () => {
-      await assert.rejects(
-        make({ model: path.join(GOLDEN, 'v7b-tiny.pth'), slots: 1 }),
-        /RWKV-7b \("DEA"\) models are not supported yet: their attention state grows by one cached row per token/,
-      );
+    it('RWKV-7b: refused on the GPU by name (no GPU pass yet), run by the CPU backend (test/rwkv7b.test.ts)', async () => {
+      if (device === 'gpu') {
+        await assert.rejects(make({ model: path.join(GOLDEN, 'v7b-tiny.pth'), slots: 1 }), /device 'gpu': RWKV-7b's DEA attention has no GPU pass yet/);
+        return;
+      }
+      const b = await make({ model: path.join(GOLDEN, 'v7b-tiny.pth'), slots: 1 });
+      b.dispose();
     });
   });
 

@@ -454,7 +454,7 @@ describe('n8n nodes (fake engine)', function () {
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
         [
-          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'engineMode', 'maxBatch', 'maxQueue', 'maxStates',
+          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'engineMode', 'maxBatch', 'maxContext', 'maxQueue', 'maxStates',
           'maxTokensLimit', 'modelPath', 'precision', 'prefillChunkSize', 'quantLayers', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
         ],
       );

@@ -69,6 +69,9 @@ describe('nodes/shared', () => {
       assert.throws(() => parseModelConfig({ requestTimeoutSeconds: '-1' }), /requestTimeoutSeconds: must be between 0 \(no deadline\)/);
       assert.throws(() => parseModelConfig({ requestTimeoutSeconds: 1e9 }), /requestTimeoutSeconds: must be between 0/);
       assert.throws(() => parseModelConfig({ maxStates: '-2' }), /maxStates: must be an integer ≥ 0/);
+      assert.throws(() => parseModelConfig({ maxContext: '0' }), /maxContext: must be an integer ≥ 1/);
+      assert.throws(() => parseModelConfig({ maxContext: String(2 ** 21) }), /maxContext: must be at most 1048576, got 2097152/);
+      assert.deepStrictEqual(parseModelConfig({ maxContext: '8192' }), { maxContext: 8192 });
     });
 
     it('maps the operator limits: seconds to ms, 0 = no deadline, blanks to engine defaults', () => {

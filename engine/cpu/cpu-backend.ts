@@ -13,7 +13,7 @@ export function cpuBackend(planner: CpuPlanner) {
     const runtime = await CpuRuntime.create(
       ck,
       info,
-      { slots: opts.slots, maxTokens: opts.maxTokens ?? 256, maxRows: opts.maxRows ?? 64, precision, quantLayers: opts.quantLayers, threads: opts.threads },
+      { slots: opts.slots, maxTokens: opts.maxTokens ?? 256, maxRows: opts.maxRows ?? 64, precision, quantLayers: opts.quantLayers, threads: opts.threads, maxContext: opts.maxContext },
       planner,
     );
     const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';

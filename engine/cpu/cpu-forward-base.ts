@@ -10,6 +10,7 @@ import type { Arena } from './arena';
 import type { CpuKernels } from './wasm-kernels';
 import type { MatmulTask, ThreadPool } from './thread-pool';
 import type { CpuCommonWeights, CpuMatrix } from './cpu-weight-writer';
+import type { GrowingRows } from './growing-rows';
 
 /** Addresses (bytes) of the regions every version's pass uses, and the sizes behind them. */
 export interface CpuBaseLayout {
@@ -22,6 +23,8 @@ export interface CpuBaseLayout {
   RMAX: number;
   /** Floats in one slot's state: per layer, the time mix's shift state first and the channel mix's last (C each). */
   stateSize: number;
+  /** Floats each token adds to a slot's state, kept beside the memory (GrowingRows); 0: a fixed-size state. */
+  stateRowFloats: number;
   state: number;
   ids: number;
   prevAddr: number;
@@ -39,11 +42,12 @@ export interface CpuBaseLayout {
 /** Reserves the regions of CpuBaseLayout but the per-thread scratch. */
 export function allocBaseLayout(
   arena: Arena,
-  d: Pick<CpuBaseLayout, 'C' | 'V' | 'nLayer' | 'slots' | 'TMAX' | 'RMAX' | 'stateSize'>,
+  d: Pick<CpuBaseLayout, 'C' | 'V' | 'nLayer' | 'slots' | 'TMAX' | 'RMAX' | 'stateSize'> & { stateRowFloats?: number },
 ): CpuBaseLayout {
   const { C, V, slots, TMAX, RMAX, stateSize } = d;
   return {
     ...d,
+    stateRowFloats: d.stateRowFloats ?? 0,
     state: arena.allocFloats(slots * stateSize),
     ids: arena.allocFloats(TMAX),
     prevAddr: arena.allocFloats(TMAX),
@@ -118,6 +122,9 @@ export abstract class CpuForwardBase<L extends CpuBaseLayout, W extends CpuCommo
     this.u32 = new Uint32Array(memory.buffer);
     this.layerFloats = L.stateSize / L.nLayer;
   }
+
+  /** The rows a growing state keeps beside the memory (RWKV-7b); null for a fixed-size state. */
+  readonly growing: GrowingRows | null = null;
 
   /** The layers of one sub-pass: x holds the tokens' embeddings before, the residual stream after. */
   protected abstract layers(sp: CpuSubPass): void;

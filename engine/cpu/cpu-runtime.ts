@@ -20,6 +20,10 @@ import type { CpuCommonWeights, CpuPrecision } from './cpu-weight-writer';
 import { int8ScratchBytes } from './int8-quant';
 import { i16ScratchBytes } from './i16-quant';
 import type { CpuPassName } from './cpu-passes';
+import { DEFAULT_MAX_CONTEXT, MAX_CONTEXT, snapshotRows } from '../state-shape';
+
+/** Most floats of one slot's rows (one Float32Array; 4 GiB). */
+const MAX_ROW_FLOATS = 2 ** 30;
 
 /** What a version's planner is told: the storage (precision, layers int8 quantises) and the sizes of the runtime's slots and sub-passes. */
 export interface CpuPlanOptions {
@@ -57,6 +61,8 @@ export interface CpuRuntimeOptions {
   quantLayers?: number;
   /** Threads computing (the compute thread and its helpers); default: the machine's available parallelism. */
   threads?: number;
+  /** A state that grows (RWKV-7b): most tokens one slot's state may hold (default DEFAULT_MAX_CONTEXT). */
+  maxContext?: number;
 }
 
 /** Threads the CPU backend uses when not told: every core the process may use. */
@@ -74,11 +80,13 @@ function subPassRows(opts: CpuRuntimeOptions): number {
   return Math.max(1, Math.min(opts.maxRows, subPassTokens(opts)));
 }
 
-type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array } | { type: 'error'; message: string };
+type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array } | { type: 'rows'; rows: Float32Array } | { type: 'error'; message: string };
 
 export class CpuRuntime implements InferenceBackend {
   readonly slots: number;
   readonly stateSize: number;
+  readonly stateRowFloats: number;
+  readonly maxStateRows: number;
   readonly topCapacity = TOP_CAPACITY;
   readonly threads: number;
   readonly weightBytes: number;
@@ -98,6 +106,8 @@ export class CpuRuntime implements InferenceBackend {
   private busy = 0;
   private disposed = false;
   private lostReason: string | null = null;
+  /** Rows each slot's growing state holds once the calls and state changes made so far have run (0 for a fixed state). */
+  private readonly rowCounts: number[];
 
   private constructor(readonly info: ModelInfo, arena: Arena, plan: CpuModelPlan, opts: CpuRuntimeOptions) {
     this.slots = opts.slots;
@@ -106,6 +116,14 @@ export class CpuRuntime implements InferenceBackend {
     this.RMAX = subPassRows(opts);
     const { layout, weights } = plan;
     this.stateSize = layout.stateSize;
+    this.stateRowFloats = layout.stateRowFloats;
+    this.maxStateRows = this.stateRowFloats > 0 ? (opts.maxContext ?? DEFAULT_MAX_CONTEXT) : 0;
+    this.rowCounts = new Array<number>(this.slots).fill(0);
+    if (this.maxStateRows * this.stateRowFloats > MAX_ROW_FLOATS)
+      throw new RangeError(
+        `a context of ${this.maxStateRows} tokens needs ${this.maxStateRows * this.stateRowFloats * 4} bytes per slot (${this.stateRowFloats * 4} per token), ` +
+          `more than one slot can hold (${MAX_ROW_FLOATS * 4}); lower maxContext in the engine config`,
+      );
     this.weightBytes = weights.bytes;
     this.V = layout.V;
     // f16 panels are widened into the scratch, 32 bytes per input of the widest matrix; int8 and i16 weights:
@@ -139,6 +157,8 @@ export class CpuRuntime implements InferenceBackend {
     // The options are checked before the (long) weight layout.
     if (opts.threads !== undefined && !(Number.isInteger(opts.threads) && opts.threads >= 1 && opts.threads <= 1024))
       throw new RangeError(`threads must be an integer in [1, 1024], got ${opts.threads}`);
+    if (opts.maxContext !== undefined && !(Number.isInteger(opts.maxContext) && opts.maxContext >= 1 && opts.maxContext <= MAX_CONTEXT))
+      throw new RangeError(`maxContext must be an integer in [1, ${MAX_CONTEXT}], got ${opts.maxContext}`);
     const arena = new Arena();
     const plan = await planner(arena, ck, info, {
       precision: opts.precision,
@@ -200,6 +220,12 @@ export class CpuRuntime implements InferenceBackend {
     jobs.forEach((j, i) => {
       checkJob(j, i, this.slots, this.V, seen, (a, k) => checkLogitAdjust(a, k, this.V));
       rowsPerJob.push(j.output === 'all' ? j.tokens.length : j.output === 'none' ? 0 : 1);
+      const held = this.rowCounts[j.slot] + j.tokens.length;
+      if (this.stateRowFloats > 0 && held > this.maxStateRows)
+        throw new RangeError(
+          `slot ${j.slot} would hold ${held} tokens of context (${this.rowCounts[j.slot]} cached + ${j.tokens.length}), ` +
+            `more than the context limit of ${this.maxStateRows} (maxContext in the engine config)`,
+        );
     });
     const rowBase: number[] = [];
     let acc = 0;
@@ -252,6 +278,7 @@ export class CpuRuntime implements InferenceBackend {
     } catch (e) {
       return Promise.reject(e);
     }
+    if (this.stateRowFloats > 0) for (const j of jobs) this.rowCounts[j.slot] += j.tokens.length;
     return this.serialize(async () => {
       const { passes, rowsPerJob, rowBase } = planned;
       const total = rowsPerJob.reduce((a, b) => a + b, 0);
@@ -288,17 +315,40 @@ export class CpuRuntime implements InferenceBackend {
 
   readState(slot: number): Promise<StateSnapshot> {
     this.checkSlot(slot);
-    return this.serialize(() => Float32Array.from(this.slotState(slot)));
+    return this.serialize(async () => {
+      if (this.stateRowFloats === 0) return Float32Array.from(this.slotState(slot));
+      // The fixed part from the shared memory, the rows from the compute thread (state-shape.ts: rows follow).
+      // Referenced while the reply is awaited, as for a call: an idle process must not exit under a read.
+      this.worker.ref();
+      const reply = this.await();
+      this.worker.postMessage({ type: 'rows-read', slot });
+      const m = await reply;
+      if (!this.disposed) this.worker.unref();
+      if (m.type !== 'rows') throw new Error(m.type === 'error' ? m.message : 'unexpected reply from the CPU backend');
+      const out = new Float32Array(this.stateSize + m.rows.length);
+      out.set(this.slotState(slot));
+      out.set(m.rows, this.stateSize);
+      return out;
+    });
   }
 
   writeState(slot: number, state: StateSnapshot): void {
     this.checkSlot(slot);
     this.checkAlive();
-    if (state.length !== this.stateSize)
+    if (this.stateRowFloats === 0 && state.length !== this.stateSize)
       throw new RangeError(`state has ${state.length} floats; this model's state has ${this.stateSize}`);
-    if (this.busy === 0) this.slotState(slot).set(state);
+    const rows = snapshotRows(this, state.length);
+    const fixed = this.stateRowFloats > 0 ? state.slice(0, this.stateSize) : state.subarray(0, this.stateSize);
+    if (this.stateRowFloats > 0) {
+      this.rowCounts[slot] = rows;
+      const grown = state.slice(this.stateSize);
+      this.ordered(() => {
+        this.slotState(slot).set(fixed);
+        this.worker.postMessage({ type: 'rows-write', slot, rows: grown }, [grown.buffer as ArrayBuffer]);
+      });
+    } else if (this.busy === 0) this.slotState(slot).set(fixed);
     else {
-      const copy = Float32Array.from(state);
+      const copy = Float32Array.from(fixed);
       this.ordered(() => this.slotState(slot).set(copy));
     }
   }
@@ -306,7 +356,11 @@ export class CpuRuntime implements InferenceBackend {
   resetState(slot: number): void {
     this.checkSlot(slot);
     this.checkAlive();
-    this.ordered(() => this.slotState(slot).fill(0));
+    this.rowCounts[slot] = 0;
+    this.ordered(() => {
+      this.slotState(slot).fill(0);
+      if (this.stateRowFloats > 0) this.worker.postMessage({ type: 'rows-reset', slot });
+    });
   }
 
   copyState(fromSlot: number, toSlot: number): void {
@@ -314,7 +368,17 @@ export class CpuRuntime implements InferenceBackend {
     this.checkSlot(toSlot);
     this.checkAlive();
     if (fromSlot === toSlot) return;
-    this.ordered(() => this.slotState(toSlot).set(this.slotState(fromSlot)));
+    this.rowCounts[toSlot] = this.rowCounts[fromSlot];
+    this.ordered(() => {
+      this.slotState(toSlot).set(this.slotState(fromSlot));
+      if (this.stateRowFloats > 0) this.worker.postMessage({ type: 'rows-copy', from: fromSlot, to: toSlot });
+    });
+  }
+
+  /** Bytes the slot's state takes now (its fixed part plus its cached rows). */
+  stateBytes(slot: number): number {
+    this.checkSlot(slot);
+    return 4 * (this.stateSize + this.rowCounts[slot] * this.stateRowFloats);
   }
 
   dispose(): void {

@@ -1,7 +1,9 @@
 // The compute thread of the CPU backend: runs a version's forward pass (cpu-passes.ts) on the kernels over the
 // shared memory, leading the helper threads, so the host's event loop never waits on a forward pass.
 // Messages: {type:'run', passes, rows} → {type:'done', logits} (transferred) or {type:'error', message};
-// {type:'dispose'} stops the helpers and ends the thread.
+// {type:'dispose'} stops the helpers and ends the thread. A pass whose state grows (RWKV-7b) keeps those rows here
+// (GrowingRows): {type:'rows-read', slot} → {type:'rows', rows} (transferred); 'rows-write' {slot, rows},
+// 'rows-copy' {from, to}, 'rows-reset' {slot} answer nothing (the host orders them with the calls).
 
 import { parentPort, workerData } from 'worker_threads';
 import { ThreadPool } from './thread-pool';
@@ -9,6 +11,7 @@ import { instantiateKernels } from './wasm-kernels';
 import type { CpuBaseLayout, CpuSubPass } from './cpu-forward-base';
 import type { CpuCommonWeights } from './cpu-weight-writer';
 import { CPU_PASSES, type CpuPassName } from './cpu-passes';
+import type { GrowingRows } from './growing-rows';
 
 // `module` would shadow CommonJS's own binding (a SyntaxError that Node then retries as ESM).
 const { memory, module: kernelModule, pass, layout, weights, threads } = workerData as {
@@ -22,13 +25,40 @@ const { memory, module: kernelModule, pass, layout, weights, threads } = workerD
 const kernels = instantiateKernels(memory, kernelModule);
 const pool = new ThreadPool(kernels, memory, kernelModule, threads);
 // Each pass reads its own layout and weights (its planner made both); the registry cannot say which goes with which.
-const Pass = CPU_PASSES[pass] as new (...args: unknown[]) => { run(passes: CpuSubPass[], rows: number): Float32Array };
+const Pass = CPU_PASSES[pass] as new (...args: unknown[]) => { run(passes: CpuSubPass[], rows: number): Float32Array; readonly growing: GrowingRows | null };
 const forward = new Pass(memory, kernels, pool, layout, weights);
 
-parentPort!.on('message', (msg: { type: 'run'; passes: CpuSubPass[]; rows: number } | { type: 'dispose' }) => {
+type RowsMessage =
+  | { type: 'rows-read'; slot: number }
+  | { type: 'rows-write'; slot: number; rows: Float32Array }
+  | { type: 'rows-copy'; from: number; to: number }
+  | { type: 'rows-reset'; slot: number };
+
+/** A message about the growing rows; a pass without them never gets one (the host knows its stateRowFloats is 0). */
+function onRows(msg: RowsMessage) {
+  const g = forward.growing;
+  if (!g) throw new Error(`internal: ${msg.type} for a state that does not grow`);
+  if (msg.type === 'rows-read') {
+    const rows = g.read(msg.slot);
+    parentPort!.postMessage({ type: 'rows', rows }, [rows.buffer as ArrayBuffer]);
+  } else if (msg.type === 'rows-write') g.write(msg.slot, msg.rows);
+  else if (msg.type === 'rows-copy') g.copy(msg.from, msg.to);
+  else g.reset(msg.slot);
+}
+
+parentPort!.on('message', (msg: { type: 'run'; passes: CpuSubPass[]; rows: number } | { type: 'dispose' } | RowsMessage) => {
   if (msg.type === 'dispose') {
     pool.dispose();
     parentPort!.close();
+    return;
+  }
+  if (msg.type !== 'run') {
+    try {
+      onRows(msg);
+    } catch (e) {
+      if (msg.type === 'rows-read') parentPort!.postMessage({ type: 'error', message: e instanceof Error ? e.message : String(e) });
+      else throw e;
+    }
     return;
   }
   try {

@@ -3,7 +3,13 @@
 // needs (planRwkv7CpuModel, for engine/cpu/cpu-runtime.ts).
 
 import type { Checkpoint, ModelInfo } from '../types';
-import type { MatmulTask } from '../cpu/thread-pool';
+import type { MatmulTask, ThreadPool } from '../cpu/thread-pool';
+import type { CpuKernels } from '../cpu/wasm-kernels';
+import type { CpuMatrix } from '../cpu/cpu-weight-writer';
+import { GrowingRows } from '../cpu/growing-rows';
+import { stateFloats, stateLayout } from '../state-layout';
+import { CpuDeaStep, type CpuDeaScratch } from './cpu-dea';
+import { DEA_QK, deaRowFloats } from './dea-sizes';
 import type { Arena } from '../cpu/arena';
 import { type CpuWeights, planRwkv7Cpu } from './cpu-weights';
 import { ACT_RELU_SQ, ACT_SIGMOID, ACT_TANH, allocBaseLayout, type CpuBaseLayout, CpuForwardBase, type CpuSubPass } from '../cpu/cpu-forward-base';
@@ -28,20 +34,23 @@ export interface CpuLayout extends CpuBaseLayout {
   /** RWKV-7a (else 0): each token's e·s_emb_xᵀ per layer, [layer][TMAX][1024]; and the gate kernel's 64 floats. */
   se: number;
   deScratch: number;
+  /** RWKV-7b (else null): the DEA step's scratch, and where its token shift sits in a layer's state. */
+  dea: (CpuDeaScratch & { shiftOffset: number }) | null;
 }
 
 /** Weights and layout of an RWKV-7 or 7a model on the CPU backend. */
 export async function planRwkv7CpuModel(arena: Arena, ck: Checkpoint, info: ModelInfo, o: CpuPlanOptions): Promise<CpuModelPlan<CpuLayout, CpuWeights>> {
   const { nEmbd: C, nHead: H, headSize: N, ffnDim: F, nLayer } = info;
   if (C % 8 !== 0 || N % 4 !== 0) throw new Error(`the CPU backend needs n_embd a multiple of 8 and a head size a multiple of 4 (got ${C}, ${N})`);
-  if (info.version === 'v7a' && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
-  const stateSize = nLayer * (2 * C + H * N * N);
+  if ((info.version === 'v7a' || info.version === 'v7b') && F % 4 !== 0) throw new Error(`the CPU backend needs an RWKV-7a FFN width that is a multiple of 4 (got ${F})`);
+  const stateSize = stateFloats(info);
+  const dea = info.version === 'v7b';
   const plan = await planRwkv7Cpu(arena, ck, info, { precision: o.precision, quantLayers: o.quantLayers });
   const weights = plan.weights;
   const T = o.TMAX;
   const loraStride = weights.maxLora;
   const layout: CpuLayout = {
-    ...allocBaseLayout(arena, { C, V: weights.head.n, nLayer, slots: o.slots, TMAX: T, RMAX: o.RMAX, stateSize }),
+    ...allocBaseLayout(arena, { C, V: weights.head.n, nLayer, slots: o.slots, TMAX: T, RMAX: o.RMAX, stateSize, stateRowFloats: dea ? deaRowFloats(info) : 0 }),
     H, N, F,
     mix: arena.allocFloats(6 * T * C),
     tm: arena.allocFloats(9 * T * C),
@@ -52,12 +61,48 @@ export async function planRwkv7CpuModel(arena: Arena, ck: Checkpoint, info: Mode
     ffk: arena.allocFloats(T * F),
     se: weights.deepEmbed ? arena.allocFloats(nLayer * T * DEEP_EMBED_ROW) : 0,
     deScratch: weights.deepEmbed ? arena.allocFloats(64) : 0,
+    dea: dea
+      ? {
+          embed: arena.allocFloats(nLayer * T * (DEA_QK + C)),
+          q: arena.allocFloats(T * DEA_QK),
+          kc: arena.allocFloats(T * 32),
+          vc: arena.allocFloats(T * 32),
+          k: arena.allocFloats(T * DEA_QK),
+          v: arena.allocFloats(T * C),
+          out: arena.allocFloats(T * C),
+          shiftOffset: stateLayout(info)[0].dea_q.offset,
+        }
+      : null,
   };
   // The widest input of any matrix: the ffn value's F, the others C or a LoRA rank.
   return { pass: 'rwkv7', weights, layout, widestInput: Math.max(C, F, loraStride), write: plan.write };
 }
 
 export class Rwkv7CpuForward extends CpuForwardBase<CpuLayout, CpuWeights> {
+  override readonly growing: GrowingRows | null;
+  /** RWKV-7b's attention over its growing cache (cpu-dea.ts). */
+  private readonly dea: CpuDeaStep | null;
+
+  constructor(memory: WebAssembly.Memory, k: CpuKernels, pool: ThreadPool, L: CpuLayout, W: CpuWeights) {
+    super(memory, k, pool, L, W);
+    if (W.dea && L.dea) {
+      this.growing = new GrowingRows(L.slots, L.stateRowFloats);
+      const host = {
+        f32: this.f32,
+        C: L.C,
+        TMAX: L.TMAX,
+        x: L.x,
+        mm: (T: number, tasks: MatmulTask[]) => this.mm(T, tasks),
+        task: (m: CpuMatrix, x: number, xs: number, y: number, ys: number, act = 0) => this.task(m, x, xs, y, ys, act),
+        stateAt: (slot: number, l: number, floats: number) => this.stateAt(slot, l, floats),
+      };
+      this.dea = new CpuDeaStep(host, memory, W.dea, L.dea, L.dea.shiftOffset, W.wide === 1, this.growing);
+    } else {
+      this.growing = null;
+      this.dea = null;
+    }
+  }
+
   protected layers(sp: CpuSubPass) {
     const { k, L, W } = this;
     const { C, N, H } = L;
@@ -68,6 +113,8 @@ export class Rwkv7CpuForward extends CpuForwardBase<CpuLayout, CpuWeights> {
     const seAt = (l: number) => L.se + l * L.TMAX * DEEP_EMBED_ROW * 4;
     // RWKV-7a: while x still holds the tokens' normalized embeddings, their e·s_emb_xᵀ for every layer's gate.
     if (de) this.mm(T, de.map((d, l) => this.task(d.sx, L.x, C, seAt(l), DEEP_EMBED_ROW)));
+    const dea = this.dea;
+    dea?.begin(sp);
 
     const mix = (m: number) => L.mix + m * regB;
     const tm = (m: number) => L.tm + m * regB;
@@ -75,6 +122,8 @@ export class Rwkv7CpuForward extends CpuForwardBase<CpuLayout, CpuWeights> {
     const ls = L.loraStride;
 
     W.layers.forEach((P, l) => {
+      // RWKV-7b: x ← x + TimeMix(ln1(x)) + DEA(x), DEA reading the block input.
+      dea?.attend(sp, l);
       this.normShift(sp, l, false, P.ln1, P.attMix, 6, L.mix, REG);
       const first: MatmulTask[] = [
         this.task(P.r, mix(0), C, tm(0), C),
@@ -106,11 +155,13 @@ export class Rwkv7CpuForward extends CpuForwardBase<CpuLayout, CpuWeights> {
       });
       this.pool.post(L.tm, REG, T, C, N, P.post, L.xx);
       this.mm(T, [this.task(P.o, L.xx, C, L.x, C, 0, true)]);
+      dea?.addOut(T);
 
       this.normShift(sp, l, true, P.ln2, P.ffnMix, 1, L.mix, REG);
       this.mm(T, [this.task(P.ffnK, L.mix, C, L.ffk, L.F, ACT_RELU_SQ)]);
       if (de) k.deepEmbedGate(T, C, L.F, L.ids, de[l].table, W.wide, seAt(l), L.xn, de[l].gate, L.ffk, L.deScratch);
       this.mm(T, [this.task(P.ffnV, L.ffk, L.F, L.x, C, 0, true)]);
     });
+    dea?.end(sp);
   }
 }

@@ -10,6 +10,7 @@ import type { Arena } from '../cpu/arena';
 import { MAX_PAGES } from '../cpu/wasm-kernels';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { type CpuCommonWeights, type CpuMatrix, CpuWeightWriter, type CpuWeightStorage } from '../cpu/cpu-weight-writer';
+import { type CpuDeaLayer, planDeaLayers } from './cpu-dea-weights';
 
 /** Addresses (bytes) of one layer's weights; see weights.ts for the meaning of each group. */
 export interface CpuLayer {
@@ -53,8 +54,10 @@ export interface CpuDeepEmbedLayer {
 
 /** Everything the forward pass needs to find the weights; plain data, so it can be posted to a worker. */
 export interface CpuWeights extends CpuCommonWeights {
-  /** RWKV-7a only, one entry per layer. */
+  /** RWKV-7a and 7b, one entry per layer. */
   deepEmbed?: CpuDeepEmbedLayer[];
+  /** RWKV-7b only, one entry per layer: the DEA attention (cpu-dea-weights.ts). */
+  dea?: CpuDeaLayer[];
   layers: CpuLayer[];
   /** Largest LoRA rank, for sizing scratch. */
   maxLora: number;
@@ -70,7 +73,8 @@ export async function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo
   const { precision } = storage;
   const C = info.nEmbd;
   const wide = precision === 'f32';
-  if (info.version === 'v7a') {
+  const deepEmbedded = info.version === 'v7a' || info.version === 'v7b';
+  if (deepEmbedded) {
     // A real 7a model's tables dwarf its other weights (12 layers of a 65536-token vocabulary: 1.5 GiB as f16);
     // refused before any host copy is made when they alone cannot fit the kernels' memory.
     const bytesPer = wide ? 4 : 2;
@@ -122,7 +126,7 @@ export async function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo
   // RWKV-7a: the tables stay as stored (f16 unless f32 weights, like the embedding); see shaders/rwkv7a_gate.wgsl
   // for why SE is not merged at load.
   let deepEmbed: CpuDeepEmbedLayer[] | undefined;
-  if (info.version === 'v7a') {
+  if (deepEmbedded) {
     deepEmbed = [];
     for (let l = 0; l < info.nLayer; l++) {
       const f = `blocks.${l}.ffn.`;
@@ -135,8 +139,9 @@ export async function planRwkv7Cpu(arena: Arena, ck: Checkpoint, info: ModelInfo
       deepEmbed.push({ table: w.place(wide ? toF32(table) : toF16Bits(table)), gate: w.place(gate), sx: await linear(`${f}s_emb_x.weight`) });
     }
   }
+  const dea = info.version === 'v7b' ? await planDeaLayers(w, info, wide) : undefined;
   return {
-    weights: { ...common, deepEmbed, layers, maxLora, bytes: w.bytes, hasInt8: w.hasInt8, hasI16: w.hasI16 },
+    weights: { ...common, deepEmbed, dea, layers, maxLora, bytes: w.bytes, hasInt8: w.hasInt8, hasI16: w.hasI16 },
     write: (memory) => w.write(memory),
   };
 }

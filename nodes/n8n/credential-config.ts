@@ -26,6 +26,7 @@ export function modelConfigFromCredential(data: Record<string, unknown>): ModelC
     maxTokensLimit: zeroIsDefault(data.maxTokensLimit),
     requestTimeoutSeconds: data.requestTimeoutSeconds,
     maxStates: zeroIsDefault(data.maxStates),
+    maxContext: zeroIsDefault(data.maxContext),
     engineMode: data.engineMode,
     serverUrl: data.serverUrl,
     apiKey: data.apiKey,

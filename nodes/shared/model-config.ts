@@ -7,6 +7,7 @@ import type { RemoteEngineOptions } from '../../engine/remote-engine';
 import { optionalInteger, optionalName, optionalNumber } from './coerce';
 import { ParameterError } from './parameter-error';
 import { isPrecision, precisionList } from '../../engine/precision';
+import { MAX_CONTEXT } from '../../engine/state-shape';
 
 export interface ModelConfigFields {
   /** .st or .pth file; empty = the bundled default model. */
@@ -37,6 +38,8 @@ export interface ModelConfigFields {
   requestTimeoutSeconds?: unknown;
   /** Most named initial states loaded at once. */
   maxStates?: unknown;
+  /** Models whose state grows per token (RWKV-7b): most tokens of one request's context. */
+  maxContext?: unknown;
   /** Where the engine runs: 'process' (this process, default) or 'server' (`rwkv-flow serve` at serverUrl). */
   engineMode?: unknown;
   serverUrl?: unknown;
@@ -123,6 +126,11 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): M
   }
   const maxStates = optionalInteger('maxStates', fields.maxStates, 0);
   if (maxStates !== undefined) config.maxStates = maxStates;
+  const maxContext = optionalInteger('maxContext', fields.maxContext, 1);
+  if (maxContext !== undefined) {
+    if (maxContext > MAX_CONTEXT) throw new ParameterError('maxContext', `must be at most ${MAX_CONTEXT}, got ${maxContext}`);
+    config.maxContext = maxContext;
+  }
   return config;
 }
 
