@@ -35,6 +35,9 @@ export const MATMUL_CASES: MatmulCase[] = [
   { n: 64, k: 64, rows: 16 },
   { n: 160, k: 96, rows: 37 },
   { n: 256, k: 256, rows: 64 },
+  // Batch 1 (decode): the streaming kernel's shapes at the 0.1B and 1.5B widths.
+  ...[768, 2048].flatMap((d) => [{ n: d, k: d, rows: 1 }, { n: 4 * d, k: d, rows: 1 }, { n: d, k: 4 * d, rows: 1 }]),
+  { n: 2048, k: 2048, rows: 4 },
   ...[8, 16, 32, 64, 128, 512].map((rows) => ({ n: 2048, k: 2048, rows })),
   // The 0.1B shape (C = 768) in a prefill chunk and at batch 64.
   { n: 768, k: 768, rows: 512 },
@@ -53,6 +56,9 @@ export const SMOKE_MATMUL_CASES: MatmulCase[] = [
   { n: 64, k: 64, rows: 16 },
   { n: 160, k: 96, rows: 37 },
 ];
+
+/** The streaming kernel at batch 1–4 with 32 (one subgroup), 64, 128 and 256 lanes a row (engine/rwkv7/vec-lanes.ts). */
+export const VEC_LANE_VARIANTS: MatmulVariant[] = ([32, 64, 128, 256] as const).map((lpr): MatmulVariant => ({ kind: 'vec', tb: 4, lpr }));
 
 /** Subgroup-matrix configurations tried (mt × nt tiles per subgroup, sgs subgroups, kc inputs per stage). */
 export const SGMAT_VARIANTS: MatmulVariant[] = (
@@ -99,7 +105,7 @@ const HANG_SECONDS = Number(process.env.MATMUL_HANG_SECONDS ?? 20);
 const REFERENCE_ROWS = 12;
 
 export function variantName(v: MatmulVariant): string {
-  if (v.kind === 'vec') return `vec${v.tb}`;
+  if (v.kind === 'vec') return `vec${v.tb}${v.lpr && v.lpr !== 32 ? `l${v.lpr}` : ''}`;
   const split = splitOf(v) > 1 ? `s${splitOf(v)}` : '';
   if (v.kind === 'gemm') return `gemm${v.tile}${split}`;
   if (v.kind === 'sgstage') return `sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${split}`;
@@ -157,6 +163,7 @@ export async function benchMatmul(
   const base = { kernelPath: gpu.kernelPath, precision, subgroup32: gpu.subgroup32 };
   const variants: MatmulVariant[] = (opts.variants ?? ([
     { kind: 'vec', tb: 8 },
+    ...VEC_LANE_VARIANTS,
     { kind: 'gemm', tile: 64 },
     { kind: 'gemm', tile: 16 },
     ...GEMM_SPLIT_VARIANTS,
@@ -344,11 +351,12 @@ if (require.main === module) {
     const gpu = await acquireGpu({ exactTimestamps: true });
     console.log(`adapter: ${gpu.adapterName}; kernel path ${gpu.kernelPath}; toggles ${gpu.dawnToggles.join(',')}`);
     const smoke = process.argv.includes('--smoke');
-    // --only REGEX: the variants whose names match (e.g. 'sgstage|sgmat1x1x4k64'), --cases-min-rows N: cases of N+ tokens.
+    // --only REGEX: the variants whose names match (e.g. 'sgstage|sgmat1x1x4k64'), --cases-min-rows N / --cases-max-rows N: cases of N+ / at most N tokens.
     const arg = (name: string) => { const i = process.argv.indexOf(name); return i >= 0 ? process.argv[i + 1] : undefined; };
     const only = arg('--only') ? new RegExp(arg('--only')!) : undefined;
     const minRows = Number(arg('--cases-min-rows') ?? 0);
-    const cases = (smoke ? SMOKE_MATMUL_CASES : MATMUL_CASES).filter((c) => c.rows >= minRows || c.n < 512);
+    const maxRows = Number(arg('--cases-max-rows') ?? Infinity);
+    const cases = (smoke ? SMOKE_MATMUL_CASES : MATMUL_CASES).filter((c) => (c.rows >= minRows && c.rows <= maxRows) || c.n < 512);
     const precision = arg('--precision') === 'int8' ? 'int8' : 'f16';
     const rows = await benchMatmul(gpu, { cases, only, precision });
     const i = process.argv.indexOf('--out');

@@ -1,17 +1,37 @@
-// Matrix-vector product for a few tokens (decode): 8 output rows per workgroup, 32 lanes per row reading
-// consecutive 16-byte chunks of the row, TB tokens per pass so each weight is read once per TB tokens.
-// The 32 lanes of a row are summed with subgroupAdd where subgroups are 32 wide, else in shared memory.
+// Matrix-vector product for a few tokens (decode): LPR lanes per output row (256 / LPR rows per workgroup), each
+// lane reading consecutive 16-byte chunks of the row LPR chunks apart, TB tokens per pass so each weight is read
+// once per TB tokens. More lanes a row give a product of few rows more workgroups and more loads in flight: at
+// batch 1, a 2048-row product in 8-row workgroups filled only two workgroups per compute unit of a 132-unit GPU.
+// The lanes of a row are summed with subgroupAdd where subgroups are 32 wide (then across the row's subgroups in
+// shared memory), else in shared memory alone.
 const TB: u32 = {{TB}}u;
 const TQ: u32 = TB / 4u;
+const LPR: u32 = {{LPR}}u;
+const RPW: u32 = 256u / LPR;
+/** Inputs between a lane's consecutive chunks. */
+const STRIDE: u32 = LPR * 8u;
 var<workgroup> red: array<array<f32, 256>, TB>;
 
 fn lane_sum(v: vec4<f32>, lid: u32, lane: u32, q: u32) -> vec4<f32> {
   if (SUBGROUP32) {
-    return row_subgroup_sum(v);
+    let w = row_subgroup_sum(v);
+    if (LPR == 32u) { return w; }
+    // One partial sum per subgroup of the row, then the row's subgroups summed (uniform control flow throughout;
+    // each q has its own rows of red, so no barrier is needed before the writes).
+    if (lid % 32u == 0u) {
+      for (var tt = 0u; tt < 4u; tt++) { red[q * 4u + tt][lid / 32u] = w[tt]; }
+    }
+    workgroupBarrier();
+    var sum = vec4<f32>(0.0);
+    let first = (lid / LPR) * (LPR / 32u);
+    for (var i = 0u; i < LPR / 32u; i++) {
+      sum += vec4<f32>(red[q * 4u][first + i], red[q * 4u + 1u][first + i], red[q * 4u + 2u][first + i], red[q * 4u + 3u][first + i]);
+    }
+    return sum;
   }
   for (var tt = 0u; tt < 4u; tt++) { red[q * 4u + tt][lid] = v[tt]; }
   workgroupBarrier();
-  for (var s = 16u; s > 0u; s = s >> 1u) {
+  for (var s = LPR / 2u; s > 0u; s = s >> 1u) {
     if (lane < s) {
       for (var tt = 0u; tt < 4u; tt++) { red[q * 4u + tt][lid] += red[q * 4u + tt][lid + s]; }
     }
@@ -23,9 +43,9 @@ fn lane_sum(v: vec4<f32>, lid: u32, lane: u32, q: u32) -> vec4<f32> {
 @compute @workgroup_size(256)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: vec3u) {
   let lid = lid3.x;
-  let lane = lid % 32u;
-  let s = find_seg(wid.x * 8u);
-  let o = wid.x * 8u + lid / 32u - s.row0;
+  let lane = lid % LPR;
+  let s = find_seg(wid.x * RPW);
+  let o = wid.x * RPW + lid / LPR - s.row0;
   let rows = row_count();
   let t0 = wid.y * TB;
   var acc: array<vec4<f32>, TQ>;
@@ -33,13 +53,13 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     let wrow = s.w_off + (o * s.k) / 8u;
     var k = lane * 8u;
     // Two weight loads per trip keep more memory requests in flight per lane.
-    for (; k + 256u < s.k; k += 512u) {
+    for (; k + STRIDE < s.k; k += 2u * STRIDE) {
       let m = load_w8(wrow + k / 8u);
-      let m2 = load_w8(wrow + (k + 256u) / 8u);
+      let m2 = load_w8(wrow + (k + STRIDE) / 8u);
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + k) / 4u;
-          acc[tt / 4u][tt % 4u] += dot(m[0], x[xi]) + dot(m[1], x[xi + 1u]) + dot(m2[0], x[xi + 64u]) + dot(m2[1], x[xi + 65u]);
+          acc[tt / 4u][tt % 4u] += dot(m[0], x[xi]) + dot(m[1], x[xi + 1u]) + dot(m2[0], x[xi + STRIDE / 4u]) + dot(m2[1], x[xi + STRIDE / 4u + 1u]);
         }
       }
     }

@@ -5,6 +5,8 @@
 // bench/golden-check.ts check them there); here only their selection and shader assembly are checked.
 
 import { strict as assert } from 'assert';
+import { execFileSync } from 'child_process';
+import * as path from 'path';
 import {
   AdapterCapabilities,
   chooseKernelPath,
@@ -58,6 +60,16 @@ describe('kernel paths: chosen from what the adapter offers', () => {
     assert.equal(chooseKernelPath(H200, 'f32'), 'f32');
   });
 
+  it('RWKV_MATMUL_VEC_LANES picks the lanes a row of every streaming product; other values are refused by name', () => {
+    const lanes = (v: string | undefined) =>
+      execFileSync(process.execPath, ['-e', `const m = require(${JSON.stringify(path.join(__dirname, '../engine/rwkv7/matmul.js'))});
+        console.log(JSON.stringify(m.chooseMatmul(1, { kernelPath: 'f16', precision: 'f16', subgroup32: true, vecMaxRows: 8, gemmTile: 64 })))`],
+      { env: { ...process.env, RWKV_MATMUL_VEC_LANES: v ?? '' }, encoding: 'utf8', stdio: 'pipe' }).trim();
+    assert.equal(lanes(undefined), JSON.stringify({ kind: 'vec', tb: 4 }));
+    assert.equal(lanes('128'), JSON.stringify({ kind: 'vec', tb: 4, lpr: 128 }));
+    assert.throws(() => lanes('96'), /RWKV_MATMUL_VEC_LANES=96: give 32, 64, 128 or 256/);
+  });
+
   it('subgroup-matrix kernels run only for f16 weights on that path, between the streaming kernel and 128 rows', () => {
     const base = { kernelPath: 'subgroup-matrix' as const, subgroup32: true, vecMaxRows: 8, gemmTile: 64 as const };
     assert.equal(chooseMatmul(8, { ...base, precision: 'f16' }).kind, 'vec');
@@ -82,13 +94,15 @@ describe('kernel paths: chosen from what the adapter offers', () => {
 });
 
 /**
- * Runs one grouped product on the device: two f16 matrices (40×64 with tanh, 96×32 accumulating into y) over
+ * Runs one grouped product on the device: two f16 matrices (40×64 with tanh, 96×32 accumulating into y; wide:
+ * 40×4352 and 96×1056) over
  * `rows` tokens; returns y and the float64 reference.
  */
-async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number): Promise<{ got: Float32Array; want: Float64Array }> {
+async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number, wide = false): Promise<{ got: Float32Array; want: Float64Array }> {
+  // wide: K long enough for the two-chunk loop of 256 lanes a row (stride 2,048), with a remainder.
   const mats = [
-    { n: 40, k: 64 },
-    { n: 96, k: 32 },
+    { n: 40, k: wide ? 4352 : 64 },
+    { n: 96, k: wide ? 1056 : 32 },
   ];
   const bits = mats.map((m, i) => f32ToF16(values(m.n * m.k, 3 + i)));
   const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
@@ -113,9 +127,14 @@ describe('matrix kernels on the kernel paths of this device', function () {
 
   // On the 'f16' path lavapipe compiles each matrix kernel for 10–30 s: the 8-token streaming and 16-token tiled
   // kernels are left to golden.test.ts there (the code they share with the f32 path is the weight prelude).
-  const cases: [('f32' | 'f16'), MatmulVariant, number][] = [
+  const cases: [('f32' | 'f16'), MatmulVariant, number, boolean?][] = [
     ['f32', { kind: 'vec', tb: 4 }, 3],
     ['f32', { kind: 'vec', tb: 8 }, 13],
+    // More lanes a row (engine/rwkv7/vec-lanes.ts): rows split across subgroups, short and long K.
+    ['f32', { kind: 'vec', tb: 4, lpr: 64 }, 3],
+    ['f32', { kind: 'vec', tb: 4, lpr: 32 }, 3, true],
+    ['f32', { kind: 'vec', tb: 4, lpr: 128 }, 3, true],
+    ['f32', { kind: 'vec', tb: 8, lpr: 256 }, 6, true],
     ['f32', { kind: 'gemm', tile: 64 }, 70],
     ['f32', { kind: 'gemm', tile: 16 }, 21],
     // Split K (mm_split.wgsl + mm_split_reduce.wgsl): 3 splits of K = 64 and 32 leave empty ranges, which must add 0.
@@ -125,15 +144,15 @@ describe('matrix kernels on the kernel paths of this device', function () {
     ['f16', { kind: 'gemm', tile: 64 }, 70],
   ];
   const results = new Map<string, Float32Array>();
-  for (const [path, v, rows] of cases) {
+  for (const [path, v, rows, wide] of cases) {
     const split = v.kind !== 'vec' && (v.split ?? 1) > 1 ? `, K split ${v.split} ways` : '';
-    const label = (v.kind === 'vec' ? `streaming (${v.tb} tokens a pass)` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices') + split;
+    const label = (v.kind === 'vec' ? `streaming (${v.tb} tokens a pass, ${v.lpr ?? 32} lanes a row${wide ? ', long K' : ''})` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices') + split;
     it(`'${path}' path, ${label}, ${rows} tokens: matches float64, every output written`, async () => {
       if (!devices.has(path)) devices.set(path, await acquireGpu({ kernelPath: path }));
       const gpu = devices.get(path)!;
       assert.equal(gpu.kernelPath, path);
       assert.equal(gpu.features.has('shader-f16'), path === 'f16', 'the f32 path must not even request shader-f16');
-      const { got, want } = await groupedProduct(gpu, v, rows);
+      const { got, want } = await groupedProduct(gpu, v, rows, wide);
       let num = 0;
       let den = 0;
       for (let i = 0; i < want.length; i++) {
@@ -144,7 +163,7 @@ describe('matrix kernels on the kernel paths of this device', function () {
       const err = Math.sqrt(num / den);
       assert.ok(err < 1e-6, `relative L2 error ${err}`);
       // Both paths do f32 arithmetic on the same f16 values: the same kernel gives the same bits.
-      const key = `${JSON.stringify(v)}:${rows}`;
+      const key = `${JSON.stringify(v)}:${rows}:${!!wide}`;
       const other = results.get(key);
       if (other) assert.deepEqual(got, other, `'${path}' differs from the other path`);
       else results.set(key, got);

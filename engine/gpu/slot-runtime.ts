@@ -201,7 +201,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     const w = SlotRuntime.weightInclude(format);
     const key = `${variant === 'mm_vec' ? `${variant}${tb}` : variant}:${w}`;
     return this.kernel(key, () =>
-      makeKernel(this.device, [sub, w, 'mm_common', ...parts], { TB: tb }, ['uniform', 'read', 'read', 'rw', 'uniform']),
+      makeKernel(this.device, [sub, w, 'mm_common', ...parts], { TB: tb, LPR: 32 }, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 

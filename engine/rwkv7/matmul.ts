@@ -15,9 +15,11 @@
 import type { KernelPath } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
 import type { MatrixGroup, WeightPrecision } from './weights';
+import { VEC_LANES, type VecLanes } from './vec-lanes';
 
 export type MatmulVariant =
-  | { kind: 'vec'; tb: 4 | 8 }
+  /** lpr: lanes per output row (vec-lanes.ts), 32 when absent. */
+  | { kind: 'vec'; tb: 4 | 8; lpr?: VecLanes }
   /** split: K over this many workgroups (64-token tiles only), 1 or absent for none. */
   | { kind: 'gemm'; tile: 16 | 64; split?: number }
   /** mt×nt result tiles of 16×16 per subgroup, sgs subgroups side by side along the outputs, kc inputs a stage. */
@@ -165,9 +167,15 @@ function stagedFor(staged: StagedTiles, shape: ProductShape): StagedChoice {
   return shape.k < STAGED_LARGE_MIN_K || shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? staged.small : staged.large;
 }
 
+/** The streaming kernel for `rows` rows. */
+function streaming(rows: number): MatmulVariant {
+  const lpr = VEC_LANES;
+  return lpr === 32 ? { kind: 'vec', tb: rows <= 4 ? 4 : 8 } : { kind: 'vec', tb: rows <= 4 ? 4 : 8, lpr };
+}
+
 /** The kernel for a product over `rows` rows (of a group of `shape`, which the split-K choice reads). */
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
-  if (rows <= c.vecMaxRows) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+  if (rows <= c.vecMaxRows) return streaming(rows);
   if (shape && usesStagedInt8(c)) {
     // int8 has no other matrix-unit kernel, so every row count above the streaming kernel's takes the tiles; the
     // small products' tiles (1×2 per subgroup, KC 32) won nearly every int8 shape on the H200, large ones too:
@@ -177,7 +185,7 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   }
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
-    if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return { kind: 'vec', tb: rows <= 4 ? 4 : 8 };
+    if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows);
     const staged = c.staged && stagedFor(c.staged, shape);
     if (staged && rows >= staged.minRows) return { ...staged.variant, split: chooseSplit(staged.variant, shape, rows) };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
@@ -264,7 +272,7 @@ export function matmulShader(
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
     case 'vec':
-      return { key: `mm_vec${v.tb}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb }, bindings };
+      return { key: `mm_vec${v.tb}${v.lpr && v.lpr !== 32 ? `l${v.lpr}` : ''}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb, LPR: v.lpr ?? 32 }, bindings };
     case 'gemm': {
       if (v.tile === 16) return { key: `mm_gemm16:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', 'mm_gemm16'], constants: { TB: 8 }, bindings };
       return { key: `mm_gemm${splitName}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', kPart, 'mm_gemm'], constants: { TB: 8, SPLIT: split }, bindings };
@@ -316,7 +324,7 @@ export function splitScratchFloats(v: MatmulVariant, virtualRows: number, rows: 
 /** Output rows one workgroup of the variant covers. */
 function rowsPerWorkgroup(v: MatmulVariant): number {
   if (v.kind === 'sgstage') return 16 * v.nt * v.sgn;
-  return v.kind === 'vec' ? 8 : v.kind === 'gemm' ? 64 : 16 * v.nt * v.sgs;
+  return v.kind === 'vec' ? 256 / (v.lpr ?? 32) : v.kind === 'gemm' ? 64 : 16 * v.nt * v.sgs;
 }
 
 /** Tokens one workgroup of the variant covers. */
