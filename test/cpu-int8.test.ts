@@ -95,8 +95,8 @@ describe('CPU int8 weights: kernels', () => {
 
 describe('CPU int8 weights: prefill in blocks of tokens', () => {
   // k = 3000: 6,000 bytes of quantized inputs a token, so a block holds 20 tokens (kernels.ts TOKEN_BLOCK_BYTES);
-  // 45 tokens are two whole blocks (panels widened to i16 once per block) and one of 5 (four-token tile, then
-  // one token alone), over three panels, the last of 4 rows.
+  // 45 tokens are two whole blocks and one of 5 (a four-token tile, then one token alone), over three panels,
+  // the last of 4 rows.
   const n = 20;
   const k = 3000;
   const T = 45;

@@ -32,6 +32,5 @@ export async function int8Panels(w: WeightValues, n: number, k: number): Promise
 
 /** Bytes of thread scratch the int8 products need for T tokens of at most k inputs (kernels.ts `matmulInt8`). */
 export function int8ScratchBytes(T: number, k: number): number {
-  // The tokens' i16 pairs and scales, then one panel widened to i16 (32 bytes a pair) for the tiles.
-  return T * (((k + 1) >> 1) * 4 + 4) + ((k + 1) >> 1) * 32 + 80;
+  return T * (((k + 1) >> 1) * 4 + 4) + 64;
 }

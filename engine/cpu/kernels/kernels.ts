@@ -418,7 +418,7 @@ function quantizeInputs(x: usize, xStride: usize, T: i32, k: i32, kp: i32, q: us
 
 /**
  * matmul for the integer panels, int8 (kind 2) and i16 (kind 3): the tokens' inputs are quantized once into
- * `scratch` (int8 needs T * (2k + 4) + 16k + 80 bytes, int8-quant.ts; i16 T * (8 * ceil(k / 4) + 4)); then one token takes four panels
+ * `scratch` (int8 needs T * (2k + 4) + 4 bytes, i16 T * (8 * ceil(k / 4) + 4)); then one token takes four panels
  * at a time (int8 also two), and many tokens take each panel in tiles of four tokens.
  */
 function matmulQuantized(
@@ -461,7 +461,6 @@ function matmulQuantized(
   // Many tokens: blocks of tokens whose quantized inputs stay in the core's L2 cache while every panel of the
   // range passes over them (TOKEN_BLOCK_BYTES), each panel in tiles of four tokens.
   const block = tokenBlock(qRow, T);
-  const wideAt = (tsAt + (<usize>T << 2) + 15) & ~15;
   for (let t0 = 0; t0 < T; t0 += block) {
     const t1 = min(T, t0 + block);
     for (let p = p0; p < p1; p++) {
@@ -470,14 +469,10 @@ function matmulQuantized(
       const valid = n - row;
       const yr = y + (<usize>row << 2);
       let t = t0;
-      // int8: the panel widened to i16 once for the block's tiles (WIDE_INT8_TILES).
-      const wide = !i16 && t1 - t0 >= WIDE_INT8_TILES * 4;
-      if (wide) widenInt8Panel(wp, g, wideAt);
       for (; t + 4 <= t1; t += 4) {
         const q = scratch + <usize>t * qRow;
         const yt = yr + <usize>t * yStride;
         if (i16) mmI16Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
-        else if (wide) mmInt8Tile4Wide(wideAt, wp + (<usize>g << 4), g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
         else mmInt8Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
       }
       for (; t < t1; t++) {
@@ -566,49 +561,6 @@ function mmInt8OneFourPanels(wp: usize, panelBytes: usize, kp: i32, q: usize, ts
   storeInt8(y + 32, a1, b1, ts, w1 + (n << 4), act, accum, valid - 8);
   storeInt8(y + 64, a2, b2, ts, w2 + (n << 4), act, accum, valid - 16);
   storeInt8(y + 96, a3, b3, ts, w3 + (n << 4), act, accum, valid - 24);
-}
-
-// Widening a pair's 16 weights to i16 costs three instructions (extend_high is two on x64) beside the tile's 16
-// dots and adds; a block of tokens widens each panel once into the thread's scratch and the tiles load both
-// halves instead, from L1. Worth it from this many tiles per widening.
-const WIDE_INT8_TILES = 2;
-
-/** The kp pairs of an int8 panel as i16 at out: per pair, rows 0..3's weights then rows 4..7's (32 bytes). */
-function widenInt8Panel(wp: usize, kp: i32, out: usize): void {
-  for (let j: usize = 0; j < <usize>kp; j++) {
-    const wv = v128.load(wp + (j << 4));
-    v128.store(out + (j << 5), i16x8.extend_low_i8x16_s(wv));
-    v128.store(out + (j << 5), i16x8.extend_high_i8x16_s(wv), 16);
-  }
-}
-
-/** mmInt8Tile4 over a panel widened by widenInt8Panel (the row scales at sc): the same sums, so the same bits. */
-function mmInt8Tile4Wide(wp: usize, sc: usize, kp: i32, q: usize, qRow: usize, ts: usize, y: usize, yStride: usize, act: i32, accum: i32, valid: i32): void {
-  let a0 = i32x4.splat(0), b0 = i32x4.splat(0);
-  let a1 = i32x4.splat(0), b1 = i32x4.splat(0);
-  let a2 = i32x4.splat(0), b2 = i32x4.splat(0);
-  let a3 = i32x4.splat(0), b3 = i32x4.splat(0);
-  const q1 = q + qRow;
-  const q2 = q1 + qRow;
-  const q3 = q2 + qRow;
-  const n = <usize>kp;
-  for (let j: usize = 0; j < n; j++) {
-    const lo = v128.load(wp + (j << 5));
-    const hi = v128.load(wp + (j << 5), 16);
-    const o = j << 2;
-    let s = v128.load32_splat(q + o);
-    a0 = i32x4.add(a0, i32x4.dot_i16x8_s(lo, s)); b0 = i32x4.add(b0, i32x4.dot_i16x8_s(hi, s));
-    s = v128.load32_splat(q1 + o);
-    a1 = i32x4.add(a1, i32x4.dot_i16x8_s(lo, s)); b1 = i32x4.add(b1, i32x4.dot_i16x8_s(hi, s));
-    s = v128.load32_splat(q2 + o);
-    a2 = i32x4.add(a2, i32x4.dot_i16x8_s(lo, s)); b2 = i32x4.add(b2, i32x4.dot_i16x8_s(hi, s));
-    s = v128.load32_splat(q3 + o);
-    a3 = i32x4.add(a3, i32x4.dot_i16x8_s(lo, s)); b3 = i32x4.add(b3, i32x4.dot_i16x8_s(hi, s));
-  }
-  storeInt8(y, a0, b0, load<f32>(ts), sc, act, accum, valid);
-  storeInt8(y + yStride, a1, b1, load<f32>(ts, 4), sc, act, accum, valid);
-  storeInt8(y + 2 * yStride, a2, b2, load<f32>(ts, 8), sc, act, accum, valid);
-  storeInt8(y + 3 * yStride, a3, b3, load<f32>(ts, 12), sc, act, accum, valid);
 }
 
 /** Four tokens (quantized rows qRow bytes apart, scales at ts) against one int8 panel: each weight widened once. */
