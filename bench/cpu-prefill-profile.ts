@@ -1,13 +1,13 @@
 // Where a 512-token prefill chunk of the CPU backend's RWKV-7 pass spends its time, per kind of work, at 1 and 2
 // threads: the forward pass runs in this thread (not the backend's compute worker) so its thread pool and kernels
 // can be wrapped with timers. Matrix products, the WKV recurrence, prep / post (per token), the layer norm and
-// token shift (lnShift), and the rest (embedding, output head, the host's bookkeeping) as the step's remainder.
-// With --variants, several variants run alternated in one process (on a shared machine only ratios inside one
-// process mean anything): name=kernels.wasm[:leader], where :leader runs lnShift on the leading thread alone
-// (as before the split); a build without an input block is made from kernels.ts with TOKEN_BLOCK_BYTES and
-// WIDE_INT8_TILES set past any prefill.
-//   node dist/bench/cpu-prefill-profile.js [--precision int8] [--model 0.1b|default] [--threads 1,2] [--rounds 3]
-//     [--variants old=/tmp/old.wasm:leader,new=dist/engine/cpu/kernels-relaxed.wasm]
+// token shift (lnShift), and the rest (embedding, output head, the host's bookkeeping) as the step's remainder;
+// then decode steps of one token. With --variants, several variants run alternated in one process (on a shared
+// machine only ratios inside one process mean anything): name=kernels.wasm[:leader], where :leader runs lnShift
+// on the leading thread alone (as before the split; main's build of the kernels has no lnShiftTokens), `current`
+// the build in dist/.
+//   node dist/bench/cpu-prefill-profile.js [--precision int8] [--model 0.1b|default|default-world] [--threads 1,2]
+//     [--rounds 3] [--decode-steps N] [--variants main=/tmp/main/kernels-relaxed.wasm:leader,new=current]
 
 import * as fs from 'fs';
 import * as path from 'path';
@@ -23,6 +23,7 @@ import { loadCheckpoint } from '../engine/loader/checkpoint';
 import { packageRoot } from '../engine/package-root';
 import type { CpuPrecision } from '../engine/cpu/cpu-weight-writer';
 import { median } from './cpu';
+import { worldVocabCheckpoint } from './cpu-baseline';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -35,9 +36,11 @@ async function main() {
   const threadCounts = arg('threads', '1,2').split(',').map(Number);
   const rounds = Number(arg('rounds', '3'));
   const T = 512;
+  const bundled = () => loadCheckpoint(path.join(packageRoot(), 'models', 'default.st'));
   const ck = model === '0.1b'
     ? randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 })
-    : loadCheckpoint(path.join(packageRoot(), 'models', 'default.st'));
+    : model === 'default-world' ? worldVocabCheckpoint(bundled()) : bundled();
+  const decodeSteps = Number(arg('decode-steps', model === '0.1b' ? '32' : '128'));
   const info = describeModel(ck);
   const maxThreads = Math.max(...threadCounts);
   const arena = new Arena();
@@ -90,16 +93,28 @@ async function main() {
       s.forward.run([{ ids, segments: [{ slot: 0, start: 0, count: T, out: 'last', resultRow: 0 }] }], 1);
       const total = performance.now() - t0;
       const cpuTotal = cpuMs() - c0;
+      const prefillTimes = { ...times };
+      // Decode, one sequence, after the prefill: one token a step, its logits row out.
+      const d0 = performance.now();
+      const dc0 = cpuMs();
+      for (let i = 0; i < decodeSteps; i++) s.forward.run([{ ids: ids.subarray(i, i + 1), segments: [{ slot: 0, start: 0, count: 1, out: 'last', resultRow: 0 }] }], 1);
+      const decodeMs = (performance.now() - d0) / decodeSteps;
+      const decodeCpuMs = (cpuMs() - dc0) / decodeSteps;
       if (r === 0) continue; // warm-up
       const row = (results[s.key] ??= {});
-      const wallParts = Object.entries(times).filter(([n]) => !n.startsWith('cpu '));
-      const parts = { ...times, rest: total - wallParts.reduce((a, [, b]) => a + b, 0), total, 'cpu total': cpuTotal };
+      const wallParts = Object.entries(prefillTimes).filter(([n]) => !n.startsWith('cpu '));
+      const parts = { ...prefillTimes, rest: total - wallParts.reduce((a, [, b]) => a + b, 0), total, 'cpu total': cpuTotal, 'decode step': decodeMs, 'cpu decode step': decodeCpuMs };
       for (const [name, ms] of Object.entries(parts)) (row[name] ??= []).push(ms);
     }
   }
   for (const [key, row] of Object.entries(results)) {
     const ms = Object.fromEntries(Object.entries(row).map(([n, v]) => [n, +median(v).toFixed(1)]));
-    console.log(JSON.stringify({ model, precision, variant: key, 'tok/s wall / per CPU s': `${(T / (ms.total / 1000)).toFixed(1)} / ${(T / (ms['cpu total'] / 1000)).toFixed(1)}`, ms }));
+    console.log(JSON.stringify({
+      model, precision, variant: key,
+      'prefill 512 tok/s wall / per CPU s': `${(T / (ms.total / 1000)).toFixed(1)} / ${(T / (ms['cpu total'] / 1000)).toFixed(1)}`,
+      'decode b1 tok/s wall / per CPU s': `${(1000 / ms['decode step']).toFixed(1)} / ${(1000 / ms['cpu decode step']).toFixed(1)}`,
+      ms,
+    }));
   }
   const ratio = (a: string, b: string, what: string) => {
     if (!results[a] || !results[b]) return;

@@ -31,6 +31,11 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
 // Each call first quantizes its tokens' inputs to i16 with one scale per token (quantizeInputs), so a product is
 // integer dot products of pairs (i32x4.dot_i16x8_s: 8 multiply-adds per instruction) summed exactly in i32; the
 // row and token scales apply once to each finished sum. Integer sums are exact, so every path gives the same bits.
+// Why not relaxed SIMD's i8 dot product (i16x8.relaxed_dot_i8x16_i7x16_s, 16 products an instruction; 1.35-1.45x
+// the multiply-adds per CPU second of dot_i16x8_s + add in a bare loop here): one operand must be 0..127, so the
+// inputs would be 7-bit (x + 64, a scale per block). Emulated in the input quantizer, the bundled model's
+// perplexity held but the golden logits' error doubled past test/golden-cpu-int8.test.ts's bounds on every
+// version (README, CPU backend, "int8 prefill: threads and the product").
 
 // The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
 // multiply-add does a product and a sum in one instruction (wasm-kernels.ts picks the one the runtime has).
@@ -490,7 +495,9 @@ function matmulQuantized(
 // inputs are 3 MB, far past a core's L2 (512 KB on this Zen 3). Walking every panel over all of them streamed the
 // inputs from L3 once per panel; a block of tokens within TOKEN_BLOCK_BYTES stays in L2 across the panels, and
 // each panel (8k bytes int8, 16k i16) is read once per block instead (L1 / L2 across the block's tiles).
-// Results do not change: every (token, row) sum is the same tile's, in the same input order.
+// Results do not change: every (token, row) sum is the same tile's, in the same input order. Measured (README):
+// the products' CPU time at 2 threads 1.06-1.09x faster, unchanged at one (a core alone streams from L3 fast
+// enough; two at once do not).
 const TOKEN_BLOCK_BYTES: i32 = 131072;
 
 /** Tokens per block for quantized rows of qRow bytes: a multiple of 4 (whole tiles), at least 4, at most T. */
