@@ -3,7 +3,7 @@
 // tokens four at a time and singly), and the backend's logits against f32 weights.
 
 import { strict as assert } from 'assert';
-import { int8Panels } from '../engine/cpu/int8-quant';
+import { int8Panels, int8ScratchBytes } from '../engine/cpu/int8-quant';
 import { dequantizeRowsInt8, quantizeRowsInt8 } from '../engine/quant/int8-rows';
 import { instantiateKernels } from '../engine/cpu/wasm-kernels';
 import { createBackend } from '../engine/backend';
@@ -90,6 +90,60 @@ describe('CPU int8 weights: kernels', () => {
     const split = run(1, 0, 1);
     const rest = run(1, 1, panels);
     assert.deepEqual([...split.subarray(0, 8), ...rest.subarray(8)], Array.from(one));
+  });
+});
+
+describe('CPU int8 weights: prefill in blocks of tokens', () => {
+  // k = 3000: 6,000 bytes of quantized inputs a token, so a block holds 20 tokens (kernels.ts TOKEN_BLOCK_BYTES);
+  // 45 tokens are two whole blocks and one of 5 (a four-token tile, then one token alone), over three panels,
+  // the last of 4 rows.
+  const n = 20;
+  const k = 3000;
+  const T = 45;
+  const rnd = seeded(9);
+  const w = Float32Array.from({ length: n * k }, () => (rnd() - 0.5) * 2);
+  const x = Float32Array.from({ length: T * k }, () => (rnd() - 0.5) * 4);
+
+  async function product(tokens: number, first: number, packed: Uint8Array): Promise<Float32Array> {
+    const memory = new WebAssembly.Memory({ initial: 32, maximum: 32, shared: true });
+    const kern = instantiateKernels(memory);
+    const W = 65536;
+    const X = W + packed.length + 64;
+    const Y = X + T * k * 4;
+    const S = Y + T * n * 4 + 64;
+    assert.ok(S + int8ScratchBytes(T, k) <= 32 * 65536);
+    new Uint8Array(memory.buffer).set(packed, W);
+    new Float32Array(memory.buffer).set(x.subarray(first * k, (first + tokens) * k), X / 4);
+    kern.matmul(W, n, k, 2, X, k, Y, n, tokens, 0, 0, 0, Math.ceil(n / 8), S);
+    return new Float32Array(memory.buffer).slice(Y / 4, Y / 4 + tokens * n);
+  }
+
+  it('gives every token the bits of its lone run, and the integer products of the quantized values', async () => {
+    const packed = await int8Panels(w, n, k);
+    const { q, scales } = quantizeRowsInt8(w, n, k);
+    const all = await product(T, 0, packed);
+    const range = Math.min(32767, Math.floor(2147483647 / (254 * Math.ceil(k / 2))));
+    for (let t = 0; t < T; t++) {
+      const alone = await product(1, t, packed);
+      assert.deepEqual(Array.from(all.subarray(t * n, (t + 1) * n)), Array.from(alone), `token ${t}`);
+      // The reference: inputs quantized as the kernel does (round half to even of x * range / max|x|), exact
+      // integer sums, then the two scales.
+      let m = 0;
+      for (let i = 0; i < k; i++) m = Math.max(m, Math.abs(x[t * k + i]));
+      const inv = Math.fround(range / m);
+      for (let r = 0; r < n; r++) {
+        let sum = 0;
+        for (let i = 0; i < k; i++) {
+          const v = Math.fround(x[t * k + i] * inv);
+          let xq = Math.round(v);
+          if (Math.abs(v % 1) === 0.5 && xq % 2 !== 0) xq -= 1;
+          sum += q[r * k + i] * xq;
+        }
+        const want = Math.fround(Math.fround(sum * Math.fround(m / range)) * scales[r]);
+        const got = all[t * n + r];
+        assert.ok(Math.abs(got - want) <= 2e-6 * Math.abs(want) + 1e-9, `token ${t} row ${r}: ${got} vs ${want}`);
+      }
+    }
   });
 });
 

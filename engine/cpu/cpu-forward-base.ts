@@ -177,7 +177,7 @@ export abstract class CpuForwardBase<L extends CpuBaseLayout, W extends CpuCommo
   protected normShift(sp: CpuSubPass, l: number, ffn: boolean, ln: number, mix: number, M: number, out: number, region: number) {
     const { L } = this;
     this.setPrev(sp, l, ffn);
-    this.k.lnShift(L.x, sp.ids.length, L.C, ln, L.xn, L.prevAddr, mix, M, out, region);
+    this.pool.lnShift(L.x, sp.ids.length, L.C, ln, L.xn, L.prevAddr, mix, M, out, region, L.scratch, L.scratchBytes);
     this.saveShift(sp, l, ffn);
   }
 

@@ -24,11 +24,14 @@ const OP_FINCH_MIX = 6;
 const OP_FINCH_POST = 7;
 const OP_FINCH_WKV = 8;
 const OP_RWKV4_WKV = 9;
+const OP_LN_SHIFT = 10;
 /** Words per matrix product: w n k kind x xs y ys T act accum panels. */
 const MM_WORDS = 12;
 /** Words per WKV segment: first token, token count, the slot's state address for this layer's recurrence. */
 const WKV_WORDS = 3;
 const MAX_ITEMS = 512;
+/** Argument words of the layer norm with token shift (they run past HEAD's 8 words into the items, unused then). */
+const LN_SHIFT_WORDS = 12;
 /** Channels of one unit of the RWKV-4 recurrence (its channels are independent): a slot's tokens over 64 channels. */
 const RWKV4_BLOCK = 64;
 /**
@@ -122,6 +125,11 @@ export function runShare(k: CpuKernels, ctl: Int32Array, index: number, threads:
       else if (op === OP_FINCH_MIX) k.finchMix(tm + off, region, to - from, C, N, p, io + off, 0);
       else k.finchPost(tm + off, region, to - from, C, N, p, io + off, 0);
     }
+  } else if (op === OP_LN_SHIFT) {
+    // Words HEAD.. (past the 8 header words into the unused items): x T C ln xn prevAddr mix M out region scratch scratchBytes.
+    const a = ctl.subarray(HEAD, HEAD + LN_SHIFT_WORDS);
+    const [from, to] = share(a[1], index, threads);
+    if (from < to) k.lnShiftTokens(a[0], from, to, a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10] + index * a[11]);
   } else if (op === OP_FINCH_WKV) {
     const [tm, region, C, N, H, p, dynamic] = [ctl[HEAD], ctl[HEAD + 1], ctl[HEAD + 2], ctl[HEAD + 3], ctl[HEAD + 4], ctl[HEAD + 5], ctl[HEAD + 6]];
     const units = count * H;
@@ -201,6 +209,24 @@ export class ThreadPool {
       c[o + 11] = t.panels;
     });
     if (macs < MIN_PARALLEL_MACS) runShare(this.kernels, c, 0, 1);
+    else this.dispatch();
+  }
+
+  /**
+   * Layer norm and token shift (kernels.ts `lnShift`) over T tokens, split by tokens: a prefill's only per-token
+   * work that ran on the leader alone. `scratch`: per-thread blocks of `scratchBytes` (at least C floats each),
+   * where a thread recomputes the normalized token before its first.
+   */
+  lnShift(
+    x: number, T: number, C: number, ln: number, xn: number, prevAddr: number, mix: number, M: number, out: number, region: number,
+    scratch: number, scratchBytes: number,
+  ): void {
+    if (scratchBytes < C * 4) throw new Error(`internal: lnShift needs ${C * 4} bytes of scratch per thread, got ${scratchBytes}`);
+    const c = this.ctl;
+    c[OP] = OP_LN_SHIFT;
+    c[COUNT] = 0;
+    c.set([x, T, C, ln, xn, prevAddr, mix, M, out, region, scratch, scratchBytes], HEAD);
+    if (T < 4 * (this.helpers.length + 1)) runShare(this.kernels, c, 0, 1);
     else this.dispatch();
   }
 

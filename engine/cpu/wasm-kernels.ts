@@ -14,6 +14,10 @@ export interface CpuKernels {
   ): void;
   layerNormRows(x: number, rows: number, R: number, C: number, w: number, b: number, out: number): void;
   lnShift(x: number, T: number, C: number, ln: number, xn: number, prevAddr: number, mix: number, M: number, out: number, region: number): void;
+  lnShiftTokens(
+    x: number, t0: number, t1: number, C: number, ln: number, xn: number, prevAddr: number, mix: number, M: number, out: number,
+    region: number, before: number,
+  ): void;
   embed(table: number, wide: number, ids: number, T: number, C: number, out: number): void;
   prep(tm: number, region: number, T: number, C: number, N: number, p: number, vfirst: number, first: number): void;
   wkv(tm: number, region: number, C: number, N: number, head: number, t0: number, n: number, s: number): void;

@@ -31,6 +31,11 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
 // Each call first quantizes its tokens' inputs to i16 with one scale per token (quantizeInputs), so a product is
 // integer dot products of pairs (i32x4.dot_i16x8_s: 8 multiply-adds per instruction) summed exactly in i32; the
 // row and token scales apply once to each finished sum. Integer sums are exact, so every path gives the same bits.
+// Why not relaxed SIMD's i8 dot product (i16x8.relaxed_dot_i8x16_i7x16_s, 16 products an instruction; 1.35-1.45x
+// the multiply-adds per CPU second of dot_i16x8_s + add in a bare loop here): one operand must be 0..127, so the
+// inputs would be 7-bit (x + 64, a scale per block). Emulated in the input quantizer, the bundled model's
+// perplexity held but the golden logits' error doubled past test/golden-cpu-int8.test.ts's bounds on every
+// version (README, CPU backend, "int8 prefill: threads and the product").
 
 // The module is built twice (scripts/build-kernels.sh): plain SIMD, and with relaxed SIMD, whose fused
 // multiply-add does a product and a sum in one instruction (wasm-kernels.ts picks the one the runtime has).
@@ -435,14 +440,14 @@ function matmulQuantized(
   const yStride: usize = <usize>ys << 2;
   quantizeInputs(x, <usize>xs << 2, T, k, i16 ? g << 1 : g, scratch, i16 ? I16_INPUT_RANGE : inputRange(g));
   const tsAt = scratch + <usize>T * qRow;
-  let p = p0;
-  while (p < p1) {
-    const wp = w + <usize>p * panelBytes;
-    const row = p << 3;
-    const valid = n - row;
-    const yr = y + (<usize>row << 2);
-    if (T == 1) {
-      const ts = load<f32>(tsAt);
+  if (T == 1) {
+    const ts = load<f32>(tsAt);
+    let p = p0;
+    while (p < p1) {
+      const wp = w + <usize>p * panelBytes;
+      const row = p << 3;
+      const valid = n - row;
+      const yr = y + (<usize>row << 2);
       if (p + 3 < p1) {
         if (i16) mmI16OneFourPanels(wp, panelBytes, g, scratch, ts, yr, act, accum, valid);
         else mmInt8OneFourPanels(wp, panelBytes, g, scratch, ts, yr, act, accum, valid);
@@ -455,24 +460,50 @@ function matmulQuantized(
         else mmInt8Tile1(wp, g, scratch, ts, yr, act, accum, valid);
         p += 1;
       }
-      continue;
     }
-    let t = 0;
-    for (; t + 4 <= T; t += 4) {
-      const q = scratch + <usize>t * qRow;
-      const yt = yr + <usize>t * yStride;
-      if (i16) mmI16Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
-      else mmInt8Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
-    }
-    for (; t < T; t++) {
-      const q = scratch + <usize>t * qRow;
-      const ts = load<f32>(tsAt + (<usize>t << 2));
-      const yt = yr + <usize>t * yStride;
-      if (i16) mmI16Tile1(wp, g, q, ts, yt, act, accum, valid);
-      else mmInt8Tile1(wp, g, q, ts, yt, act, accum, valid);
-    }
-    p += 1;
+    return;
   }
+  // Many tokens: blocks of tokens whose quantized inputs stay in the core's L2 cache while every panel of the
+  // range passes over them (TOKEN_BLOCK_BYTES), each panel in tiles of four tokens.
+  const block = tokenBlock(qRow, T);
+  for (let t0 = 0; t0 < T; t0 += block) {
+    const t1 = min(T, t0 + block);
+    for (let p = p0; p < p1; p++) {
+      const wp = w + <usize>p * panelBytes;
+      const row = p << 3;
+      const valid = n - row;
+      const yr = y + (<usize>row << 2);
+      let t = t0;
+      for (; t + 4 <= t1; t += 4) {
+        const q = scratch + <usize>t * qRow;
+        const yt = yr + <usize>t * yStride;
+        if (i16) mmI16Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
+        else mmInt8Tile4(wp, g, q, qRow, tsAt + (<usize>t << 2), yt, yStride, act, accum, valid);
+      }
+      for (; t < t1; t++) {
+        const q = scratch + <usize>t * qRow;
+        const ts = load<f32>(tsAt + (<usize>t << 2));
+        const yt = yr + <usize>t * yStride;
+        if (i16) mmI16Tile1(wp, g, q, ts, yt, act, accum, valid);
+        else mmInt8Tile1(wp, g, q, ts, yt, act, accum, valid);
+      }
+    }
+  }
+}
+
+// A prefill's quantized inputs are T rows of 2k (int8) or ~2k (i16) bytes: 512 tokens of the ffn value's 3072
+// inputs are 3 MB, far past a core's L2 (512 KB on this Zen 3). Walking every panel over all of them streamed the
+// inputs from L3 once per panel; a block of tokens within TOKEN_BLOCK_BYTES stays in L2 across the panels, and
+// each panel (8k bytes int8, 16k i16) is read once per block instead (L1 / L2 across the block's tiles).
+// Results do not change: every (token, row) sum is the same tile's, in the same input order. Measured (README):
+// the products' CPU time at 2 threads 1.06-1.09x faster, unchanged at one (a core alone streams from L3 fast
+// enough; two at once do not).
+const TOKEN_BLOCK_BYTES: i32 = 131072;
+
+/** Tokens per block for quantized rows of qRow bytes: a multiple of 4 (whole tiles), at least 4, at most T. */
+@inline function tokenBlock(qRow: usize, T: i32): i32 {
+  const b = max<i32>(4, (TOKEN_BLOCK_BYTES / <i32>qRow) & ~3);
+  return min(b, T);
 }
 
 /** One token against one int8 panel. */
@@ -733,13 +764,29 @@ function normRow(src: usize, C: i32, w: usize, b: usize, dst: usize): void {
 export function lnShift(
   x: usize, T: i32, C: i32, ln: usize, xn: usize, prevAddr: usize, mix: usize, M: i32, out: usize, region: i32,
 ): void {
+  lnShiftTokens(x, 0, T, C, ln, xn, prevAddr, mix, M, out, region, 0);
+}
+
+/**
+ * lnShift for tokens t0..t1 of the call, so threads can split a prefill's tokens: when t0's previous token is
+ * the call's own (t0 > 0 and no slot state), its normalized row is computed again into `before` (C floats of
+ * the thread's scratch), the same bits as the thread that owns it writes to xn, which may not be there yet.
+ */
+export function lnShiftTokens(
+  x: usize, t0: i32, t1: i32, C: i32, ln: usize, xn: usize, prevAddr: usize, mix: usize, M: i32, out: usize, region: i32,
+  before: usize,
+): void {
   const rowBytes = <usize>C << 2;
   const regBytes = <usize>region << 2;
-  for (let t = 0; t < T; t++) {
+  for (let t = t0; t < t1; t++) {
     const xt = xn + <usize>t * rowBytes;
     normRow(x + <usize>t * rowBytes, C, ln, ln + rowBytes, xt);
     const pa = load<u32>(prevAddr + (<usize>t << 2));
-    const prev: usize = pa != 0 ? <usize>pa : xt - rowBytes;
+    let prev: usize = pa != 0 ? <usize>pa : xt - rowBytes;
+    if (pa == 0 && t == t0 && t0 > 0) {
+      normRow(x + <usize>(t - 1) * rowBytes, C, ln, ln + rowBytes, before);
+      prev = before;
+    }
     for (let m = 0; m < M; m++) {
       const mw = mix + <usize>m * rowBytes;
       const dst = out + <usize>m * regBytes + <usize>t * rowBytes;
