@@ -8,16 +8,13 @@
 //    training corpus needs a network to rebuild, bench/precision.ts).
 //   node dist/bench/cpu-i16-error.js [--windows 8]
 
-import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
 import { packageRoot } from '../engine/package-root';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
-import { describeModel } from '../engine/model-spec';
-import { WorldTokenizer } from '../engine/tokenizer';
-import { encodePieces } from '../train/corpus/encode-heldout';
+import { copyrightText, windowNll } from './offline-perplexity';
 import type { Checkpoint } from '../engine/types';
 
 const GOLDEN = path.resolve(packageRoot(), '..', 'shared', 'golden');
@@ -66,28 +63,6 @@ async function logitsOf(as: Storage, model: string | Checkpoint, tokens: number[
   return withBackend(as, model, async (be) => (await be.run([{ slot: 0, tokens, output: 'all' }]))[0]!);
 }
 
-/** Mean NLL per predicted token over `windows` windows of 513 tokens. */
-async function nll(be: Backend, rows: Uint16Array, windows: number): Promise<number> {
-  const V = be.info.vocabSize;
-  let total = 0;
-  let count = 0;
-  for (let w = 0; w < windows; w++) {
-    const start = Math.floor((w * (rows.length - 513)) / Math.max(1, windows - 1));
-    be.resetState(0);
-    const [out] = await be.run([{ slot: 0, tokens: Array.from(rows.subarray(start, start + 512)), output: 'all' }]);
-    for (let t = 0; t < 512; t++) {
-      const row = out!.subarray(t * V, (t + 1) * V);
-      let m = -Infinity;
-      for (const v of row) m = Math.max(m, v);
-      let z = 0;
-      for (const v of row) z += Math.exp(v - m);
-      total += m + Math.log(z) - row[rows[start + t + 1]];
-      count++;
-    }
-  }
-  return total / count;
-}
-
 async function main() {
   const out: Record<string, unknown> = {};
   for (const [model, golden] of GOLDEN_MODELS) {
@@ -115,14 +90,11 @@ async function main() {
     console.log(name, JSON.stringify(out[`${name}: i16 vs f16 logits, 128 tokens`]));
   }
   // Perplexity on text outside the training split.
-  const docs = fs.readdirSync('/usr/share/doc').sort().map((d) => path.join('/usr/share/doc', d, 'copyright')).filter((f) => fs.existsSync(f));
-  const pieces = docs.map((f) => fs.readFileSync(f, 'utf8'));
-  const map = describeModel(readSafetensors(bundled)).vocabMap!;
-  const rows = encodePieces(pieces, Int32Array.from(map), WorldTokenizer.bundled());
+  const { rows, files } = copyrightText(bundled);
   const windows = Number(arg('windows', '8'));
   const ppl: Record<string, number> = {};
-  for (const as of ['f16', 'i16'] as const) ppl[as] = +Math.exp(await withBackend(as, bundled, (be) => nll(be, rows, windows))).toFixed(4);
-  out[`bundled perplexity, ${windows} x 512 tokens of ${docs.length} copyright files (${rows.length} tokens)`] = ppl;
+  for (const as of ['f16', 'i16'] as const) ppl[as] = +Math.exp(await withBackend(as, bundled, (be) => windowNll(be, rows, windows))).toFixed(4);
+  out[`bundled perplexity, ${windows} x 512 tokens of ${files} copyright files (${rows.length} tokens)`] = ppl;
   console.log(JSON.stringify(out, null, 1));
 }
 

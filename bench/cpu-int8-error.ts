@@ -7,15 +7,13 @@
 //    same for the i16 storage; the held-out split needs a network, bench/precision.ts).
 //   node dist/bench/cpu-int8-error.js [--windows 8] [--precisions f16,int8]
 
-import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
 import { packageRoot } from '../engine/package-root';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
-import { describeModel } from '../engine/model-spec';
-import { WorldTokenizer } from '../engine/tokenizer';
-import { encodePieces } from '../train/corpus/encode-heldout';
+import { worstRelL2 } from '../test/metrics';
+import { copyrightText, windowNll } from './offline-perplexity';
 import type { CpuPrecision } from '../engine/cpu/cpu-weight-writer';
 
 const GOLDEN = path.resolve(packageRoot(), '..', 'shared', 'golden');
@@ -35,42 +33,6 @@ async function withBackend<T>(precision: CpuPrecision, model: string, fn: (be: B
   }
 }
 
-function worstRelL2(got: Float32Array, want: Float32Array, width: number): number {
-  let worst = 0;
-  for (let r = 0; r < want.length / width; r++) {
-    let n = 0;
-    let d = 0;
-    for (let i = r * width; i < (r + 1) * width; i++) {
-      n += (got[i] - want[i]) ** 2;
-      d += want[i] ** 2;
-    }
-    worst = Math.max(worst, Math.sqrt(n / Math.max(d, 1e-30)));
-  }
-  return worst;
-}
-
-/** Mean NLL per predicted token over `windows` windows of 513 tokens spread over the text. */
-async function nll(be: Backend, rows: Uint16Array, windows: number): Promise<number> {
-  const V = be.info.vocabSize;
-  let total = 0;
-  let count = 0;
-  for (let w = 0; w < windows; w++) {
-    const start = Math.floor((w * (rows.length - 513)) / Math.max(1, windows - 1));
-    be.resetState(0);
-    const [out] = await be.run([{ slot: 0, tokens: Array.from(rows.subarray(start, start + 512)), output: 'all' }]);
-    for (let t = 0; t < 512; t++) {
-      const row = out!.subarray(t * V, (t + 1) * V);
-      let m = -Infinity;
-      for (const v of row) m = Math.max(m, v);
-      let z = 0;
-      for (const v of row) z += Math.exp(v - m);
-      total += m + Math.log(z) - row[rows[start + t + 1]];
-      count++;
-    }
-  }
-  return total / count;
-}
-
 async function main() {
   const precisions = arg('precisions', 'f16,int8').split(',') as CpuPrecision[];
   const windows = Number(arg('windows', '8'));
@@ -87,13 +49,11 @@ async function main() {
     out[`golden ${model}: worst rel L2 vs reference`] = row;
   }
   const bundled = path.join(packageRoot(), 'models', 'default.st');
-  const docs = fs.readdirSync('/usr/share/doc').sort().map((d) => path.join('/usr/share/doc', d, 'copyright')).filter((f) => fs.existsSync(f));
-  const map = describeModel(readSafetensors(bundled)).vocabMap!;
-  const rows = encodePieces(docs.map((f) => fs.readFileSync(f, 'utf8')), Int32Array.from(map), WorldTokenizer.bundled());
+  const { rows, files } = copyrightText(bundled);
   const ppl: Record<string, number> = {};
-  for (const p of precisions) ppl[p] = +Math.exp(await withBackend(p, bundled, (be) => nll(be, rows, windows))).toFixed(4);
+  for (const p of precisions) ppl[p] = +Math.exp(await withBackend(p, bundled, (be) => windowNll(be, rows, windows))).toFixed(4);
   if (ppl.f16 && ppl.int8) ppl['int8 / f16'] = +(ppl.int8 / ppl.f16).toFixed(5);
-  out[`bundled perplexity, ${windows} x 512 tokens of ${docs.length} copyright files (${rows.length} tokens)`] = ppl;
+  out[`bundled perplexity, ${windows} x 512 tokens of ${files} copyright files (${rows.length} tokens)`] = ppl;
   console.log(JSON.stringify(out, null, 1));
 }
 
