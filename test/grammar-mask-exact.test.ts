@@ -307,6 +307,35 @@ describe('token masks equal the reference masks', function () {
     assert.ok(compared >= 150, `${compared} masks compared`);
   });
 
+  it('in counted strings whose chains are followed on their own frames, shared by every string with that count', () => {
+    // Each string's first character takes its run from the chain of its top frames over the
+    // context marker, which stands for what follows the string (its closing quote here).
+    const long = { type: 'string', maxLength: 300 };
+    const schema = {
+      type: 'object',
+      properties: {
+        a: long,
+        b: { type: ['string', 'null'], maxLength: 300 },
+        c: { type: 'string', maxLength: 20 },
+        d: { type: 'array', items: long },
+        e: { type: 'object', properties: { x: long, y: { type: 'string', minLength: 3, maxLength: 140 } } },
+        f: { anyOf: [long, { type: 'integer' }] },
+      },
+      additionalProperties: false,
+    };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"a":"', '{"a":"x","b":"', '{"a":"x","b":null,"c":"', '{"c":"abcdefghijklmnopq', '{"d":["', '{"d":["a","', '{"e":{"x":"', '{"e":{"x":"","y":"ab', '{"f":"'];
+    let compared = 0;
+    prefixes.forEach((p, k) => (compared += compareAlongWalk(c, 800 + k, 8, p)));
+    // Grammars where what follows the count takes safe characters ("abc>", "]"): there the cut
+    // chain is not the state's (a token may run past the count into them), and where it refuses them (the quote).
+    const g = compiled({
+      grammar: String.raw`root ::= "<" #"[^\x00-\x1f\"\\\\]{2,5}" "abc>" | "[" #"[^\x00-\x1f\"\\\\]{0,140}" "]" | "(" #"[^\x00-\x1f\"\\\\]{0,140}" "\")" ;`,
+    });
+    ['<', '<a', '<ab', '[', '[x', '(', '(xy'].forEach((p, k) => (compared += compareAlongWalk(g, 820 + k, 6, p)));
+    assert.ok(compared >= 80, `${compared} masks compared`);
+  });
+
   it('at the keys of objects with many declared properties', () => {
     const props = (n: number, prefix: string) =>
       Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}${'x'.repeat(i % 5)}`, i % 3 ? { type: 'string', maxLength: 8 + i } : { type: 'integer' }]));

@@ -233,6 +233,30 @@ describe('token mask work is bounded by counts', function () {
     assert.ok(built <= 3 * 60, `${built} states for 60 keys of 18 or 19 bytes`);
   });
 
+  it("a counted string's first character takes its run from a chain shared by every string with that count", () => {
+    // Each string's place in its object is other frames under it: followed on whole states, its
+    // chain was a cap's worth of states of its own at every string's first character (150 states,
+    // 10-50 ms each in MaskBench's Snowplow schemas); followed on the string's own frames, once.
+    const tok = worldTokenizer();
+    const keys = Array.from({ length: 12 }, (_, i) => `name_${i}`);
+    const properties = Object.fromEntries(keys.map((k, i) => [k, i % 2 ? { type: 'string', maxLength: 1000 } : { type: ['string', 'null'], maxLength: 1000 }]));
+    const c = compileConstraint({ jsonSchema: { type: 'object', properties, additionalProperties: false } }, tok) as CompiledGrammarConstraint;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    const atStart: number[] = [];
+    let text = '';
+    for (const id of tok.encode(canonicalJson(Object.fromEntries(keys.map((k) => [k, 'some text'])), schemaKeyRank({ properties } as never)))) {
+      const before = c.automaton.stateCount;
+      m.fillMask(mask);
+      if (text.endsWith('":"')) atStart.push(c.automaton.stateCount - before);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.strictEqual(atStart.length, keys.length);
+    // The first string of each kind (nullable or not) follows the chain; the others find it.
+    for (const built of atStart.slice(2)) assert.ok(built <= 40, `${built} states built at a string's first character (${atStart.join(', ')})`);
+  });
+
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {
     const tables = (schema: object) => (compileConstraint({ jsonSchema: schema }, worldTokenizer()) as CompiledGrammarConstraint).automaton.g;
     const moved = (map: Int32Array | null) => (map ? map.filter((to, p) => to !== p).length : 0);
