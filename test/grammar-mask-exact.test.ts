@@ -336,6 +336,23 @@ describe('token masks equal the reference masks', function () {
     assert.ok(compared >= 80, `${compared} masks compared`);
   });
 
+  it('where a stack is walked from its top frame alone: objects in counted arrays and in several places', () => {
+    // Each element of an array with maxItems is a copy with its own frame under the object: the
+    // walk from the top frame is shared by all of them, and tokens that close the object ("}],"
+    // and the like) cross that one frame and are walked from deeper cuts.
+    const tag = { type: 'object', properties: { key: { type: 'string', pattern: '^[0-9a-zA-Z_-]{1,40}$' }, value: { type: 'string', minLength: 1, maxLength: 60 }, n: { type: 'integer' } }, additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { tags: { type: 'array', items: tag, maxItems: 12 }, one: tag, more: { type: 'array', items: { type: 'array', items: tag, maxItems: 3 } } },
+      additionalProperties: false,
+    };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"tags":[{"key":"', '{"tags":[{"key":"a","value":"b"},{"key":"', '{"tags":[{"key":"a"},{"key":"ab', '{"tags":[{"key":"a"},{"n":1', '{"one":{"key":"x', '{"more":[[{"key":"a"}],[{"n":', '{"more":[[{"value":"v'];
+    let compared = 0;
+    prefixes.forEach((p, k) => (compared += compareAlongWalk(c, 900 + k, 10, p)));
+    assert.ok(compared >= 60, `${compared} masks compared`);
+  });
+
   it('at the keys of objects with many declared properties', () => {
     const props = (n: number, prefix: string) =>
       Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}${'x'.repeat(i % 5)}`, i % 3 ? { type: 'string', maxLength: 8 + i } : { type: 'integer' }]));

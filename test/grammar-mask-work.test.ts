@@ -257,6 +257,31 @@ describe('token mask work is bounded by counts', function () {
     for (const built of atStart.slice(2)) assert.ok(built <= 40, `${built} states built at a string's first character (${atStart.join(', ')})`);
   });
 
+  it("the keys and values of an array's objects are walked once, not again at every element", () => {
+    // maxItems makes each element a copy with a frame of its own under the object; cut to two
+    // frames, every element's key start was a new walk (33,000 trie nodes, 83 states in
+    // MaskBench's Github_medium o9853 deviceTags).
+    const tok = worldTokenizer();
+    const tag = { type: 'object', properties: { key: { type: 'string', pattern: '^[0-9a-zA-Z_-]{1,255}$' }, value: { type: 'string', minLength: 1, maxLength: 255 } }, additionalProperties: false };
+    const schema = { type: 'object', properties: { tags: { type: 'array', items: tag, maxItems: 100 } } };
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const masks = (c as unknown as { masks: TokenMasks }).masks;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    const perElement: number[] = [];
+    let text = '';
+    const tags = Array.from({ length: 6 }, (_, i) => ({ key: `device-type-${i}`, value: `phone ${i}` }));
+    for (const id of tok.encode(canonicalJson({ tags }, schemaKeyRank(schema as never)))) {
+      const before = masks.walkedNodes;
+      m.fillMask(mask);
+      if (text.endsWith('{"key":"')) perElement.push(masks.walkedNodes - before);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.strictEqual(perElement.length, tags.length);
+    for (const n of perElement.slice(1)) assert.ok(n <= 2_000, `${n} trie nodes walked at a later element's key value (${perElement.join(', ')})`);
+  });
+
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {
     const tables = (schema: object) => (compileConstraint({ jsonSchema: schema }, worldTokenizer()) as CompiledGrammarConstraint).automaton.g;
     const moved = (map: Int32Array | null) => (map ? map.filter((to, p) => to !== p).length : 0);
