@@ -140,18 +140,12 @@ describe('token mask work is bounded by counts', function () {
     assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
   });
 
-  it('automaton states and cached walks keep under 850 heap bytes a state (every full collection marks them)', () => {
-    // A full collection's pause grows with the objects the cached constraints hold: 1,576 bytes a
-    // state here when each state was an Int32Array and Map entries of its own and each walk
-    // result a typed array (pauses of 100-260 ms in the MaskBench run); 750 with the stacks in one
-    // pool, 531 with walk results packed in arenas (walk-store.ts).
+  /** Heap bytes per automaton state after walking `value`'s masks on a fresh compilation of `schema` (with its own title). */
+  function heapBytesPerState(schema: object, value: unknown): { perState: number; states: number } {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as () => void;
     const tok = worldTokenizer();
     compileConstraint({ jsonSchema: { type: 'object', properties: { warm: { type: 'string' } } } }, tok).newMatcher().fillMask(new Uint32Array((tok.vocabSize + 31) >>> 5));
-    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
-    // Its own title: the same schema compiled by another test would come from the cache, walked already.
-    const schema = { ...manyOptional(120), title: 'heap bytes per state' };
     gc();
     gc();
     const before = process.memoryUsage().heapUsed;
@@ -165,9 +159,34 @@ describe('token mask work is bounded by counts', function () {
     }
     gc();
     gc();
-    const perState = (process.memoryUsage().heapUsed - before) / c.stateCount;
-    assert.ok(c.stateCount > 2000, `${c.stateCount} states`);
-    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${c.stateCount} states)`);
+    return { perState: (process.memoryUsage().heapUsed - before) / c.stateCount, states: c.stateCount };
+  }
+
+  it('automaton states and cached walks keep under 850 heap bytes a state (every full collection marks them)', () => {
+    // A full collection's pause grows with the objects the cached constraints hold: 1,576 bytes a
+    // state here when each state was an Int32Array and Map entries of its own and each walk
+    // result a typed array (pauses of 100-260 ms in the MaskBench run); 750 with the stacks in one
+    // pool, 531 with walk results packed in arenas (walk-store.ts).
+    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
+    // Its own title: the same schema compiled by another test would come from the cache, walked already.
+    const { perState, states } = heapBytesPerState({ ...manyOptional(120), title: 'heap bytes per state' }, value);
+    assert.ok(states > 2000, `${states} states`);
+    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${states} states)`);
+  });
+
+  it('so do the chains of counted strings and the top-frame walks of objects in arrays', () => {
+    // What masks keep besides states: per state the chains' runs (7 bytes, twice: whole states
+    // and cut ones), per stack node its cuts and the state after it pops, and top-frame walks in
+    // the 2,048 shared walks kept.
+    const properties = Object.fromEntries(
+      Array.from({ length: 60 }, (_, i) => [`field${i}`, i % 3 === 0 ? { type: ['string', 'null'], maxLength: 200 + (i % 4) } : { type: 'string', maxLength: 1000 + (i % 5), minLength: i % 2 }]),
+    );
+    const tag = { type: 'object', properties: { key: { type: 'string', pattern: '^[0-9a-zA-Z_-]{1,255}$' }, value: { type: 'string', maxLength: 255 } } };
+    const schema = { type: 'object', properties: { ...properties, tags: { type: 'array', items: tag, maxItems: 100 } }, title: 'heap bytes per state, counted' };
+    const value = { ...Object.fromEntries(Object.keys(properties).map((k, i) => [k, `value ${i}`])), tags: Array.from({ length: 30 }, (_, i) => ({ key: `k-${i}`, value: `v ${i}` })) };
+    const { perState, states } = heapBytesPerState(schema, value);
+    assert.ok(states > 2000, `${states} states`);
+    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${states} states)`);
   });
 
   it('the places of a long counted string share one mask until the longest token can reach its end', () => {
