@@ -307,6 +307,52 @@ describe('token masks equal the reference masks', function () {
     assert.ok(compared >= 150, `${compared} masks compared`);
   });
 
+  it('in counted strings whose chains are followed on their own frames, shared by every string with that count', () => {
+    // Each string's first character takes its run from the chain of its top frames over the
+    // context marker, which stands for what follows the string (its closing quote here).
+    const long = { type: 'string', maxLength: 300 };
+    const schema = {
+      type: 'object',
+      properties: {
+        a: long,
+        b: { type: ['string', 'null'], maxLength: 300 },
+        c: { type: 'string', maxLength: 20 },
+        d: { type: 'array', items: long },
+        e: { type: 'object', properties: { x: long, y: { type: 'string', minLength: 3, maxLength: 140 } } },
+        f: { anyOf: [long, { type: 'integer' }] },
+      },
+      additionalProperties: false,
+    };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"a":"', '{"a":"x","b":"', '{"a":"x","b":null,"c":"', '{"c":"abcdefghijklmnopq', '{"d":["', '{"d":["a","', '{"e":{"x":"', '{"e":{"x":"","y":"ab', '{"f":"'];
+    let compared = 0;
+    prefixes.forEach((p, k) => (compared += compareAlongWalk(c, 800 + k, 8, p)));
+    // Grammars where what follows the count takes safe characters ("abc>", "]"): there the cut
+    // chain is not the state's (a token may run past the count into them), and where it refuses them (the quote).
+    const g = compiled({
+      grammar: String.raw`root ::= "<" #"[^\x00-\x1f\"\\\\]{2,5}" "abc>" | "[" #"[^\x00-\x1f\"\\\\]{0,140}" "]" | "(" #"[^\x00-\x1f\"\\\\]{0,140}" "\")" ;`,
+    });
+    ['<', '<a', '<ab', '[', '[x', '(', '(xy'].forEach((p, k) => (compared += compareAlongWalk(g, 820 + k, 6, p)));
+    assert.ok(compared >= 80, `${compared} masks compared`);
+  });
+
+  it('where a stack is walked from its top frame alone: objects in counted arrays and in several places', () => {
+    // Each element of an array with maxItems is a copy with its own frame under the object: the
+    // walk from the top frame is shared by all of them, and tokens that close the object ("}],"
+    // and the like) cross that one frame and are walked from deeper cuts.
+    const tag = { type: 'object', properties: { key: { type: 'string', pattern: '^[0-9a-zA-Z_-]{1,40}$' }, value: { type: 'string', minLength: 1, maxLength: 60 }, n: { type: 'integer' } }, additionalProperties: false };
+    const schema = {
+      type: 'object',
+      properties: { tags: { type: 'array', items: tag, maxItems: 12 }, one: tag, more: { type: 'array', items: { type: 'array', items: tag, maxItems: 3 } } },
+      additionalProperties: false,
+    };
+    const c = compiled({ jsonSchema: schema });
+    const prefixes = ['{"tags":[{"key":"', '{"tags":[{"key":"a","value":"b"},{"key":"', '{"tags":[{"key":"a"},{"key":"ab', '{"tags":[{"key":"a"},{"n":1', '{"one":{"key":"x', '{"more":[[{"key":"a"}],[{"n":', '{"more":[[{"value":"v'];
+    let compared = 0;
+    prefixes.forEach((p, k) => (compared += compareAlongWalk(c, 900 + k, 10, p)));
+    assert.ok(compared >= 60, `${compared} masks compared`);
+  });
+
   it('at the keys of objects with many declared properties', () => {
     const props = (n: number, prefix: string) =>
       Object.fromEntries(Array.from({ length: n }, (_, i) => [`${prefix}${i}${'x'.repeat(i % 5)}`, i % 3 ? { type: 'string', maxLength: 8 + i } : { type: 'integer' }]));

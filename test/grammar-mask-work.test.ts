@@ -140,18 +140,12 @@ describe('token mask work is bounded by counts', function () {
     assert.ok(parses <= 400_000, `${c.stateCount} states, ${parses} parses in all`);
   });
 
-  it('automaton states and cached walks keep under 850 heap bytes a state (every full collection marks them)', () => {
-    // A full collection's pause grows with the objects the cached constraints hold: 1,576 bytes a
-    // state here when each state was an Int32Array and Map entries of its own and each walk
-    // result a typed array (pauses of 100-260 ms in the MaskBench run); 750 with the stacks in one
-    // pool, 531 with walk results packed in arenas (walk-store.ts).
+  /** Heap bytes per automaton state after walking `value`'s masks on a fresh compilation of `schema` (with its own title). */
+  function heapBytesPerState(schema: object, value: unknown): { perState: number; states: number } {
     v8.setFlagsFromString('--expose-gc');
     const gc = vm.runInNewContext('gc') as () => void;
     const tok = worldTokenizer();
     compileConstraint({ jsonSchema: { type: 'object', properties: { warm: { type: 'string' } } } }, tok).newMatcher().fillMask(new Uint32Array((tok.vocabSize + 31) >>> 5));
-    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
-    // Its own title: the same schema compiled by another test would come from the cache, walked already.
-    const schema = { ...manyOptional(120), title: 'heap bytes per state' };
     gc();
     gc();
     const before = process.memoryUsage().heapUsed;
@@ -165,9 +159,34 @@ describe('token mask work is bounded by counts', function () {
     }
     gc();
     gc();
-    const perState = (process.memoryUsage().heapUsed - before) / c.stateCount;
-    assert.ok(c.stateCount > 2000, `${c.stateCount} states`);
-    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${c.stateCount} states)`);
+    return { perState: (process.memoryUsage().heapUsed - before) / c.stateCount, states: c.stateCount };
+  }
+
+  it('automaton states and cached walks keep under 850 heap bytes a state (every full collection marks them)', () => {
+    // A full collection's pause grows with the objects the cached constraints hold: 1,576 bytes a
+    // state here when each state was an Int32Array and Map entries of its own and each walk
+    // result a typed array (pauses of 100-260 ms in the MaskBench run); 750 with the stacks in one
+    // pool, 531 with walk results packed in arenas (walk-store.ts).
+    const value = Object.fromEntries(Array.from({ length: 120 }, (_, i) => [i % 3 ? `field${i}` : `x${i}`, `v${i}`]));
+    // Its own title: the same schema compiled by another test would come from the cache, walked already.
+    const { perState, states } = heapBytesPerState({ ...manyOptional(120), title: 'heap bytes per state' }, value);
+    assert.ok(states > 2000, `${states} states`);
+    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${states} states)`);
+  });
+
+  it('so do the chains of counted strings and the top-frame walks of objects in arrays', () => {
+    // What masks keep besides states: per state the chains' runs (7 bytes, twice: whole states
+    // and cut ones), per stack node its cuts and the state after it pops, and top-frame walks in
+    // the 2,048 shared walks kept.
+    const properties = Object.fromEntries(
+      Array.from({ length: 60 }, (_, i) => [`field${i}`, i % 3 === 0 ? { type: ['string', 'null'], maxLength: 200 + (i % 4) } : { type: 'string', maxLength: 1000 + (i % 5), minLength: i % 2 }]),
+    );
+    const tag = { type: 'object', properties: { key: { type: 'string', pattern: '^[0-9a-zA-Z_-]{1,255}$' }, value: { type: 'string', maxLength: 255 } } };
+    const schema = { type: 'object', properties: { ...properties, tags: { type: 'array', items: tag, maxItems: 100 } }, title: 'heap bytes per state, counted' };
+    const value = { ...Object.fromEntries(Object.keys(properties).map((k, i) => [k, `value ${i}`])), tags: Array.from({ length: 30 }, (_, i) => ({ key: `k-${i}`, value: `v ${i}` })) };
+    const { perState, states } = heapBytesPerState(schema, value);
+    assert.ok(states > 2000, `${states} states`);
+    assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${states} states)`);
   });
 
   it('the places of a long counted string share one mask until the longest token can reach its end', () => {
@@ -231,6 +250,55 @@ describe('token mask work is bounded by counts', function () {
     // Each name is read along the token trie without a state per byte: 121 here, 541 before.
     const built = c.automaton.stateCount - before;
     assert.ok(built <= 3 * 60, `${built} states for 60 keys of 18 or 19 bytes`);
+  });
+
+  it("a counted string's first character takes its run from a chain shared by every string with that count", () => {
+    // Each string's place in its object is other frames under it: followed on whole states, its
+    // chain was a cap's worth of states of its own at every string's first character (150 states,
+    // 10-50 ms each in MaskBench's Snowplow schemas); followed on the string's own frames, once.
+    const tok = worldTokenizer();
+    const keys = Array.from({ length: 12 }, (_, i) => `name_${i}`);
+    const properties = Object.fromEntries(keys.map((k, i) => [k, i % 2 ? { type: 'string', maxLength: 1000 } : { type: ['string', 'null'], maxLength: 1000 }]));
+    const c = compileConstraint({ jsonSchema: { type: 'object', properties, additionalProperties: false } }, tok) as CompiledGrammarConstraint;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    const atStart: number[] = [];
+    let text = '';
+    for (const id of tok.encode(canonicalJson(Object.fromEntries(keys.map((k) => [k, 'some text'])), schemaKeyRank({ properties } as never)))) {
+      const before = c.automaton.stateCount;
+      m.fillMask(mask);
+      if (text.endsWith('":"')) atStart.push(c.automaton.stateCount - before);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.strictEqual(atStart.length, keys.length);
+    // The first string of each kind (nullable or not) follows the chain; the others find it.
+    for (const built of atStart.slice(2)) assert.ok(built <= 40, `${built} states built at a string's first character (${atStart.join(', ')})`);
+  });
+
+  it("the keys and values of an array's objects are walked once, not again at every element", () => {
+    // maxItems makes each element a copy with a frame of its own under the object; cut to two
+    // frames, every element's key start was a new walk (33,000 trie nodes, 83 states in
+    // MaskBench's Github_medium o9853 deviceTags).
+    const tok = worldTokenizer();
+    const tag = { type: 'object', properties: { key: { type: 'string', pattern: '^[0-9a-zA-Z_-]{1,255}$' }, value: { type: 'string', minLength: 1, maxLength: 255 } }, additionalProperties: false };
+    const schema = { type: 'object', properties: { tags: { type: 'array', items: tag, maxItems: 100 } } };
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const masks = (c as unknown as { masks: TokenMasks }).masks;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    const perElement: number[] = [];
+    let text = '';
+    const tags = Array.from({ length: 6 }, (_, i) => ({ key: `device-type-${i}`, value: `phone ${i}` }));
+    for (const id of tok.encode(canonicalJson({ tags }, schemaKeyRank(schema as never)))) {
+      const before = masks.walkedNodes;
+      m.fillMask(mask);
+      if (text.endsWith('{"key":"')) perElement.push(masks.walkedNodes - before);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.strictEqual(perElement.length, tags.length);
+    for (const n of perElement.slice(1)) assert.ok(n <= 2_000, `${n} trie nodes walked at a later element's key value (${perElement.join(', ')})`);
   });
 
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {

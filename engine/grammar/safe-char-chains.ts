@@ -10,6 +10,13 @@
 // read any one safe character and pop back to that parent, and nothing else. Then every safe
 // character continues from the parent the same way, so one character (a space) finds the next
 // state. That check depends only on the top frames, so one string rule needs it once.
+//
+// A state's chain is followed on its string's frames alone (the stacks that take safe
+// characters cut to their top frames over the context marker), not on the state: the states
+// of every string of a schema with the same count then share one chain, where each would build
+// its own (a cap's worth of states, every frame under the string in each: 10-50 ms at each
+// string's first character). The marker stands for what follows the string (its closing
+// quote), which must refuse every safe character for the cut chain to be the state's.
 
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { SAFE_FIRST_BYTES, safeCharSequences } from './string-slice';
@@ -18,6 +25,12 @@ import { SAFE_FIRST_BYTES, safeCharSequences } from './string-slice';
 const MAX_CHECK_STATES = 8;
 /** A chain is followed at most this many times the cap, then known only where it is that long. */
 const MAX_WALK = 4;
+/**
+ * Frames a state's chain is followed on: a string's character and the count around it (2),
+ * deeper where what lies under them takes a safe character or the chain is not shown there; then
+ * the state itself.
+ */
+const CUT_FRAMES = [2, 3, 4];
 
 export class SafeCharChains {
   /** Per state: chain states from it, capped (see run); -1 until known. */
@@ -29,23 +42,72 @@ export class SafeCharChains {
   /** Per state of top frames over the context marker: whether they read one safe character and pop. */
   private popsAfterOneChar = new Map<number, boolean>();
 
+  /** The chains of cut states, whose context marker refuses every safe character (null in that one itself). */
+  private cuts: SafeCharChains | null;
+  /** Per stack node under a cut: whether what follows it refuses every safe character. */
+  private refusesAfter = new Map<number, boolean>();
+
   /**
    * `cap`: runs are known up to it (the most characters in a token); `canonical`: the state
-   * whose masks a state has (counted-repetition.ts), followed instead of the state itself.
+   * whose masks a state has (counted-repetition.ts), followed instead of the state itself;
+   * `markerRefuses`: the states are cut states, whose marker stands for a rest that refuses
+   * every safe character (for the `cuts` of another SafeCharChains).
    */
   constructor(
     private automaton: StackAutomaton,
     readonly cap: number,
     private canonical: (state: number) => number,
-  ) {}
+    private markerRefuses = false,
+  ) {
+    this.cuts = markerRefuses ? null : new SafeCharChains(automaton, cap, canonical, true);
+  }
 
   /**
    * How many chain states follow one another from `state`, itself included (0: it is not one),
    * capped at `cap`; a chain that comes back to a state (a loop) reaches the cap.
    */
   run(state: number): number {
-    const known = state < this.runs.length ? this.runs[state] : -1;
-    return known >= 0 ? known : this.follow(state);
+    const known = this.known(state);
+    if (known >= 0) return known;
+    if (this.cuts) {
+      const byCut = this.runByCut(this.cuts, state);
+      if (byCut >= 0) return byCut;
+    }
+    return this.follow(state);
+  }
+
+  private known(state: number): number {
+    return state < this.runs.length ? this.runs[state] : -1;
+  }
+
+  /**
+   * The run of `state` from the chain of its stacks that take safe characters, cut to their top
+   * frames (CUT_FRAMES, deeper until what lies under them refuses every safe character), as
+   * `cuts` follows it; -1 when no cut shows the cap or a closed end.
+   */
+  private runByCut(cuts: SafeCharChains, state: number): number {
+    // Only where a chain step is possible at all (most states are not in a counted string).
+    if (!this.popsAfterOneCharFrom(state)) return -1;
+    const a = this.automaton;
+    for (const frames of CUT_FRAMES) {
+      const taken = a.cutTakers(state, SAFE_FIRST_BYTES, frames);
+      if (!taken) return -1;
+      let refuses = this.refusesAfter.get(taken.below);
+      if (refuses === undefined) {
+        const after = a.afterPop(taken.below);
+        refuses = after === DEAD || !a.mayTake(after, SAFE_FIRST_BYTES);
+        this.refusesAfter.set(taken.below, refuses);
+      }
+      if (!refuses) continue;
+      const run = cuts.run(taken.cut);
+      const closed = run < this.cap && cuts.closed(taken.cut);
+      if (run >= this.cap || closed) {
+        // A cut that loops stands for a state that loops (a string without a count).
+        this.set(state, run, closed ? 1 : 0, cuts.successor(taken.cut) === taken.cut ? state : -1);
+        return run;
+      }
+    }
+    return -1;
   }
 
   /** The run ends below the cap at a state that refuses every safe character. */
@@ -85,7 +147,7 @@ export class SafeCharChains {
       const next = this.step(s);
       if (next < 0) {
         run = 0;
-        closed = a.mayTake(s, SAFE_FIRST_BYTES) ? 0 : 1;
+        closed = a.mayTake(s, SAFE_FIRST_BYTES, this.markerRefuses) ? 0 : 1;
         this.set(s, 0, closed, -1);
         break;
       }
@@ -103,17 +165,23 @@ export class SafeCharChains {
 
   /** The state every safe character leads to from `state` (canonical), or -1 when that is not shown. */
   private step(state: number): number {
+    if (!this.popsAfterOneCharFrom(state)) return -1;
+    const a = this.automaton;
+    const next = a.next(state, 0x20);
+    return next === DEAD ? -1 : this.canonical(next);
+  }
+
+  /** The stacks of `state` that take safe characters sit on one parent, and their tops read one character and pop to it. */
+  private popsAfterOneCharFrom(state: number): boolean {
     const a = this.automaton;
     const tops = a.topFramesOverOneParent(state, SAFE_FIRST_BYTES);
-    if (!tops) return -1;
+    if (!tops) return false;
     let pops = this.popsAfterOneChar.get(tops.tops);
     if (pops === undefined) {
       pops = readsOneCharAndPops(a, tops.tops);
       this.popsAfterOneChar.set(tops.tops, pops);
     }
-    if (!pops) return -1;
-    const next = a.next(state, 0x20);
-    return next === DEAD ? -1 : this.canonical(next);
+    return pops;
   }
 
   private set(state: number, run: number, closed: number, successor: number): void {

@@ -129,13 +129,68 @@ export class StackAutomaton {
     const key = node * 16 + frames;
     let s = this.topStates.get(key);
     if (s === undefined) {
+      s = this.internOne(this.cutNode(node, frames));
+      this.topStates.set(key, s);
+    }
+    return s;
+  }
+
+  /** Stack node cut to its top frames over the context marker, per node * 16 + frames. */
+  private cutNodes = new Map<number, number>();
+
+  /** The stack `node` with all but its top `frames` frames replaced by the context marker (itself when no deeper). */
+  private cutNode(node: number, frames: number): number {
+    const key = node * 16 + frames;
+    let out = this.cutNodes.get(key);
+    if (out === undefined) {
       const above: number[] = [];
       let n = node;
       for (; n > CONTEXT && above.length < frames; n = this.nodeParent[n]) above.push(this.nodePos[n]);
-      let out = n > CONTEXT ? CONTEXT : n;
+      out = n > CONTEXT ? CONTEXT : n;
       for (let i = above.length - 1; i >= 0; i--) out = this.intern(above[i], out);
-      s = this.internOne(out);
-      this.topStates.set(key, s);
+      this.cutNodes.set(key, out);
+    }
+    return out;
+  }
+
+  /**
+   * The stacks of `state` whose next byte may be one of `bytes` (a 256-entry 0/1 table), each cut
+   * to its top `frames` frames over the context marker, as one state, when they all have one same
+   * node under those frames (`below`); null otherwise. A run from `state` that pops into the marker
+   * goes on from `below` (afterPop), so what those stacks do with such bytes is the same from
+   * every state whose stacks agree that deep (safe-char-chains.ts: a counted string's chain).
+   */
+  cutTakers(state: number, bytes: Uint8Array, frames: number): { cut: number; below: number } | null {
+    if (frames > 15) throw new RangeError('cutTakers keeps at most 15 frames');
+    // Copied: interning may grow the pool that stacksOf views.
+    const stacks = Int32Array.from(this.stacksOf(state));
+    const cut: number[] = [];
+    let below = -1;
+    for (const node of stacks) {
+      if (node <= CONTEXT || !this.takesAny(this.g.arg[this.nodePos[node]], bytes)) continue;
+      let n = node;
+      for (let k = 0; k < frames && n > CONTEXT; k++) n = this.nodeParent[n];
+      if (n <= CONTEXT || (below >= 0 && n !== below)) return null;
+      below = n;
+      cut.push(this.cutNode(node, frames));
+    }
+    if (below < 0) return null;
+    this.beginCollect();
+    for (const n of cut) this.collect(n);
+    return { cut: this.internCollected(), below };
+  }
+
+  private afterPops = new Map<number, number>();
+
+  /** The state a run is in when it pops every frame above stack node `node` (it goes on at `node`'s position). */
+  afterPop(node: number): number {
+    let s = this.afterPops.get(node);
+    if (s === undefined) {
+      this.beginCollect();
+      this.seen.clear();
+      this.closure(this.nodePos[node], this.nodeParent[node]);
+      s = this.collectedCount ? this.internCollected() : DEAD;
+      this.afterPops.set(node, s);
     }
     return s;
   }
@@ -220,9 +275,9 @@ export class StackAutomaton {
     });
   }
 
-  /** Some stack of `state` may take one of `bytes` next (a context marker counts as may). */
-  mayTake(state: number, bytes: Uint8Array): boolean {
-    for (const n of this.stacksOf(state)) if (n === CONTEXT || (n > CONTEXT && this.takesAny(this.g.arg[this.nodePos[n]], bytes))) return true;
+  /** Some stack of `state` may take one of `bytes` next (a context marker counts as may, unless `markerRefuses`). */
+  mayTake(state: number, bytes: Uint8Array, markerRefuses = false): boolean {
+    for (const n of this.stacksOf(state)) if ((n === CONTEXT && !markerRefuses) || (n > CONTEXT && this.takesAny(this.g.arg[this.nodePos[n]], bytes))) return true;
     return false;
   }
 

@@ -2,8 +2,8 @@
 //
 // A state is a set of parse stacks, and a token is allowed when some stack takes its bytes, so a
 // mask is the union of its stacks' masks. Each stack's part is computed from the stack cut to its
-// top frames (StackAutomaton.topState) and shared by every state holding a stack with those top
-// frames: "inside a JSON string" is one walk for all strings, a key position is one walk per key
+// top frame, or its top two where many tokens pop out of one (StackAutomaton.topState), and shared
+// by every state holding a stack with those top frames: "inside a JSON string" is one walk for all strings, a key position is one walk per key
 // rather than one per set of keys still allowed. Where a shared walk pops into the cut-off part
 // it records the trie node instead of deciding; those subtrees are then re-walked from the
 // stack with more of its frames (6, 12, then all: tokens that close the string and go on), so even
@@ -48,6 +48,9 @@ interface SharedMask {
   crossings: number[];
 }
 
+/** A shared walk given up because more than a few tokens pop out of its cut (see FEW_CROSSINGS). */
+const MANY_CROSSINGS: SharedMask = { mask: null, tokens: new Int32Array(0), crossings: [] };
+
 /** Which of the two tries (string-slice.ts) a walk goes over. */
 const SAFE = 0;
 const REST = 1;
@@ -73,9 +76,17 @@ const MAX_CACHED_SUBTREE_TOKENS = 1 << 20;
  * (3 with re-walks from the real state before: masks over 1 ms 1.75% -> 1.21% on 100 schemas).
  */
 const TOP_FRAMES = 2;
+/**
+ * A stack's walk is first taken from its top frame alone, and kept where few tokens pop out of
+ * it (at most this many crossings, re-walked deeper): inside an object, what a key or a value's
+ * characters allow does not depend on where the object is (an array's 100 counted copies put a
+ * different frame under each element: a key's walk was 33,000 trie nodes and 83 states again
+ * at every element). Where many do (a string's character pops after one byte), two frames.
+ */
+const FEW_CROSSINGS = 16;
 /** Frames kept when a crossing is re-walked, deeper each time it crosses again; WHOLE: all of them. */
 const WHOLE = 0;
-const DEEPER_FRAMES = [4, 8, WHOLE];
+const DEEPER_FRAMES = [TOP_FRAMES, 4, 8, WHOLE];
 /** Crossing nodes are below 2^18 (two tries of at most 2^17 nodes), for crossing-walk keys. */
 const CROSSING_KEYS = 1 << 18;
 
@@ -205,16 +216,16 @@ export class TokenMasks {
     const mask = this.scratch.fill(0);
     for (const node of a.stacksOf(state)) {
       if (node === 0) continue;
-      const key = a.topState(node, TOP_FRAMES);
-      let sh = lruGet(this.shared, key);
-      if (!sh) {
-        sh = this.walkShared(key);
-        lruSet(this.shared, key, sh);
+      let sh = this.sharedWalk(a.topState(node, 1), FEW_CROSSINGS);
+      let level = 0;
+      if (sh === MANY_CROSSINGS) {
+        sh = this.sharedWalk(a.topState(node, TOP_FRAMES), Infinity);
+        level = 1;
       }
       const m = sh.mask;
       if (m) for (let w = 0; w < m.length; w++) mask[w] |= m[w];
       else for (const t of sh.tokens!) mask[t >>> 5] |= 1 << (t & 31);
-      if (sh.crossings.length) this.resolveCrossings(node, sh.crossings, 0, mask);
+      if (sh.crossings.length) this.resolveCrossings(node, sh.crossings, level, mask);
     }
     return this.finish(state, mask);
   }
@@ -302,7 +313,17 @@ export class TokenMasks {
     if (again) this.resolveCrossings(node, again, level + 1, mask);
   }
 
-  private walkShared(state: number): SharedMask {
+  /** The shared walk of a cut state (see compute), cached; MANY_CROSSINGS when it has more than `most` (a cut is always walked with the same `most`). */
+  private sharedWalk(cut: number, most: number): SharedMask {
+    let sh = lruGet(this.shared, cut);
+    if (!sh) {
+      sh = this.walkShared(cut, most);
+      lruSet(this.shared, cut, sh);
+    }
+    return sh;
+  }
+
+  private walkShared(state: number, most: number): SharedMask {
     const literal = this.automaton.literalRun(state);
     if (literal) return this.walkLiteral(literal.bytes, literal.after);
     // Built in a scratch bitset and copied only when wide: most shared walks are narrow, and an
@@ -336,6 +357,8 @@ export class TokenMasks {
           if (x > 0) mask[x >>> 5] |= 1 << (x & 31);
           else crossings.push(-1 - x);
         }
+        // Given up early: the caller walks a deeper cut instead.
+        if (crossings.length > most) return MANY_CROSSINGS;
       }
     }
     if (anyLoopFirst) {
