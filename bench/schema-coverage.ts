@@ -9,6 +9,9 @@
 //   --limit N     at most N schemas per suite (evenly spread), --sample FILE a fixture of the same
 //                 shape as test/fixtures/schema-coverage-sample.json
 //   --slowest N   list the N slowest masks per suite (schema, instance, token position, text before it)
+//   --generations N  also N random generations through the mask per suite (one per schema, schemas evenly
+//                 spread; a random model's logits sampled under the mask, up to 400 tokens, then closed by the
+//                 shortest completion), each output judged by the final ajv check: all must pass
 // Without any, the committed sample (test/fixtures/) is run.
 
 import * as fs from 'fs';
@@ -17,6 +20,7 @@ import { compileConstraintAsync, canonicalJson, ConstraintError } from '../engin
 import type { CompiledConstraint } from '../engine/grammar';
 import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
 import { WorldTokenizer } from '../engine/tokenizer';
+import { sampleConstrained } from '../test/grammar-sampler';
 
 interface Case {
   name: string;
@@ -275,6 +279,43 @@ async function runSuite(name: string, sources: CaseSource[], tok: WorldTokenizer
   return r;
 }
 
+/**
+ * Random generations through the mask (the issue's check that what the mask lets through is what the schema
+ * accepts): `wanted` schemas that compile, evenly spread, one generation each; every output goes through the
+ * final ajv check (validateOutput), as a request's does.
+ */
+async function runGenerations(name: string, sources: CaseSource[], tok: WorldTokenizer, wanted: number): Promise<Record<string, unknown>> {
+  let generated = 0, passed = 0, tokens = 0, forced = 0, closedAtBudget = 0, skipped = 0;
+  const failures: string[] = [];
+  // More schemas than wanted, as some are refused; stop once `wanted` generated.
+  for (const source of spread(sources, Math.ceil(wanted * 1.5))) {
+    if (generated >= wanted) break;
+    const c = source.load();
+    if (!c || (typeof c.schema !== 'object' && typeof c.schema !== 'boolean')) continue;
+    let constraint: CompiledConstraint;
+    try {
+      constraint = await compileConstraintAsync({ jsonSchema: c.schema as object }, tok);
+    } catch {
+      skipped++;
+      continue;
+    }
+    generated++;
+    const run = sampleConstrained(constraint, tok.vocabSize, { seed: generated, maxTokens: 400, logitScale: 3, eosBias: 4 });
+    tokens += run.tokens.length;
+    forced += run.forcedSteps;
+    if (run.completed) closedAtBudget++;
+    const text = tok.decode(run.tokens);
+    try {
+      constraint.validateOutput(text);
+      passed++;
+    } catch (e) {
+      if (failures.length < 10) failures.push(`${c.name}: ${(e as Error).message.slice(0, 120)} | ${text.slice(0, 120)}`);
+    }
+  }
+  console.log(`schema-coverage ${name}: ${passed}/${generated} random generations pass the final ajv check (${tokens} tokens, ${forced} forced, ${closedAtBudget} closed at the budget)`);
+  return { generated, passed, failed: generated - passed, tokens, forcedTokens: forced, closedAtBudget, refusedSchemasSkipped: skipped, failures };
+}
+
 export async function benchSchemaCoverage(): Promise<Record<string, unknown>> {
   const tok = WorldTokenizer.bundled();
   const limit = arg('limit') ? Number(arg('limit')) : undefined;
@@ -294,7 +335,11 @@ export async function benchSchemaCoverage(): Promise<Record<string, unknown>> {
     for (const [name, cases] of Object.entries(data.suites)) suites.push([name, inMemory(cases)]);
   }
   const out: Record<string, unknown> = {};
-  for (const [name, cases] of suites) out[name] = await runSuite(name, spread(cases, limit), tok);
+  const generations = Number(arg('generations') ?? 0);
+  for (const [name, cases] of suites) {
+    out[name] = await runSuite(name, spread(cases, limit), tok);
+    if (generations > 0) out[`${name} random generations`] = await runGenerations(name, cases, tok, generations);
+  }
   return out;
 }
 
