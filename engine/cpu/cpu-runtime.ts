@@ -135,6 +135,7 @@ export class CpuRuntime implements InferenceBackend {
       weights.hasI16 ? i16ScratchBytes(this.TMAX, plan.widestInput) : 0,
     );
     layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
+    layout.maxStateRows = this.maxStateRows; // the compute thread's rows grow up to it, never past
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();
     this.kernelVariant = kernels.variant;
