@@ -34,9 +34,13 @@ export class GrowingFakeBackend extends FakeBackend {
     return super.run(jobs);
   }
 
-  override async readState(slot: number): Promise<Float32Array> {
-    const rows = this.rows[slot];
+  /** Floats of every snapshot read, in order. */
+  readonly reads: number[] = [];
+
+  override async readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<Float32Array> {
+    const rows = opts?.fixedOnly ? 0 : this.rows[slot];
     const fixed = await super.readState(slot);
+    this.reads.push(this.stateSize + rows * ROW_FLOATS);
     const out = new Float32Array(this.stateSize + rows * ROW_FLOATS);
     out.set(fixed);
     return out;
