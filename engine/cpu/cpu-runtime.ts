@@ -322,10 +322,10 @@ export class CpuRuntime implements InferenceBackend {
     else void this.serialize(apply).catch(() => undefined);
   }
 
-  readState(slot: number): Promise<StateSnapshot> {
+  readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot> {
     this.checkSlot(slot);
     return this.serialize(async () => {
-      if (this.stateRowFloats === 0) return Float32Array.from(this.slotState(slot));
+      if (this.stateRowFloats === 0 || opts?.fixedOnly) return Float32Array.from(this.slotState(slot));
       // The fixed part from the shared memory, the rows from the compute thread (state-shape.ts: rows follow).
       // Referenced while the reply is awaited, as for a call: an idle process must not exit under a read.
       this.worker.ref();
