@@ -7,7 +7,6 @@ import * as os from 'os';
 import * as path from 'path';
 import { RwkvEngine } from '../engine/engine';
 import { byteTokenizer, FakeBackend } from './fake-backend';
-// eslint-disable-next-line @typescript-eslint/no-require-imports
 const { decode, encode } = require('cbor-x') as { decode(b: Uint8Array): unknown; encode(v: unknown): Uint8Array };
 
 describe('conversation files: logits must be finite', () => {
