@@ -91,6 +91,7 @@ export async function serve(values: Values): Promise<number> {
       port,
       apiKey,
       maxBodyBytes,
+      maxContext: config.maxContext,
       modelId: path.basename(resolveModelPath(config)),
     });
   } catch (err) {

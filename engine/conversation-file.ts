@@ -117,5 +117,7 @@ export function decodeConversation(bytes: Uint8Array, source: string, info: Mode
   }
   if (!(c.tokens instanceof Int32Array)) throw new StateFileError(source, 'tokens must be an Int32Array');
   for (const v of c.state) if (!Number.isFinite(v)) throw new StateFileError(source, 'state holds non-finite values');
+  // A generation with an empty prompt samples from these logits as they are.
+  for (const v of c.logits) if (!Number.isFinite(v)) throw new StateFileError(source, 'logits hold non-finite values');
   return c as ConversationFile;
 }

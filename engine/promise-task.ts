@@ -107,6 +107,7 @@ export class StateTask extends PromiseTask<{ state: Float32Array; logits: Float3
  */
 export class MeanStateTask extends PromiseTask<Float32Array> {
   readonly wantsState = true;
+  readonly fixedStateOnly = true; // one layer's ffn_x after every token: a growing state's rows are never looked at
   private readonly sum: Float64Array;
   private count = 0;
 

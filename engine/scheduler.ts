@@ -502,7 +502,7 @@ export class Scheduler {
           if (!(fed instanceof Float32Array)) throw new Error('backend returned no logits for the end of the prompt');
           await this.finishPrefill(run, fed);
         } else {
-          const state = run.readState ? await this.backend.readState(slot.index) : undefined;
+          const state = run.readState ? await this.backend.readState(slot.index, { fixedOnly: run.task.fixedStateOnly }) : undefined;
           this.apply(run, run.task.onFed(fed, state));
         }
       } catch (error) {
@@ -552,7 +552,8 @@ export class Scheduler {
       policy !== 'never' && task.prompt.length > 0 && (policy === 'always' || worthKeeping) && !task.initial.cache.has(task.prompt, true) &&
       this.fitsCache(task.initial.cache, slot.index);
     let state: Float32Array | null = null;
-    if (task.wantsState) state = await this.backend.readState(slot.index);
+    // A state the cache keeps is whole; one only the task looks at may skip a growing state's rows.
+    if (task.wantsState) state = await this.backend.readState(slot.index, { fixedOnly: task.fixedStateOnly && !wantCache });
     if (wantCache && state) task.initial.cache.insert(task.prompt.slice(), state, logits);
     else if (wantCache) {
       // Read back without holding up the decoding slots (on the H200 the 13 MB read of a 1.5B state stalled

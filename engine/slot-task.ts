@@ -29,6 +29,8 @@ export interface SlotTask {
   readonly signal?: AbortSignal;
   /** Read the slot's state when the prompt is in (embed, saveConversation). */
   readonly wantsState?: boolean;
+  /** The states it reads are only looked at in their fixed part (a layer's vectors): a growing state's rows are not read. */
+  readonly fixedStateOnly?: boolean;
   /** 'auto': cache prompts of at least the engine's minimum length. */
   readonly cachePrompt?: 'auto' | 'always' | 'never';
   /**

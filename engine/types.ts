@@ -132,7 +132,11 @@ export interface InferenceBackend {
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   /** Entries a 'top' result holds; 0 when the backend has no 'top' output. */
   readonly topCapacity?: number;
-  readState(slot: number): Promise<StateSnapshot>;
+  /**
+   * `fixedOnly`: only the fixed part (stateSize floats) of a growing state, for readers that look at a layer's
+   * vectors after every token (mean pooling) and must not copy every cached row each time; ignored when fixed.
+   */
+  readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot>;
   writeState(slot: number, state: StateSnapshot): void;
   resetState(slot: number): void;
   copyState(fromSlot: number, toSlot: number): void;

@@ -25,6 +25,8 @@ export interface CpuBaseLayout {
   stateSize: number;
   /** Floats each token adds to a slot's state, kept beside the memory (GrowingRows); 0: a fixed-size state. */
   stateRowFloats: number;
+  /** Most rows one slot's growing state may hold (the context limit; set by CpuRuntime before the thread starts). */
+  maxStateRows?: number;
   state: number;
   ids: number;
   prevAddr: number;

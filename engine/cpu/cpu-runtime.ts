@@ -124,6 +124,14 @@ export class CpuRuntime implements InferenceBackend {
         `a context of ${this.maxStateRows} tokens needs ${this.maxStateRows * this.stateRowFloats * 4} bytes per slot (${this.stateRowFloats * 4} per token), ` +
           `more than one slot can hold (${MAX_ROW_FLOATS * 4}); lower maxContext in the engine config`,
       );
+    // The rows are taken as contexts fill: a configuration that cannot hold them all would load, then fail (or be
+    // killed) mid-generation, so it is refused now.
+    const allRows = this.slots * this.maxStateRows * this.stateRowFloats * 4;
+    if (allRows > 0 && allRows + arena.bytes > os.totalmem())
+      throw new RangeError(
+        `${this.slots} slots × a context of ${this.maxStateRows} tokens need ${allRows} bytes (${this.stateRowFloats * 4} per token per slot) ` +
+          `besides the model's ${arena.bytes}, more than this machine's memory (${os.totalmem()}); lower maxContext or maxBatch in the engine config`,
+      );
     this.weightBytes = weights.bytes;
     this.V = layout.V;
     // f16 panels are widened into the scratch, 32 bytes per input of the widest matrix; int8 and i16 weights:
@@ -135,6 +143,7 @@ export class CpuRuntime implements InferenceBackend {
       weights.hasI16 ? i16ScratchBytes(this.TMAX, plan.widestInput) : 0,
     );
     layout.scratchBytes = Math.ceil(scratchNeed / 64) * 64;
+    layout.maxStateRows = this.maxStateRows; // the compute thread's rows grow up to it, never past
     layout.scratch = arena.alloc(this.threads * layout.scratchBytes);
     const kernels = kernelModule();
     this.kernelVariant = kernels.variant;
@@ -313,10 +322,10 @@ export class CpuRuntime implements InferenceBackend {
     else void this.serialize(apply).catch(() => undefined);
   }
 
-  readState(slot: number): Promise<StateSnapshot> {
+  readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot> {
     this.checkSlot(slot);
     return this.serialize(async () => {
-      if (this.stateRowFloats === 0) return Float32Array.from(this.slotState(slot));
+      if (this.stateRowFloats === 0 || opts?.fixedOnly) return Float32Array.from(this.slotState(slot));
       // The fixed part from the shared memory, the rows from the compute thread (state-shape.ts: rows follow).
       // Referenced while the reply is awaited, as for a call: an idle process must not exit under a read.
       this.worker.ref();

@@ -14,6 +14,8 @@ export class GrowingRows {
     slots: number,
     /** Floats per row. */
     readonly rowFloats: number,
+    /** Most rows a slot may hold (the operator's context limit): doubling stops there, so memory stays within it. */
+    readonly maxRows = Infinity,
   ) {
     this.buffers = Array.from({ length: slots }, () => new Float32Array(0));
     this.counts = new Array<number>(slots).fill(0);
@@ -34,7 +36,7 @@ export class GrowingRows {
     const need = (this.counts[slot] + extra) * this.rowFloats;
     const old = this.buffers[slot];
     if (need <= old.length) return old;
-    const grown = new Float32Array(Math.max(need, 2 * old.length, 16 * this.rowFloats));
+    const grown = new Float32Array(Math.max(need, Math.min(Math.max(2 * old.length, 16 * this.rowFloats), this.maxRows * this.rowFloats)));
     grown.set(old.subarray(0, this.counts[slot] * this.rowFloats));
     this.buffers[slot] = grown;
     return grown;

@@ -86,7 +86,7 @@ export class Rwkv7CpuForward extends CpuForwardBase<CpuLayout, CpuWeights> {
   constructor(memory: WebAssembly.Memory, k: CpuKernels, pool: ThreadPool, L: CpuLayout, W: CpuWeights) {
     super(memory, k, pool, L, W);
     if (W.dea && L.dea) {
-      this.growing = new GrowingRows(L.slots, L.stateRowFloats);
+      this.growing = new GrowingRows(L.slots, L.stateRowFloats, L.maxStateRows);
       const host = {
         f32: this.f32,
         C: L.C,

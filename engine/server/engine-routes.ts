@@ -7,6 +7,8 @@
 
 import type { Engine } from '../api';
 import { RequestError } from '../errors';
+import { deaRowFloats } from '../rwkv7/dea-sizes';
+import { DEFAULT_MAX_CONTEXT } from '../state-shape';
 import { NdjsonStream } from './event-stream';
 import { GenerationStream } from './generation-stream';
 import { HttpError } from './http-error';
@@ -123,9 +125,11 @@ export function addEngineRoutes(router: Router, engine: Engine, opts: EngineRout
 /**
  * An upper bound of a state source for a model of this shape, before the engine's exact check: RWKV-7 heads
  * are 64 wide, so a state holds nLayer * (2 * C + 64 * C) floats; a source may hold it as f64, plus a
- * conversation's 2^20 tokens and logits, plus headers.
+ * conversation's 2^20 tokens and logits, plus headers. A state that grows (RWKV-7b) adds a row per token up to
+ * the engine's context limit `maxContext` (engine config), as a saved 7b conversation carries them.
  */
-export function stateBytesBound(info: Engine['modelInfo']): number {
+export function stateBytesBound(info: Engine['modelInfo'], maxContext = DEFAULT_MAX_CONTEXT): number {
   const floats = info.nLayer * (2 * info.nEmbd + 64 * info.nEmbd);
-  return 8 * floats + 4 * (1 << 20) + 4 * info.vocabSize + (2 << 20);
+  const rows = info.version === 'v7b' ? 4 * maxContext * deaRowFloats(info) : 0;
+  return 8 * floats + rows + 4 * (1 << 20) + 4 * info.vocabSize + (2 << 20);
 }

@@ -24,8 +24,10 @@ export interface ServerOptions {
   apiKey?: string;
   /** Bound of a JSON request body (default 1 MiB). */
   maxBodyBytes?: number;
-  /** Bound of an uploaded state (default: derived from the model's shape). */
+  /** Bound of an uploaded state (default: derived from the model's shape and maxContext). */
   maxStateBytes?: number;
+  /** The engine's context limit (engine config maxContext), for the upload bound of a state that grows (RWKV-7b). */
+  maxContext?: number;
   /** Id listed by /v1/models. */
   modelId?: string;
 }
@@ -66,7 +68,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
     res.end(text);
   });
-  addEngineRoutes(router, engine, { maxBodyBytes, maxStateBytes: opts.maxStateBytes ?? stateBytesBound(engine.modelInfo) });
+  addEngineRoutes(router, engine, { maxBodyBytes, maxStateBytes: opts.maxStateBytes ?? stateBytesBound(engine.modelInfo, opts.maxContext) });
   addOpenAiRoutes(router, engine, { maxBodyBytes, modelId: opts.modelId ?? 'rwkv' });
 
   const server = http.createServer((req, res) => void router.handle(req, res));
