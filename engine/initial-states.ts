@@ -1,6 +1,9 @@
 // Named initial states (state-tuned or saved conversations) that requests can start from. Each
 // has its own prefix cache, since the same tokens give different states from different starts; all
-// caches share one byte budget, and the number of named states is bounded (maxStates).
+// caches share one byte budget, and the number of named states is bounded (maxStates). A growing state (RWKV-7b)
+// can carry up to a whole context of cached rows (192 MiB at 4,096 tokens of the 0.1B shape), so the rows of all
+// named states together are bounded too, by the same operator setting as the caches (cacheBytes): maxStates alone
+// let a caller pin tens of GiB by loading saved conversations.
 // Requests hold the InitialState object itself, so unloading or replacing a name never changes
 // the state under a running request.
 
@@ -9,7 +12,7 @@ import { RequestError } from './errors';
 import { hasEmbeddedTimeState } from './model-spec';
 import { CacheBudget, PrefixCache } from './prefix-cache';
 import { stateFromTimeState } from './state-file';
-import { asShape, snapshotProblem, type StateShape } from './state-shape';
+import { asShape, rowFloats, snapshotProblem, snapshotRows, type StateShape } from './state-shape';
 import type { Checkpoint, ModelInfo } from './types';
 
 export interface InitialState {
@@ -112,11 +115,32 @@ export class InitialStateRegistry {
     return found;
   }
 
+  /** Bytes of the cached rows a snapshot carries beyond the fixed part (0 for a fixed-size state). */
+  private rowBytes(state: Float32Array | null): number {
+    return state && rowFloats(this.shape) > 0 ? snapshotRows(this.shape, state.length) * rowFloats(this.shape) * 4 : 0;
+  }
+
+  /** Refuses a state whose cached rows would take the named states' rows past cacheBytes (replacing `name` frees its own). */
+  private checkRowBytes(name: string, state: Float32Array): void {
+    const adding = this.rowBytes(state);
+    if (adding === 0) return;
+    let held = 0;
+    for (const [other, s] of this.states) if (other !== name) held += this.rowBytes(s.state);
+    const limit = this.cacheBudget.maxBytes;
+    if (held + adding <= limit) return;
+    const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
+    throw new RequestError(
+      `cannot load state "${name}": its ${snapshotRows(this.shape, state.length)} cached tokens take ${mib(adding)}, and the named states ` +
+        `already hold ${mib(held)} of cached tokens; together they may hold ${mib(limit)} (cacheBytes in the model configuration); unload one first`,
+    );
+  }
+
   add(name: string, state: Float32Array, source: string, logits: Float32Array | null = null): StateInfo {
     InitialStateRegistry.checkName(name);
     const problem = snapshotProblem(this.shape, state.length);
     if (problem) throw new RequestError(`state "${name}" ${problem}`);
     this.checkRoomFor(name);
+    this.checkRowBytes(name, state);
     this.states.get(name)?.cache.retire();
     this.states.set(name, { name, source, state, logits, cache: new PrefixCache(this.cacheBudget) });
     return InitialStateRegistry.info(this.states.get(name)!);

@@ -298,6 +298,22 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
     assert.throws(() => reg.add('long', new Float32Array(be.stateSize + 65 * per), 'test'), /holds 65 cached tokens, more than the context limit of 64/);
     assert.equal(snapshotProblem({ stateSize: 4 }, 5), "has 5 floats, the model's state has 4");
   });
+
+  it("the cached rows of all named states together stay within cacheBytes (maxStates alone let a caller pin GiBs)", () => {
+    const per = be.stateRowFloats!;
+    // Room for 100 rows of cached tokens in all.
+    const reg = new InitialStateRegistry(be, 100 * per * 4);
+    const rows = (n: number) => new Float32Array(be.stateSize + n * per);
+    reg.add('a', rows(60), 'test');
+    assert.throws(() => reg.add('b', rows(41), 'test'), (e: Error) => e instanceof RequestError && /cannot load state "b": its 41 cached tokens take .* MiB, and the named states already hold .* MiB of cached tokens; together they may hold .* MiB \(cacheBytes/.test(e.message));
+    assert.deepEqual(reg.list().map((s) => s.name), ['a']);
+    reg.add('b', rows(40), 'test');
+    // Replacing a name frees its own rows first; fixed parts alone are never refused.
+    reg.add('a', rows(60), 'test');
+    reg.add('c', rows(0), 'test');
+    reg.remove('a');
+    reg.add('d', rows(60), 'test');
+  });
 });
 
 describe('context limit of a growing state, in the engine (fake backend)', () => {
