@@ -364,7 +364,10 @@ if (DEVICES.includes('gpu') && DEVICES.includes('cpu')) describe('RWKV-7b: the G
     assert.equal(gpu.stateBytes!(0), 4 * (gpu.stateSize + 300 * gpu.stateRowFloats!));
     const [a, b] = [await gpu.readState(0), await cpu.readState(0)];
     assert.ok(worstRelL2(a.subarray(gpu.stateSize), b.subarray(gpu.stateSize), gpu.stateRowFloats!) < 1e-4, 'rows after 300 tokens');
-    await assert.rejects(gpu.run([{ slot: 0, tokens: tokens, output: 'none' }]), /slot 0 would hold 600 tokens of context \(300 cached \+ 300\), more than the context limit of 600/);
+    await assert.rejects(gpu.run([{ slot: 0, tokens: [...tokens, 1], output: 'none' }]), /slot 0 would hold 601 tokens of context \(300 cached \+ 301\), more than the context limit of 600/);
+    // The refused call changed nothing: exactly the limit still fits.
+    await gpu.run([{ slot: 0, tokens, output: 'none' }]);
+    assert.equal((await gpu.readState(0)).length, gpu.stateSize + 600 * gpu.stateRowFloats!);
   });
 
   it('a context limit whose rows cannot fit one GPU buffer is refused with the sizes', async () => {
