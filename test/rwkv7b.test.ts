@@ -22,6 +22,7 @@ import { modelVersion } from '../engine/versions';
 import { RwkvEngine } from '../engine/engine';
 import { RequestError } from '../engine/errors';
 import { checkEngineConfig } from '../engine/engine-config';
+import type { SlotTask } from '../engine/slot-task';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
@@ -254,6 +255,44 @@ for (const device of DEVICES) describe(`RWKV-7b (DEA) [${device}]: logits, growi
     tight.insert(g.tokens.slice(0, 20), long, null);
     assert.equal(tight.size, 1);
     assert.equal(tight.peek(g.tokens.slice(0, 16)), 0);
+  });
+
+  it('the scheduler resumes a 7b prompt from a cached prefix with the logits of a cold run', async () => {
+    const engine = async (cacheMinTokens: number) =>
+      new RwkvEngine({
+        backend: await createBackend({ model: MODEL, slots: 1, precision: 'f32', ...on }),
+        tokenizer: byteTokenizer,
+        config: { chunkSize: 16 },
+        cacheMinTokens,
+        compileConstraint: null,
+      });
+    const prefilled = (e: RwkvEngine, prompt: number[]) =>
+      new Promise<{ logits: Float32Array; cached: number }>((resolve, reject) => {
+        let cached = -1;
+        e.scheduler.submit({
+          initial: (e as unknown as { states: { zero: SlotTask['initial'] } }).states.zero,
+          prompt,
+          onStart: (i) => (cached = i.cachedTokens),
+          onPrefilled: (l) => (resolve({ logits: l.slice(), cached }), null),
+          onFed: () => null,
+          onAbort: () => reject(new Error('aborted')),
+          onError: reject,
+        });
+      });
+    const base = g.tokens.slice(0, 14);
+    const full = [...base, ...g.tokens.slice(14)];
+    const [warm, cold] = [await engine(8), await engine(10_000)];
+    try {
+      const coldFull = await prefilled(cold, full);
+      await prefilled(warm, base); // cached at the end of its prefill
+      await prefilled(warm, g.tokens.slice(0, 9).reverse()); // the one slot now holds other tokens
+      const hit = await prefilled(warm, full);
+      assert.equal(hit.cached, base.length);
+      assert.ok(worstRelL2(hit.logits, coldFull.logits, V) < 1e-5, `hit vs cold: ${worstRelL2(hit.logits, coldFull.logits, V)}`);
+      assert.ok(worstRelL2(hit.logits, g.logitsSeq.subarray(23 * V), V) < 1e-3);
+    } finally {
+      await Promise.all([warm.close(), cold.close()]);
+    }
   });
 
   it('the context limit: a call past maxContext, and states with too many rows or a partial row, are refused', async () => {

@@ -859,7 +859,8 @@ export class Rwkv7Runtime implements InferenceBackend {
           ids[t] = s.tokens[i];
           tok[t] = s.slot | (i === s.from ? 0x80000000 : 0);
         }
-        jobBuf.set([s.slot, start, s.to - s.from, s.base], si * 4);
+        // The fourth word: RWKV-7b's rows before the segment (shaders/rwkv7b_dea_*.wgsl); 0 as before otherwise.
+        jobBuf.set([s.slot, start, s.to - s.from, this.stateRowFloats > 0 ? s.base : 0], si * 4);
         if (s.outMode === 'last') {
           rows[r] = t - 1;
           copies.push([r, jobRowBase[s.job], 1]);
