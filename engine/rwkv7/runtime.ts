@@ -3,6 +3,8 @@
 // prefill chunks and single decode tokens it holds; only the WKV recurrence walks each slot's tokens in order.
 // A call larger than the scratch buffers is split into sub-passes that are all submitted before the single
 // read-back, so a call costs one GPU round trip.
+// RWKV-7a adds its DeepEmbed gate to the channel mix; RWKV-7b also its DEA attention, whose per-slot cache of K / V
+// rows grows with the context (deaRows; snapshots carry it as the CPU backend's do, engine/state-shape.ts).
 
 import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';

@@ -6,7 +6,8 @@
 // tables and matrices stay f16; with `quantLayers` N > 0 the layers from N on keep f16 matrices too (the head
 // stays quantised). Matrices used side by side (receptance, key, value; the four LoRA stages) share
 // one buffer so one dispatch computes them all. RWKV-7a adds each layer's DeepEmbed table and gate vectors, and
-// its s_emb_x matrices grouped a few layers to a buffer. The upload yields to the event loop between matrix
+// its s_emb_x matrices grouped a few layers to a buffer; RWKV-7b that and each layer's DEA matrices, tables and
+// vectors (DeaLayer). The upload yields to the event loop between matrix
 // groups and within long quantisations: a 1.5B model is seconds of host work.
 
 import { normalizedEmbedding } from '../embedding-norm';
