@@ -388,7 +388,7 @@ if (DEVICES.includes('gpu') && DEVICES.includes('cpu')) describe('RWKV-7b: the G
     }
   });
 
-  it('a context of 300 tokens (past one 256-row block of the attention, the cache grown twice from its first 16 rows) matches the CPU backend', async () => {
+  it('a context of 300 tokens (past one 256-row block of the attention, the cache grown twice from its first 16 rows, decode steps split over ranges of rows) matches the CPU backend', async () => {
     const tokens = Array.from({ length: 300 }, (_, i) => (i * 131 + 7) % V);
     gpu.resetState(0);
     cpu.resetState(0);
@@ -400,6 +400,10 @@ if (DEVICES.includes('gpu') && DEVICES.includes('cpu')) describe('RWKV-7b: the G
     for (let t = 280; t < 300; t++) got.set((await gpu.run([{ slot: 0, tokens: [tokens[t]], output: 'last' }]))[0]!, t * V);
     const err = worstRelL2(got, cpuAll!, V);
     assert.ok(err < 1e-4, `GPU vs CPU over 300 tokens: worst row ${err}`);
+    // The one-token steps ran the split attention (560 rows of cache: three ranges), the 280-token call did not.
+    const labels = (tokens: number) => (gpu as unknown as { dispatchLabels(t: number, j: number, r: number): string[] }).dispatchLabels(tokens, 1, 1);
+    assert.equal(labels(1).filter((l) => l === 'rwkv7b_dea_combine').length, 3);
+    assert.equal(labels(256).filter((l) => l === 'rwkv7b_dea_combine').length, 0);
     assert.equal(gpu.stateBytes!(0), 4 * (gpu.stateSize + 300 * gpu.stateRowFloats!));
     const [a, b] = [await gpu.readState(0), await cpu.readState(0)];
     assert.ok(worstRelL2(a.subarray(gpu.stateSize), b.subarray(gpu.stateSize), gpu.stateRowFloats!) < 1e-4, 'rows after 300 tokens');

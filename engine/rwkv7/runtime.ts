@@ -53,6 +53,11 @@ export interface RuntimeOptions {
 
 /** RWKV-7b: rows each slot's cache holds before the first growth (tiny, so short contexts cost little). */
 const DEA_FIRST_ROWS = 16;
+/**
+ * RWKV-7b: a sub-pass of fewer tokens than this splits each token's attention over ranges of rows (at most this
+ * many workgroups in all, each range at least 256 rows), so a decode step over a long context fills the GPU.
+ */
+const DEA_SPLIT_WORKGROUPS = 256;
 
 /**
  * Default of RuntimeOptions.fuseDecodeJobs. The fused kernel reads each head's second LoRA stages once per job
@@ -271,6 +276,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       f('deaProj', TMAX * (DEA_QK + 64));
       f('deaKv', (this.info.nLayer + 1) * TMAX * this.deaRowWidth);
       f('deaMix', TMAX * (3 * DEA_QK + C));
+      f('deaParts', DEA_SPLIT_WORKGROUPS * (C + 2));
       this.growRows(Math.min(this.maxStateRows, DEA_FIRST_ROWS));
     }
     f('state', this.slots * this.stateSize);
@@ -515,10 +521,14 @@ export class Rwkv7Runtime implements InferenceBackend {
           'uniform', 'read', 'uniform', 'read', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
         ]),
       );
+    // Ranges of rows each token's attention is split over (1: not split), fixed per recorded shape and cache size.
+    const deaSplit = Math.max(1, Math.min(Math.ceil(this.deaCap / 256), Math.floor(DEA_SPLIT_WORKGROUPS / T)));
     const deaAttendKernel = () =>
-      this.kernel(`deaAttend:${this.deaCap}`, () =>
-        makeKernel(device, ['rwkv7b_dea_attend'], deaConsts, ['uniform', 'uniform', 'read', 'read', 'read', 'rw', 'rw']),
+      this.kernel(`deaAttend:${this.deaCap}:${deaSplit > 1}`, () =>
+        makeKernel(device, ['rwkv7b_dea_attend'], { ...deaConsts, SPLIT: deaSplit > 1 }, ['uniform', 'uniform', 'read', 'read', 'read', 'rw', 'rw', 'rw']),
       );
+    const deaCombineKernel = () =>
+      this.kernel(`deaCombine:${deaSplit}`, () => makeKernel(device, ['rwkv7b_dea_combine'], { C, S: deaSplit }, ['uniform', 'read', 'rw']));
     /** RWKV-7b, before the time mix changes x: q, kc, vc; then k, tanh(v); then each token's cache row and query. */
     const deaRows = (key: string, l: number) => {
       const d = dea![l];
@@ -540,10 +550,15 @@ export class Rwkv7Runtime implements InferenceBackend {
     /** RWKV-7b, after the time mix's output was added: x += the attention over each token's cached rows. */
     const deaAttend = (key: string, l: number) => {
       const k = deaAttendKernel();
-      const gk = `${key}:deaAttend:${this.deaCap}`;
+      const gk = `${key}:deaAttend:${this.deaCap}:${deaSplit > 1}`;
       this.deaGroupKeys.add(gk);
       pass.setPipeline(k.pipeline);
-      pass.setBindGroup(0, this.group(gk, k, [buf.batch, this.layerUniforms[l], buf.jobs, buf.deaMix, this.deaRows[l], buf.x, buf.state]));
+      pass.setBindGroup(0, this.group(gk, k, [buf.batch, this.layerUniforms[l], buf.jobs, buf.deaMix, this.deaRows[l], buf.x, buf.state, buf.deaParts]));
+      pass.dispatchWorkgroups(T, deaSplit);
+      if (deaSplit === 1) return;
+      const c = deaCombineKernel();
+      pass.setPipeline(c.pipeline);
+      pass.setBindGroup(0, this.group(`deaCombine:${deaSplit}`, c, [buf.batch, buf.deaParts, buf.x]));
       pass.dispatchWorkgroups(T);
     };
     const gate = () =>
