@@ -124,6 +124,7 @@ export async function createBackend(opts: BackendOptions): Promise<Backend> {
       vecMaxRows: opts.vecMaxRows,
       gemmTile: opts.gemmTile,
       ownsDevice,
+      maxContext: opts.maxContext,
     };
     if (typeof version.gpu === 'string') throw new Error(`internal: ${version.gpu}`);
     const runtime = await version.gpu(gpu, ck, info, storage, runtimeOpts);

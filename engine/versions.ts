@@ -42,7 +42,7 @@ function withBytes<R extends object>(runtime: R, weights: { bytes: number }): R 
   return Object.assign(runtime, { weightBytes: weights.bytes });
 }
 
-/** RWKV-7's backends, which RWKV-7a runs on too (the weights say whether the DeepEmbed gate is there). */
+/** RWKV-7's backends, which RWKV-7a and 7b run on too (the weights say whether the DeepEmbed gate and the DEA attention are there). */
 const RWKV7_PASS: Omit<ModelVersion, 'name'> = {
   gpu: async (gpu, ck, info, storage, opts) => {
     const w = await uploadRwkv7(gpu.device, ck, info, storage);
@@ -58,13 +58,9 @@ export const VERSIONS: Readonly<Record<RwkvVersion, ModelVersion>> = {
   v7: { name: 'RWKV-7', ...RWKV7_PASS },
   // RWKV-7a is RWKV-7's pass plus the DeepEmbed gate on the channel mix (in engine/rwkv7/, on both backends).
   v7a: { name: 'RWKV-7a', ...RWKV7_PASS },
-  // RWKV-7b is 7a plus the DEA attention over a cache that grows per token (rwkv7/cpu-dea.ts); its state carries the
-  // rows (state-shape.ts). No GPU pass yet: createBackend runs it on the CPU backend and says so.
-  v7b: {
-    name: 'RWKV-7b',
-    gpu: 'RWKV-7b\'s DEA attention has no GPU pass yet, so it runs on the CPU backend',
-    cpu: cpuBackend(planRwkv7CpuModel),
-  },
+  // RWKV-7b is 7a plus the DEA attention over a cache that grows per token (rwkv7/cpu-dea.ts on the CPU,
+  // shaders/rwkv7b_dea_*.wgsl on the GPU); its state carries the rows (state-shape.ts).
+  v7b: { name: 'RWKV-7b', ...RWKV7_PASS },
   v6: {
     name: 'RWKV-6',
     gpu: async (gpu, ck, info, storage, opts) => {

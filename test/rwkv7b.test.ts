@@ -1,4 +1,4 @@
-// RWKV-7b ("DEA") on the CPU backend against the official demo's outputs (../shared/golden/v7b-tiny, README section
+// RWKV-7b ("DEA") on both backends (the CPU one, and WebGPU: shaders/rwkv7b_dea_*.wgsl) against the official demo's outputs (../shared/golden/v7b-tiny, README section
 // "RWKV-7a and RWKV-7b"), and its growing state everywhere a state goes: slots (read, write, copy, reset), chunked
 // and batched calls, the prefix cache (bounded by bytes), conversation files and initial states, and the
 // operator's context limit.
@@ -22,6 +22,7 @@ import { modelVersion } from '../engine/versions';
 import { RwkvEngine } from '../engine/engine';
 import { RequestError } from '../engine/errors';
 import { checkEngineConfig } from '../engine/engine-config';
+import type { SlotTask } from '../engine/slot-task';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
@@ -47,23 +48,32 @@ async function runChunks(be: Backend, slot: number, tokens: number[], chunk: num
   return out;
 }
 
-describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function () {
+/** Backends the device-specific suites run on (as golden.test.ts: RWKV_GOLDEN_DEVICES=cpu or gpu for one). */
+const DEVICES = (process.env.RWKV_GOLDEN_DEVICES ?? 'gpu,cpu').split(',').map((d) => d.trim()).filter((d): d is 'gpu' | 'cpu' => d === 'gpu' || d === 'cpu');
+
+/** createBackend options that put a model on `device` (the CPU backend on two threads). */
+const onDevice = (device: 'gpu' | 'cpu') => (device === 'gpu' ? { device: 'gpu' as const } : { device: 'cpu' as const, threads: 2 });
+
+for (const device of DEVICES) describe(`RWKV-7b (DEA) [${device}]: logits, growing state, context limit`, function () {
   this.timeout(600_000);
+  const on = onDevice(device);
   let g: ReturnType<typeof loadGolden>;
   let be: Backend;
   before(async function () {
     requireGolden(this, MODEL, path.join(GOLDEN, 'v7b-tiny.st'), path.join(GOLDEN, 'v7b-tiny.golden.st'));
     g = loadGolden();
-    be = await createBackend({ model: MODEL, slots: 3, precision: 'f32', device: 'cpu', threads: 2, maxContext: 64 });
+    be = await createBackend({ model: MODEL, slots: 3, precision: 'f32', ...on, maxContext: 64 });
   });
   after(() => be?.dispose());
 
-  it('runs on the CPU backend, saying why on a GPU request, and its state grows by nLayer·(256+C) floats per token', async () => {
+  it(`runs on the ${device === 'gpu' ? 'GPU' : 'CPU'} backend, and its state grows by nLayer·(256+C) floats per token`, async () => {
     assert.equal(be.info.version, 'v7b');
+    if (device === 'gpu') assert.doesNotMatch(be.adapterName, /^CPU: /);
+    else assert.match(be.adapterName, /^CPU: /);
     assert.equal(be.stateRowFloats, deaRowFloats(be.info));
     assert.equal(be.stateRowFloats, 3 * (256 + 128));
-    assert.equal(typeof modelVersion({ version: 'v7b' }).gpu, 'string');
-    await assert.rejects(createBackend({ model: MODEL, slots: 1, device: 'gpu' }), /device 'gpu': RWKV-7b's DEA attention has no GPU pass yet, so it runs on the CPU backend/);
+    assert.equal(be.maxStateRows, 64);
+    assert.equal(typeof modelVersion({ version: 'v7b' }).gpu, 'function');
   });
 
   for (const c of [
@@ -72,7 +82,7 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
     { model: 'v7b-tiny.st', precision: 'f16', tol: 5e-3 },
   ] as const) {
     it(`${c.model} ${c.precision}: logits one token at a time and of the whole sequence match the reference (< ${c.tol})`, async () => {
-      const b = c.precision === 'f32' && c.model.endsWith('.pth') ? be : await createBackend({ model: path.join(GOLDEN, c.model), slots: 2, precision: c.precision, device: 'cpu', threads: 2 });
+      const b = c.precision === 'f32' && c.model.endsWith('.pth') ? be : await createBackend({ model: path.join(GOLDEN, c.model), slots: 2, precision: c.precision, ...on });
       try {
         b.resetState(0);
         b.resetState(1);
@@ -100,7 +110,7 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
   });
 
   it('in a batch with other slots, and split across sub-passes (maxTokens 5), each slot gets its own logits', async () => {
-    const b = await createBackend({ model: MODEL, slots: 3, precision: 'f32', device: 'cpu', threads: 2, maxTokens: 5, maxRows: 64 });
+    const b = await createBackend({ model: MODEL, slots: 3, precision: 'f32', ...on, maxTokens: 5, maxRows: 64 });
     try {
       const other = g.tokens.slice().reverse();
       const third = g.tokens.map((t) => (t * 7 + 3) % V);
@@ -207,6 +217,7 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
     await be.run([{ slot: 0, tokens: g.tokens.slice(0, 10), output: 'none' }]);
     const saved = await be.readState(0);
     assert.equal(saved.length, be.stateSize + 10 * be.stateRowFloats!);
+    assert.equal(be.stateBytes!(0), saved.byteLength);
     be.writeState(1, saved);
     be.copyState(0, 2);
     const rest = g.tokens.slice(10);
@@ -244,6 +255,44 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
     tight.insert(g.tokens.slice(0, 20), long, null);
     assert.equal(tight.size, 1);
     assert.equal(tight.peek(g.tokens.slice(0, 16)), 0);
+  });
+
+  it('the scheduler resumes a 7b prompt from a cached prefix with the logits of a cold run', async () => {
+    const engine = async (cacheMinTokens: number) =>
+      new RwkvEngine({
+        backend: await createBackend({ model: MODEL, slots: 1, precision: 'f32', ...on }),
+        tokenizer: byteTokenizer,
+        config: { chunkSize: 16 },
+        cacheMinTokens,
+        compileConstraint: null,
+      });
+    const prefilled = (e: RwkvEngine, prompt: number[]) =>
+      new Promise<{ logits: Float32Array; cached: number }>((resolve, reject) => {
+        let cached = -1;
+        e.scheduler.submit({
+          initial: (e as unknown as { states: { zero: SlotTask['initial'] } }).states.zero,
+          prompt,
+          onStart: (i) => (cached = i.cachedTokens),
+          onPrefilled: (l) => (resolve({ logits: l.slice(), cached }), null),
+          onFed: () => null,
+          onAbort: () => reject(new Error('aborted')),
+          onError: reject,
+        });
+      });
+    const base = g.tokens.slice(0, 14);
+    const full = [...base, ...g.tokens.slice(14)];
+    const [warm, cold] = [await engine(8), await engine(10_000)];
+    try {
+      const coldFull = await prefilled(cold, full);
+      await prefilled(warm, base); // cached at the end of its prefill
+      await prefilled(warm, g.tokens.slice(0, 9).reverse()); // the one slot now holds other tokens
+      const hit = await prefilled(warm, full);
+      assert.equal(hit.cached, base.length);
+      assert.ok(worstRelL2(hit.logits, coldFull.logits, V) < 1e-5, `hit vs cold: ${worstRelL2(hit.logits, coldFull.logits, V)}`);
+      assert.ok(worstRelL2(hit.logits, g.logitsSeq.subarray(23 * V), V) < 1e-3);
+    } finally {
+      await Promise.all([warm.close(), cold.close()]);
+    }
   });
 
   it('the context limit: a call past maxContext, and states with too many rows or a partial row, are refused', async () => {
@@ -313,6 +362,78 @@ describe('RWKV-7b (DEA) [cpu]: logits, growing state, context limit', function (
     reg.add('c', rows(0), 'test');
     reg.remove('a');
     reg.add('d', rows(60), 'test');
+  });
+});
+
+if (DEVICES.includes('gpu') && DEVICES.includes('cpu')) describe('RWKV-7b: the GPU and CPU backends hold the same states', function () {
+  this.timeout(900_000);
+  let g: ReturnType<typeof loadGolden>;
+  let gpu: Backend;
+  let cpu: Backend;
+  before(async function () {
+    requireGolden(this, MODEL, path.join(GOLDEN, 'v7b-tiny.golden.st'));
+    g = loadGolden();
+    gpu = await createBackend({ model: MODEL, slots: 2, precision: 'f32', device: 'gpu', maxContext: 600 });
+    cpu = await createBackend({ model: MODEL, slots: 2, precision: 'f32', device: 'cpu', threads: 2, maxContext: 600 });
+  });
+  after(() => {
+    gpu?.dispose();
+    cpu?.dispose();
+  });
+
+  it('the same tokens give the same snapshot, and a state read on one backend continues on the other', async () => {
+    for (const b of [gpu, cpu]) {
+      b.resetState(0);
+      await b.run([{ slot: 0, tokens: g.tokens.slice(0, 12), output: 'none' }]);
+    }
+    const [fromGpu, fromCpu] = [await gpu.readState(0), await cpu.readState(0)];
+    assert.equal(fromGpu.length, gpu.stateSize + 12 * gpu.stateRowFloats!);
+    assert.equal(fromGpu.length, fromCpu.length);
+    const fixed = worstRelL2(fromGpu.subarray(0, gpu.stateSize), fromCpu.subarray(0, gpu.stateSize), gpu.stateSize);
+    const rows = worstRelL2(fromGpu.subarray(gpu.stateSize), fromCpu.subarray(gpu.stateSize), gpu.stateRowFloats!);
+    assert.ok(fixed < 1e-5 && rows < 1e-5, `GPU vs CPU snapshot: fixed part ${fixed}, worst row ${rows}`);
+    gpu.writeState(1, fromCpu);
+    cpu.writeState(1, fromGpu);
+    const rest = g.tokens.slice(12);
+    const [gpuOwn, gpuFromCpu] = await gpu.run([0, 1].map((slot) => ({ slot, tokens: rest, output: 'all' as const })));
+    const [cpuOwn, cpuFromGpu] = await cpu.run([0, 1].map((slot) => ({ slot, tokens: rest, output: 'all' as const })));
+    const want = g.logitsSeq.subarray(12 * V);
+    for (const [name, got] of [['GPU', gpuOwn], ['GPU from the CPU state', gpuFromCpu], ['CPU from the GPU state', cpuFromGpu]] as const) {
+      assert.ok(worstRelL2(got!, want, V) < 1e-3, `${name} vs reference: ${worstRelL2(got!, want, V)}`);
+      assert.ok(worstRelL2(got!, cpuOwn!, V) < 1e-5, `${name} vs the CPU continuing: ${worstRelL2(got!, cpuOwn!, V)}`);
+    }
+  });
+
+  it('a context of 300 tokens (past one 256-row block of the attention, the cache grown twice from its first 16 rows, decode steps split over ranges of rows) matches the CPU backend', async () => {
+    const tokens = Array.from({ length: 300 }, (_, i) => (i * 131 + 7) % V);
+    gpu.resetState(0);
+    cpu.resetState(0);
+    const [cpuAll] = await cpu.run([{ slot: 0, tokens, output: 'all' }]);
+    // The GPU in one call of 280 tokens (two sub-passes of the default 256), then one token a call.
+    const [head] = await gpu.run([{ slot: 0, tokens: tokens.slice(0, 280), output: 'all' }]);
+    const got = new Float32Array(300 * V);
+    got.set(head!);
+    for (let t = 280; t < 300; t++) got.set((await gpu.run([{ slot: 0, tokens: [tokens[t]], output: 'last' }]))[0]!, t * V);
+    const err = worstRelL2(got, cpuAll!, V);
+    assert.ok(err < 1e-4, `GPU vs CPU over 300 tokens: worst row ${err}`);
+    // The one-token steps ran the split attention (560 rows of cache: three ranges), the 280-token call did not.
+    const labels = (tokens: number) => (gpu as unknown as { dispatchLabels(t: number, j: number, r: number): string[] }).dispatchLabels(tokens, 1, 1);
+    assert.equal(labels(1).filter((l) => l === 'rwkv7b_dea_combine').length, 3);
+    assert.equal(labels(256).filter((l) => l === 'rwkv7b_dea_combine').length, 0);
+    assert.equal(gpu.stateBytes!(0), 4 * (gpu.stateSize + 300 * gpu.stateRowFloats!));
+    const [a, b] = [await gpu.readState(0), await cpu.readState(0)];
+    assert.ok(worstRelL2(a.subarray(gpu.stateSize), b.subarray(gpu.stateSize), gpu.stateRowFloats!) < 1e-4, 'rows after 300 tokens');
+    await assert.rejects(gpu.run([{ slot: 0, tokens: [...tokens, 1], output: 'none' }]), /slot 0 would hold 601 tokens of context \(300 cached \+ 301\), more than the context limit of 600/);
+    // The refused call changed nothing: exactly the limit still fits.
+    await gpu.run([{ slot: 0, tokens, output: 'none' }]);
+    assert.equal((await gpu.readState(0)).length, gpu.stateSize + 600 * gpu.stateRowFloats!);
+  });
+
+  it('a context limit whose rows cannot fit one GPU buffer is refused with the sizes', async () => {
+    await assert.rejects(
+      createBackend({ model: MODEL, slots: 8, precision: 'f32', device: 'gpu', maxContext: 1 << 20 }),
+      /RWKV-7b: a context of 1048576 tokens in 8 slots needs 12884901888 bytes of cached rows per layer \(1536 per token and layer\), more than this GPU binds in one buffer \(\d+\); lower maxContext in the engine config or use fewer slots/,
+    );
   });
 });
 

@@ -1,19 +1,17 @@
-// The version registry (engine/versions.ts): every version the checkpoint reader recognizes runs on the CPU backend,
-// and on the GPU one but RWKV-7b, whose entry says why it has no GPU pass.
+// The version registry (engine/versions.ts): every version the checkpoint reader recognizes runs on both backends.
 
 import { strict as assert } from 'assert';
 import { modelVersion, VERSIONS } from '../engine/versions';
 import type { RwkvVersion } from '../engine/types';
 
 describe('version registry', () => {
-  it('has a CPU backend for every version describeModel recognizes, and a GPU one for all but RWKV-7b, which says why', () => {
+  it('has a CPU and a GPU backend for every version describeModel recognizes', () => {
     const runs: RwkvVersion[] = ['v4', 'v5', 'v6', 'v7', 'v7a', 'v7b'];
     assert.deepEqual(Object.keys(VERSIONS).sort(), runs);
     for (const v of runs) {
-      assert.equal(typeof modelVersion({ version: v }).gpu, v === 'v7b' ? 'string' : 'function', v);
+      assert.equal(typeof modelVersion({ version: v }).gpu, 'function', v);
       assert.equal(typeof modelVersion({ version: v }).cpu, 'function', v);
     }
-    assert.match(modelVersion({ version: 'v7b' }).gpu as string, /RWKV-7b's DEA attention has no GPU pass yet, so it runs on the CPU backend/);
   });
 
   it('refuses a version it does not know, listing the ones it runs (also names an Object prototype key)', () => {

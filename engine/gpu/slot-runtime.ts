@@ -28,6 +28,8 @@ export interface SlotRuntimeOptions {
   gemmTile?: 16 | 64;
   /** The runtime acquired the device itself: dispose() destroys it. */
   ownsDevice?: boolean;
+  /** A state that grows per token (RWKV-7b): most tokens one slot may hold (engine config maxContext). */
+  maxContext?: number;
 }
 
 /** A layer's channel-mix weights (RWKV-4/5/6): ln2, the k/r token-shift mixes, [key; receptance] and value. */

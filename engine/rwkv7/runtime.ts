@@ -3,6 +3,8 @@
 // prefill chunks and single decode tokens it holds; only the WKV recurrence walks each slot's tokens in order.
 // A call larger than the scratch buffers is split into sub-passes that are all submitted before the single
 // read-back, so a call costs one GPU round trip.
+// RWKV-7a adds its DeepEmbed gate to the channel mix; RWKV-7b also its DEA attention, whose per-slot cache of K / V
+// rows grows with the context (deaRows; snapshots carry it as the CPU backend's do, engine/state-shape.ts).
 
 import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
@@ -18,6 +20,8 @@ import {
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { quantLayersNote } from '../precision';
+import { DEA_QK, deaRowFloats } from './dea-sizes';
+import { DEFAULT_MAX_CONTEXT, snapshotRows } from '../state-shape';
 import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
 export interface RuntimeOptions {
@@ -43,7 +47,17 @@ export interface RuntimeOptions {
   splitK?: boolean;
   /** The runtime acquired the device itself: dispose() destroys it. A device lent from outside is left alone. */
   ownsDevice?: boolean;
+  /** RWKV-7b: most tokens one slot's state may hold (engine config maxContext; default DEFAULT_MAX_CONTEXT). */
+  maxContext?: number;
 }
+
+/** RWKV-7b: rows each slot's cache holds before the first growth (tiny, so short contexts cost little). */
+const DEA_FIRST_ROWS = 16;
+/**
+ * RWKV-7b: a sub-pass of fewer tokens than this splits each token's attention over ranges of rows (at most this
+ * many workgroups in all, each range at least 256 rows), so a decode step over a long context fills the GPU.
+ */
+const DEA_SPLIT_WORKGROUPS = 256;
 
 /**
  * Default of RuntimeOptions.fuseDecodeJobs. The fused kernel reads each head's second LoRA stages once per job
@@ -71,6 +85,8 @@ interface Segment {
   to: number;
   /** For output 'all': the row of the segment's first token in the job's result. */
   outFrom: number;
+  /** RWKV-7b: the rows the slot's cache holds before this segment's first token. */
+  base: number;
   outMode: 'last' | 'all' | 'none' | 'top';
 }
 
@@ -119,6 +135,10 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Benchmarks: while set, every dispatch is timed on its own (engine/gpu/kernel-profiler.ts). */
   profiler: KernelProfiler | null = null;
   readonly stateSize: number;
+  /** RWKV-7b: floats each cached token adds to a slot's state (0 for a fixed-size state; state-shape.ts). */
+  readonly stateRowFloats: number;
+  /** RWKV-7b: the context limit (rows one slot may hold). */
+  readonly maxStateRows: number;
   readonly topCapacity = TOP_CAPACITY;
   private readonly device: GPUDevice;
   private readonly C: number;
@@ -155,6 +175,18 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly ownsDevice: boolean;
   private readonly unwatch: () => void;
   private readonly brokenListeners: ((reason: string) => void)[] = [];
+  /** RWKV-7b: the rows each slot holds once the calls and state changes made so far have run. */
+  private readonly rowCounts: number[];
+  /**
+   * RWKV-7b: per layer, every slot's cached K [256] and V [C] rows, [slots, deaCap, 256 + C]. deaCap doubles
+   * (up to the context limit) when a slot needs more, so a slot's cache costs what its longest neighbour's does,
+   * not the whole context limit up front.
+   */
+  private deaRows: GPUBuffer[] = [];
+  private deaCap = 0;
+  /** Bind groups holding the row buffers, dropped when they grow. */
+  private readonly deaGroupKeys = new Set<string>();
+  private rowsTmp: GPUBuffer | null = null;
 
   constructor(
     private readonly gpu: GpuContext,
@@ -182,8 +214,21 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.splitScratchFloats = this.splitK ? Math.min(SPLIT_SCRATCH_FLOATS, MAX_SPLIT * this.TMAX * Math.max(this.F, 4 * this.C, 64)) : 0;
     const H = info.nHead;
     const N = info.headSize;
-    this.layerStride = 2 * this.C + H * N * N;
+    // RWKV-7b adds dea_q, dea_k, dea_v before ffn_x (state-layout.ts); ffn_x stays the last C of a layer.
+    this.layerStride = 2 * this.C + H * N * N + (weights.dea ? 2 * DEA_QK + this.C : 0);
     this.stateSize = info.nLayer * this.layerStride;
+    this.stateRowFloats = weights.dea ? deaRowFloats(info) : 0;
+    this.maxStateRows = weights.dea ? (opts.maxContext ?? DEFAULT_MAX_CONTEXT) : 0;
+    this.rowCounts = new Array<number>(this.slots).fill(0);
+    if (weights.dea) {
+      const full = this.slots * this.maxStateRows * this.deaRowWidth * 4;
+      const limit = Math.min(gpu.device.limits.maxStorageBufferBindingSize, gpu.device.limits.maxBufferSize);
+      if (full > limit)
+        throw new RangeError(
+          `RWKV-7b: a context of ${this.maxStateRows} tokens in ${this.slots} slots needs ${full} bytes of cached rows per layer ` +
+            `(${this.deaRowWidth * 4} per token and layer), more than this GPU binds in one buffer (${limit}); lower maxContext in the engine config or use fewer slots`,
+        );
+    }
     this.ownsDevice = opts.ownsDevice ?? false;
     this.wkvFacts = wkvDevice(gpu, N);
     this.unwatch = watchGpu(gpu, (reason) => {
@@ -225,6 +270,15 @@ export class Rwkv7Runtime implements InferenceBackend {
         );
       f('se', this.info.nLayer * this.deepEmbedRegion);
     }
+    if (this.weights.dea) {
+      // RWKV-7b: q, kc, vc [TMAX, 256 + 32 + 32]; k, v [TMAX, 256 + C] then each layer's e·k_emb_xᵀ, e·v_emb_xᵀ;
+      // Q and the raw q, k̃, ṽ [TMAX, 256 + 512 + C] (shaders/rwkv7b_dea_rows.wgsl).
+      f('deaProj', TMAX * (DEA_QK + 64));
+      f('deaKv', (this.info.nLayer + 1) * TMAX * this.deaRowWidth);
+      f('deaMix', TMAX * (3 * DEA_QK + C));
+      f('deaParts', DEA_SPLIT_WORKGROUPS * (C + 2));
+      this.growRows(Math.min(this.maxStateRows, DEA_FIRST_ROWS));
+    }
     f('state', this.slots * this.stateSize);
     f('stateTmp', this.stateSize);
     for (let l = 0; l < this.info.nLayer; l++) {
@@ -233,6 +287,39 @@ export class Rwkv7Runtime implements InferenceBackend {
       device.queue.writeBuffer(u, 0, new Uint32Array([base, base + C, base + this.layerStride - C, l]));
       this.layerUniforms.push(u);
     }
+  }
+
+  /** RWKV-7b: floats of one cached row of one layer (K then V). */
+  private get deaRowWidth(): number {
+    return DEA_QK + this.C;
+  }
+
+  /**
+   * RWKV-7b: room for `rows` rows in every slot's cache. New buffers of twice the rows (at least `rows`, at most
+   * the context limit) take over the rows held so far; the copies are queued after every call submitted before
+   * and ahead of every one after, so both see their rows. Passes recorded on the old buffers are dropped.
+   */
+  private growRows(rows: number) {
+    if (rows <= this.deaCap) return;
+    const cap = Math.min(this.maxStateRows, Math.max(rows, 2 * this.deaCap));
+    const rowBytes = this.deaRowWidth * 4;
+    const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    const grown = this.weights.layers.map((_, l) => createBuffer(this.device, `deaRows${l}`, this.slots * cap * rowBytes, S));
+    if (this.deaRows.length) {
+      const enc = this.device.createCommandEncoder();
+      for (let l = 0; l < grown.length; l++)
+        for (let s = 0; s < this.slots; s++) {
+          const n = Math.min(this.rowCounts[s], this.deaCap);
+          if (n > 0) enc.copyBufferToBuffer(this.deaRows[l], s * this.deaCap * rowBytes, grown[l], s * cap * rowBytes, n * rowBytes);
+        }
+      this.device.queue.submit([enc.finish()]);
+      for (const b of this.deaRows) b.destroy();
+    }
+    this.deaRows = grown;
+    this.deaCap = cap;
+    for (const k of this.deaGroupKeys) this.groups.delete(k);
+    this.deaGroupKeys.clear();
+    this.recorded.clear();
   }
 
   /** Floats of one layer's region in the RWKV-7a scratch `se`. */
@@ -419,6 +506,61 @@ export class Rwkv7Runtime implements InferenceBackend {
     for (const { group, firstLayer } of de?.sx ?? []) {
       this.matmul(pass, `de:sx${firstLayer}`, group, buf.x, buf.se, T, group.segs.map((_, i) => ({ xOff: 0, yOff: seAt(firstLayer + i) })));
     }
+    // RWKV-7b: the same for the DEA tables' e·k_emb_xᵀ and e·v_emb_xᵀ, into deaKv after its k, v regions.
+    const dea = weights.dea;
+    const QK = DEA_QK;
+    const RW = this.deaRowWidth;
+    const deaEAt = (l: number) => (1 + l) * TMAX * RW;
+    dea?.forEach((d, l) => {
+      this.matmul(pass, `dea:embX${l}`, d.embX, buf.x, buf.deaKv, T, [{ xOff: 0, yOff: deaEAt(l) }, { xOff: 0, yOff: deaEAt(l) + TMAX * QK }]);
+    });
+    const deaConsts = { C, TMAX, STATE: this.stateSize, CAP: this.deaCap };
+    const deaRowsKernel = () =>
+      this.kernel(`deaRows:${this.deaCap}`, () =>
+        makeKernel(device, [this.wprelude, 'rwkv7b_dea_rows'], { ...deaConsts, VOFF: dea![0].tables.segs[1].wOff }, [
+          'uniform', 'read', 'uniform', 'read', 'read', 'read', 'read', 'read', 'read', 'rw', 'rw',
+        ]),
+      );
+    // Ranges of rows each token's attention is split over (1: not split), fixed per recorded shape and cache size.
+    const deaSplit = Math.max(1, Math.min(Math.ceil(this.deaCap / 256), Math.floor(DEA_SPLIT_WORKGROUPS / T)));
+    const deaAttendKernel = () =>
+      this.kernel(`deaAttend:${this.deaCap}:${deaSplit > 1}`, () =>
+        makeKernel(device, ['rwkv7b_dea_attend'], { ...deaConsts, SPLIT: deaSplit > 1 }, ['uniform', 'uniform', 'read', 'read', 'read', 'rw', 'rw', 'rw']),
+      );
+    const deaCombineKernel = () =>
+      this.kernel(`deaCombine:${deaSplit}`, () => makeKernel(device, ['rwkv7b_dea_combine'], { C, S: deaSplit }, ['uniform', 'read', 'rw']));
+    /** RWKV-7b, before the time mix changes x: q, kc, vc; then k, tanh(v); then each token's cache row and query. */
+    const deaRows = (key: string, l: number) => {
+      const d = dea![l];
+      this.matmul(pass, `${key}:dea:proj`, d.proj, buf.x, buf.deaProj, T, [
+        { xOff: 0, yOff: 0 }, { xOff: 0, yOff: TMAX * QK }, { xOff: 0, yOff: TMAX * (QK + 32) },
+      ]);
+      this.matmul(pass, `${key}:dea:expand`, d.expand, buf.deaProj, buf.deaKv, T, [
+        { xOff: TMAX * QK, yOff: 0 }, { xOff: TMAX * (QK + 32), yOff: TMAX * QK, act: 1 },
+      ]);
+      const k = deaRowsKernel();
+      const gk = `${key}:deaRows:${this.deaCap}`;
+      this.deaGroupKeys.add(gk);
+      pass.setPipeline(k.pipeline);
+      pass.setBindGroup(0, this.group(gk, k, [
+        buf.batch, d.tables.buffer, this.layerUniforms[l], buf.ids, buf.jobs, buf.deaProj, buf.deaKv, d.vecs, buf.state, this.deaRows[l], buf.deaMix,
+      ]));
+      pass.dispatchWorkgroups(T);
+    };
+    /** RWKV-7b, after the time mix's output was added: x += the attention over each token's cached rows. */
+    const deaAttend = (key: string, l: number) => {
+      const k = deaAttendKernel();
+      const gk = `${key}:deaAttend:${this.deaCap}:${deaSplit > 1}`;
+      this.deaGroupKeys.add(gk);
+      pass.setPipeline(k.pipeline);
+      pass.setBindGroup(0, this.group(gk, k, [buf.batch, this.layerUniforms[l], buf.jobs, buf.deaMix, this.deaRows[l], buf.x, buf.state, buf.deaParts]));
+      pass.dispatchWorkgroups(T, deaSplit);
+      if (deaSplit === 1) return;
+      const c = deaCombineKernel();
+      pass.setPipeline(c.pipeline);
+      pass.setBindGroup(0, this.group(`deaCombine:${deaSplit}`, c, [buf.batch, buf.deaParts, buf.x]));
+      pass.dispatchWorkgroups(T);
+    };
     const gate = () =>
       this.kernel('deepEmbedGate', () =>
         makeKernel(device, [this.wprelude, 'rwkv7a_gate'], { C, F: this.F }, ['uniform', 'read', 'read', 'read', 'read', 'read', 'rw']),
@@ -496,6 +638,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const rkvIO: SegmentIO[] = [0, 2, 3].map((m) => ({ xOff: mixAt(m), yOff: tmAt(m) }));
     weights.layers.forEach((L, l) => {
       const key = `L${l}`;
+      if (dea) deaRows(key, l);
       normShift(`${key}:ln1`, false, l, L.ln1, L.attMix);
       if (fuseLanes) {
         const lora1IO = L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: HID + i * LREG, act: loraAct[i] }));
@@ -515,6 +658,7 @@ export class Rwkv7Runtime implements InferenceBackend {
         unfusedTimeMix(key, l, L);
       }
 
+      if (dea) deaAttend(key, l);
       normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix);
       this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, [{ xOff: 0, yOff: 0, act: 3 }]);
       if (de) {
@@ -601,6 +745,12 @@ export class Rwkv7Runtime implements InferenceBackend {
     jobs.forEach((j, i) => {
       checkJob(j, i, this.slots, this.V, seen, (a, k) => this.top.check(a, k));
       rowsPerJob.push(j.output === 'all' ? j.tokens.length : j.output === 'last' ? 1 : 0);
+      const held = this.rowCounts[j.slot] + j.tokens.length;
+      if (this.stateRowFloats > 0 && held > this.maxStateRows)
+        throw new RangeError(
+          `slot ${j.slot} would hold ${held} tokens of context (${this.rowCounts[j.slot]} cached + ${j.tokens.length}), ` +
+            `more than the context limit of ${this.maxStateRows} (maxContext in the engine config)`,
+        );
     });
     const passes: SubPass[] = [];
     let cur: SubPass = { segments: [], tokens: 0, rows: 0 };
@@ -621,7 +771,8 @@ export class Rwkv7Runtime implements InferenceBackend {
         }
         const to = Math.min(n, pos + room);
         const outMode = j.output === 'all' ? 'all' : needsLastRow && to === n ? j.output : 'none';
-        cur.segments.push({ job: ji, slot: j.slot, tokens: j.tokens, from: pos, to, outFrom: j.output === 'all' ? pos : 0, outMode });
+        const base = this.rowCounts[j.slot] + pos;
+        cur.segments.push({ job: ji, slot: j.slot, tokens: j.tokens, from: pos, to, outFrom: j.output === 'all' ? pos : 0, outMode, base });
         cur.tokens += to - pos;
         cur.rows += outMode === 'all' ? to - pos : outMode === 'none' ? 0 : 1;
         pos = to;
@@ -679,6 +830,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     let planned: ReturnType<Rwkv7Runtime['plan']>;
     try {
       planned = this.plan(jobs);
+      if (this.stateRowFloats > 0) {
+        this.growRows(Math.max(...jobs.map((j) => this.rowCounts[j.slot] + j.tokens.length)));
+        for (const j of jobs) this.rowCounts[j.slot] += j.tokens.length;
+      }
     } catch (e) {
       return Promise.reject(e);
     }
@@ -721,7 +876,8 @@ export class Rwkv7Runtime implements InferenceBackend {
           ids[t] = s.tokens[i];
           tok[t] = s.slot | (i === s.from ? 0x80000000 : 0);
         }
-        jobBuf.set([s.slot, start, s.to - s.from, 0], si * 4);
+        // The fourth word: RWKV-7b's rows before the segment (shaders/rwkv7b_dea_*.wgsl); 0 as before otherwise.
+        jobBuf.set([s.slot, start, s.to - s.from, this.stateRowFloats > 0 ? s.base : 0], si * 4);
         if (s.outMode === 'last') {
           rows[r] = t - 1;
           copies.push([r, jobRowBase[s.job], 1]);
@@ -793,6 +949,10 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   readState(slot: number): Promise<StateSnapshot> {
     this.checkSlot(slot);
+    if (this.stateRowFloats > 0) {
+      const rows = this.rowCounts[slot];
+      return this.serialize(() => this.readGrowingState(slot, rows));
+    }
     return this.serialize(async () => {
       const bytes = this.stateSize * 4;
       // One read-back buffer kept for states: calls are serialized, and allocating (and clearing) tens of MB
@@ -815,17 +975,70 @@ export class Rwkv7Runtime implements InferenceBackend {
     });
   }
 
+  /**
+   * RWKV-7b: the fixed part, then the slot's `rows` rows token-major (per row, each layer's K then V), as the
+   * CPU backend's snapshot (state-shape.ts). On the GPU the rows sit per layer; they are reordered here.
+   */
+  private async readGrowingState(slot: number, rows: number): Promise<StateSnapshot> {
+    const fixedBytes = this.stateSize * 4;
+    const RW = this.deaRowWidth;
+    const layerBytes = rows * RW * 4;
+    const L = this.deaRows.length;
+    const staging = this.device.createBuffer({ label: 'state staging (rows)', size: fixedBytes + L * layerBytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    try {
+      const enc = this.device.createCommandEncoder();
+      enc.copyBufferToBuffer(this.buf.state, slot * fixedBytes, staging, 0, fixedBytes);
+      if (rows > 0) this.deaRows.forEach((b, l) => enc.copyBufferToBuffer(b, slot * this.deaCap * RW * 4, staging, fixedBytes + l * layerBytes, layerBytes));
+      this.device.queue.submit([enc.finish()]);
+      await staging.mapAsync(GPUMapMode.READ);
+      this.checkAlive();
+      const got = new Float32Array(staging.getMappedRange());
+      const out = new Float32Array(this.stateSize + rows * this.stateRowFloats);
+      out.set(got.subarray(0, this.stateSize));
+      for (let l = 0; l < L; l++)
+        for (let r = 0; r < rows; r++) {
+          const from = this.stateSize + (l * rows + r) * RW;
+          out.set(got.subarray(from, from + RW), this.stateSize + r * this.stateRowFloats + l * RW);
+        }
+      staging.unmap();
+      return out;
+    } finally {
+      staging.destroy();
+    }
+  }
+
   writeState(slot: number, state: StateSnapshot): void {
     this.checkSlot(slot);
     this.checkAlive();
-    if (state.length !== this.stateSize)
+    if (this.stateRowFloats === 0 && state.length !== this.stateSize)
       throw new RangeError(`state has ${state.length} floats; this model's state has ${this.stateSize}`);
-    this.device.queue.writeBuffer(this.buf.state, slot * this.stateSize * 4, state.buffer, state.byteOffset, state.byteLength);
+    const rows = snapshotRows(this, state.length);
+    this.device.queue.writeBuffer(this.buf.state, slot * this.stateSize * 4, state.buffer, state.byteOffset, this.stateSize * 4);
+    if (this.stateRowFloats === 0) return;
+    this.growRows(rows);
+    this.rowCounts[slot] = rows;
+    if (rows === 0) return;
+    const RW = this.deaRowWidth;
+    const layer = new Float32Array(rows * RW);
+    this.deaRows.forEach((b, l) => {
+      for (let r = 0; r < rows; r++) {
+        const from = this.stateSize + r * this.stateRowFloats + l * RW;
+        layer.set(state.subarray(from, from + RW), r * RW);
+      }
+      this.device.queue.writeBuffer(b, slot * this.deaCap * RW * 4, layer);
+    });
+  }
+
+  /** Bytes readState(slot) would give once the calls made so far have run (RWKV-7b: the fixed part and the rows). */
+  stateBytes(slot: number): number {
+    this.checkSlot(slot);
+    return 4 * (this.stateSize + this.rowCounts[slot] * this.stateRowFloats);
   }
 
   resetState(slot: number): void {
     this.checkSlot(slot);
     this.checkAlive();
+    this.rowCounts[slot] = 0;
     const enc = this.device.createCommandEncoder();
     enc.clearBuffer(this.buf.state, slot * this.stateSize * 4, this.stateSize * 4);
     this.device.queue.submit([enc.finish()]);
@@ -841,6 +1054,21 @@ export class Rwkv7Runtime implements InferenceBackend {
     // WebGPU forbids a copy within one buffer, so go through a one-slot scratch buffer.
     enc.copyBufferToBuffer(this.buf.state, fromSlot * bytes, this.buf.stateTmp, 0, bytes);
     enc.copyBufferToBuffer(this.buf.stateTmp, 0, this.buf.state, toSlot * bytes, bytes);
+    const rows = this.rowCounts[fromSlot];
+    this.rowCounts[toSlot] = rows;
+    if (rows > 0) {
+      // RWKV-7b: each layer's rows through a scratch buffer too.
+      const layerBytes = rows * this.deaRowWidth * 4;
+      const slotBytes = this.deaCap * this.deaRowWidth * 4;
+      if (!this.rowsTmp || this.rowsTmp.size < layerBytes) {
+        this.rowsTmp?.destroy();
+        this.rowsTmp = createBuffer(this.device, 'rowsTmp', layerBytes, GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
+      }
+      for (const b of this.deaRows) {
+        enc.copyBufferToBuffer(b, fromSlot * slotBytes, this.rowsTmp, 0, layerBytes);
+        enc.copyBufferToBuffer(this.rowsTmp, 0, b, toSlot * slotBytes, layerBytes);
+      }
+    }
     this.device.queue.submit([enc.finish()]);
   }
 
@@ -856,6 +1084,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     for (const b of weightBuffers(this.weights)) b.destroy();
     this.staging?.destroy();
     this.stateStaging?.destroy();
+    for (const b of this.deaRows) b.destroy();
+    this.rowsTmp?.destroy();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

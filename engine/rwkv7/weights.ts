@@ -6,7 +6,8 @@
 // tables and matrices stay f16; with `quantLayers` N > 0 the layers from N on keep f16 matrices too (the head
 // stays quantised). Matrices used side by side (receptance, key, value; the four LoRA stages) share
 // one buffer so one dispatch computes them all. RWKV-7a adds each layer's DeepEmbed table and gate vectors, and
-// its s_emb_x matrices grouped a few layers to a buffer. The upload yields to the event loop between matrix
+// its s_emb_x matrices grouped a few layers to a buffer; RWKV-7b that and each layer's DEA matrices, tables and
+// vectors (DeaLayer). The upload yields to the event loop between matrix
 // groups and within long quantisations: a 1.5B model is seconds of host work.
 
 import { normalizedEmbedding } from '../embedding-norm';
@@ -20,6 +21,8 @@ import { packQuantizedGroup } from '../quant/gpu-matrix-group';
 import { gpuMatrixFormat } from '../quant/quantised-matrices';
 import { yieldToEventLoop } from '../quant/weight-values';
 import type { Precision, WeightStorage } from '../precision';
+import { DEA_QK } from './dea-sizes';
+import { deaVecOffsets } from './cpu-dea-weights';
 
 /** How weights are stored on the GPU: the model's precision (engine/precision.ts), and each matrix group's format. */
 export type WeightPrecision = Precision;
@@ -94,12 +97,32 @@ export interface DeepEmbedWeights {
   sx: { group: MatrixGroup; firstLayer: number }[];
 }
 
+/**
+ * One layer's RWKV-7b DEA attention (shaders/rwkv7b_dea_rows.wgsl, rwkv7b_dea_attend.wgsl). Every part stays in
+ * the float format (f16, or f32 with f32 weights) whatever the precision: the matrices are small and the tables
+ * are read a row per token, as the embedding is.
+ */
+export interface DeaLayer {
+  /** qq [256, C], k1ᵀ [32, C], v1ᵀ [32, C]: q, kc, vc from the block input x. */
+  proj: MatrixGroup;
+  /** k2ᵀ [256, 32], v2ᵀ [C, 32]: kc·k2 and (with tanh) vc·v2. */
+  expand: MatrixGroup;
+  /** k_emb_x [256, C], v_emb_x [C, C]: e·k_emb_xᵀ and e·v_emb_xᵀ of a token's normalized embedding e. */
+  embX: MatrixGroup;
+  /** k_emb.weight [V, 256] then v_emb.weight [V, C] in one buffer (segs[1].wOff: where v_emb starts, units of 8). */
+  tables: MatrixGroup;
+  /** f32: x_q, x_k, x_v, lnq w, b, lnk w, b, lnv w, b (cpu-dea-weights.ts deaVecOffsets). */
+  vecs: GPUBuffer;
+}
+
 export interface ModelWeights {
   precision: WeightPrecision;
   /** Layers quantised from the first (0 = all; precision.ts WeightStorage). */
   quantLayers: number;
   /** RWKV-7a only. */
   deepEmbed?: DeepEmbedWeights;
+  /** RWKV-7b only: per layer, the DEA attention. */
+  dea?: DeaLayer[];
   emb: MatrixGroup;
   layers: LayerWeights[];
   lnOut: [GPUBuffer, GPUBuffer];
@@ -260,6 +283,49 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
     return { layers, sx };
   }
 
+  /** A [out, in] matrix (torch Linear) in the float format, never quantised. */
+  const plain = (name: string): HostMatrix => {
+    const t = get(name);
+    const [n, k] = t.shape;
+    return { name, data: small === 'f16' ? toF16Bits(t) : toF32(t), n, k, format: small };
+  };
+
+  /** RWKV-7b: every layer's DEA matrices, tables and vectors (the math: ../shared/golden/README.md). */
+  async function uploadDea(): Promise<DeaLayer[]> {
+    const out: DeaLayer[] = [];
+    const o = deaVecOffsets(C);
+    for (let l = 0; l < info.nLayer; l++) {
+      const q = `blocks.${l}.qkv.`;
+      const vecs = new Float32Array(o.total);
+      const put = (name: string, at: number, n: number) => {
+        const v = vals(q + name);
+        if (v.length !== n) throw new RangeError(`${q}${name} has ${v.length} values, RWKV-7b needs ${n}`);
+        vecs.set(v, at);
+      };
+      put('x_q', o.xq, DEA_QK);
+      put('x_k', o.xk, DEA_QK);
+      put('x_v', o.xv, C);
+      put('lnq.weight', o.lnqW, DEA_QK);
+      put('lnq.bias', o.lnqB, DEA_QK);
+      put('lnk.weight', o.lnkW, DEA_QK);
+      put('lnk.bias', o.lnkB, DEA_QK);
+      put('lnv.weight', o.lnvW, C);
+      put('lnv.bias', o.lnvB, C);
+      const tables = [plain(`${q}k_emb.weight`), plain(`${q}v_emb.weight`)];
+      const tableBytes = tables.reduce((n, m) => n + m.data.byteLength, 0);
+      if (tableBytes > maxBinding)
+        throw new RangeError(`${q}k_emb and v_emb need ${tableBytes} bytes together, more than this GPU binds per buffer (${maxBinding})${precision === 'f32' ? '; try precision f16' : ''}`);
+      out.push({
+        proj: await group(`${q}proj`, [plain(`${q}qq.weight`), lora(`${q}k1`, true), lora(`${q}v1`, true)]),
+        expand: await group(`${q}expand`, [lora(`${q}k2`, false), lora(`${q}v2`, false)]),
+        embX: await group(`${q}emb_x`, [plain(`${q}k_emb_x.weight`), plain(`${q}v_emb_x.weight`)]),
+        tables: await group(`${q}tables`, tables),
+        vecs: f32(`${q}vecs`, vecs),
+      });
+    }
+    return out;
+  }
+
   // The reference normalizes the embedding with blocks.0.ln0 once at load time; do the same.
   const embT = get('emb.weight');
   const [V] = embT.shape;
@@ -302,13 +368,16 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
       ffnV: await group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)]),
     });
   }
-  const deepEmbed = info.version === 'v7a' ? await uploadDeepEmbed() : undefined;
+  // RWKV-7b is 7a plus the DEA attention: both.
+  const deepEmbed = info.version === 'v7a' || info.version === 'v7b' ? await uploadDeepEmbed() : undefined;
+  const dea = info.version === 'v7b' ? await uploadDea() : undefined;
   const embGroup = await group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C, format: small }]);
   const head = await group('head.weight', [linear('head.weight')]);
   return {
     precision,
     quantLayers: storage.quantLayers,
     deepEmbed,
+    dea,
     emb: embGroup,
     layers,
     lnOut: [f32('ln_out.weight', Float32Array.from(vals('ln_out.weight'))), f32('ln_out.bias', Float32Array.from(vals('ln_out.bias')))],
