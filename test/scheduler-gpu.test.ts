@@ -36,8 +36,10 @@ describe('scheduler on the WebGPU backend (tiny golden model)', function () {
   const tokenizer = WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
   const backends: Backend[] = [];
   const engine = async (slots: number, chunkSize = 16, cacheMinTokens = 8) => {
-    const backend = await createBackend({ model: MODEL, slots, precision: 'f32' });
+    // 'gpu' by name: on a software adapter (lavapipe in CI) 'auto' picks the CPU backend, which this suite is not about.
+    const backend = await createBackend({ model: MODEL, slots, precision: 'f32', device: 'gpu' });
     backends.push(backend);
+    assert.ok(!/^CPU/.test(backend.adapterName), `runs on ${backend.adapterName}`);
     return new RwkvEngine({ backend, tokenizer, config: { chunkSize }, cacheMinTokens, compileConstraint: null });
   };
   before(function () {
