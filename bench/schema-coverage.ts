@@ -301,6 +301,7 @@ async function runGenerations(name: string, sources: CaseSource[], tok: WorldTok
       continue;
     }
     generated++;
+    if (generated % 100 === 0) console.log(`schema-coverage ${name}: ${generated} generations, ${passed} passed so far`);
     const run = sampleConstrained(constraint, tok.vocabSize, { seed: generated, maxTokens: 400, logitScale: 3, eosBias: 4 });
     tokens += run.tokens.length;
     forced += run.forcedSteps;
