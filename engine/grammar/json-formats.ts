@@ -12,7 +12,24 @@ import { alt, chars, seq } from './grammar-ir';
 import { regexBranches } from './regex-to-expr';
 
 const DATE = String.raw`(?:[0-9]{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:0[048]|[2468][048]|[13579][26])00)-02-29)`;
-const TIME = String.raw`(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]+)?(?:[zZ]|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?))`;
+// ajv-formats reads the seconds with `+"59.…"`, a double: a fraction from 0.999999999999996447… (60 − 2⁻⁴⁸, the
+// midpoint below 60, which rounds to 60) on makes 59.… equal 60, which fails `sec < 60` and passes only as a leap
+// second (23:59 in UTC), and 60.… equal 61, which fails `sec < 61`. So seconds 59 and 60 take only fractions below
+// that midpoint, and 23:59:59 written in UTC takes the rest (FRACTION_BELOW_MIDPOINT / FRACTION_FROM_MIDPOINT).
+const MIDPOINT_DIGITS = '999999999999996447286321199499070644378662109375';
+/** Fraction digits d with 0.d below the midpoint (one alternative per digit position, nested). */
+const FRACTION_BELOW_MIDPOINT = [...MIDPOINT_DIGITS].reduceRight((rest, d, i) => {
+  const lower = d === '0' ? '' : `[0-${+d - 1}][0-9]*`;
+  const same = i === MIDPOINT_DIGITS.length - 1 ? '' : `${d}(?:${rest})?`;
+  return [lower, same].filter(Boolean).join('|');
+}, '');
+/** Fraction digits d with 0.d at or above the midpoint. */
+const FRACTION_FROM_MIDPOINT = [...MIDPOINT_DIGITS].reduceRight((rest, d) => {
+  const higher = d === '9' ? '' : `[${+d + 1}-9][0-9]*`;
+  return [higher, `${d}(?:${rest})`].filter(Boolean).join('|');
+}, '[0-9]*');
+const SECONDS = String.raw`(?:(?:[0-5][0-8]|[0-4]9)(?:\.[0-9]+)?|59(?:\.(?:${FRACTION_BELOW_MIDPOINT}))?)`;
+const TIME = String.raw`(?:(?:[01][0-9]|2[0-3]):[0-5][0-9]:${SECONDS}(?:[zZ]|[+-](?:[01][0-9]|2[0-3])(?::?[0-5][0-9])?))`;
 const HEX = '[0-9a-fA-F]';
 // RFC 3986 absolute URI, case-insensitive like ajv-formats.
 const PCT = '%[0-9a-fA-F]{2}';
@@ -53,7 +70,7 @@ function regexExpr(source: string, name: string): Expr {
   return alt(...regexBranches(source, '', `format '${name}'`).map((b) => b.expr));
 }
 
-const LEAP_SECOND_UTC = String.raw`23:59:60(?:\.[0-9]+)?(?:[zZ]|[+-]00(?::?00)?)`;
+const LEAP_SECOND_UTC = String.raw`23:59:(?:60(?:\.(?:${FRACTION_BELOW_MIDPOINT}))?|59\.(?:${FRACTION_FROM_MIDPOINT}))(?:[zZ]|[+-]00(?::?00)?)`;
 
 function timeExpr(): Expr {
   return alt(regexExpr(TIME, 'time'), regexExpr(LEAP_SECOND_UTC, 'time'));
