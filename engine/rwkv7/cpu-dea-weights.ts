@@ -9,6 +9,7 @@ import type { CpuMatrix, CpuWeightWriter } from '../cpu/cpu-weight-writer';
 import { MAX_PAGES } from '../cpu/wasm-kernels';
 
 import { DEA_QK } from './dea-sizes';
+import { packDeaVectors } from './dea-vectors';
 
 /** One layer's DEA weights (addresses in bytes). */
 export interface CpuDeaLayer {
@@ -30,12 +31,6 @@ export interface CpuDeaLayer {
   vecs: number;
 }
 
-/** Offsets (floats) of the parts of CpuDeaLayer.vecs. */
-export function deaVecOffsets(C: number) {
-  const Q = DEA_QK;
-  return { xq: 0, xk: Q, xv: 2 * Q, lnqW: 2 * Q + C, lnqB: 3 * Q + C, lnkW: 4 * Q + C, lnkB: 5 * Q + C, lnvW: 6 * Q + C, lnvB: 6 * Q + 2 * C, total: 6 * Q + 3 * C };
-}
-
 /** Bytes the DEA tables of every layer take on the CPU backend (refused early when they alone cannot fit). */
 export function deaTableBytes(info: ModelInfo, wide: boolean): number {
   return info.nLayer * info.vocabSize * (DEA_QK + info.nEmbd) * (wide ? 4 : 2);
@@ -47,24 +42,9 @@ export async function planDeaLayers(w: CpuWeightWriter, info: ModelInfo, wide: b
   if (tables > MAX_PAGES * 65536)
     throw new RangeError(`the RWKV-7b DEA tables need ${tables} bytes, more than the CPU backend's 4 GiB of WebAssembly memory${wide ? '; try precision f16' : ''}`);
   const layers: CpuDeaLayer[] = [];
-  const o = deaVecOffsets(C);
   for (let l = 0; l < info.nLayer; l++) {
     const q = `blocks.${l}.qkv.`;
-    const vecs = new Float32Array(o.total);
-    const put = (name: string, at: number, n: number) => {
-      const v = w.vals(q + name);
-      if (v.length !== n) throw new RangeError(`${q}${name} has ${v.length} values, RWKV-7b needs ${n}`);
-      vecs.set(v, at);
-    };
-    put('x_q', o.xq, DEA_QK);
-    put('x_k', o.xk, DEA_QK);
-    put('x_v', o.xv, C);
-    put('lnq.weight', o.lnqW, DEA_QK);
-    put('lnq.bias', o.lnqB, DEA_QK);
-    put('lnk.weight', o.lnkW, DEA_QK);
-    put('lnk.bias', o.lnkB, DEA_QK);
-    put('lnv.weight', o.lnvW, C);
-    put('lnv.bias', o.lnvB, C);
+    const vecs = packDeaVectors(l, C, (name) => w.vals(name));
     const table = (name: string) => {
       const t = w.tensor(q + name);
       return w.place(wide ? toF32(t) : toF16Bits(t));

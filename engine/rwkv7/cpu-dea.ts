@@ -13,7 +13,8 @@ import type { CpuSubPass } from '../cpu/cpu-forward-base';
 import { ACT_TANH } from '../cpu/cpu-forward-base';
 import type { CpuMatrix } from '../cpu/cpu-weight-writer';
 import { getF16ToF32Table } from '../loader/dtype';
-import { type CpuDeaLayer, deaVecOffsets } from './cpu-dea-weights';
+import type { CpuDeaLayer } from './cpu-dea-weights';
+import { deaVecOffsets } from './dea-vectors';
 import { DEA_QK } from './dea-sizes';
 
 const LN_EPS = 1e-5;

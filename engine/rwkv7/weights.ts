@@ -21,8 +21,7 @@ import { packQuantizedGroup } from '../quant/gpu-matrix-group';
 import { gpuMatrixFormat } from '../quant/quantised-matrices';
 import { yieldToEventLoop } from '../quant/weight-values';
 import type { Precision, WeightStorage } from '../precision';
-import { DEA_QK } from './dea-sizes';
-import { deaVecOffsets } from './cpu-dea-weights';
+import { packDeaVectors } from './dea-vectors';
 
 /** How weights are stored on the GPU: the model's precision (engine/precision.ts), and each matrix group's format. */
 export type WeightPrecision = Precision;
@@ -111,7 +110,7 @@ export interface DeaLayer {
   embX: MatrixGroup;
   /** k_emb.weight [V, 256] then v_emb.weight [V, C] in one buffer (segs[1].wOff: where v_emb starts, units of 8). */
   tables: MatrixGroup;
-  /** f32: x_q, x_k, x_v, lnq w, b, lnk w, b, lnv w, b (cpu-dea-weights.ts deaVecOffsets). */
+  /** f32: x_q, x_k, x_v, lnq w, b, lnk w, b, lnv w, b (dea-vectors.ts). */
   vecs: GPUBuffer;
 }
 
@@ -293,24 +292,9 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
   /** RWKV-7b: every layer's DEA matrices, tables and vectors (the math: ../shared/golden/README.md). */
   async function uploadDea(): Promise<DeaLayer[]> {
     const out: DeaLayer[] = [];
-    const o = deaVecOffsets(C);
     for (let l = 0; l < info.nLayer; l++) {
       const q = `blocks.${l}.qkv.`;
-      const vecs = new Float32Array(o.total);
-      const put = (name: string, at: number, n: number) => {
-        const v = vals(q + name);
-        if (v.length !== n) throw new RangeError(`${q}${name} has ${v.length} values, RWKV-7b needs ${n}`);
-        vecs.set(v, at);
-      };
-      put('x_q', o.xq, DEA_QK);
-      put('x_k', o.xk, DEA_QK);
-      put('x_v', o.xv, C);
-      put('lnq.weight', o.lnqW, DEA_QK);
-      put('lnq.bias', o.lnqB, DEA_QK);
-      put('lnk.weight', o.lnkW, DEA_QK);
-      put('lnk.bias', o.lnkB, DEA_QK);
-      put('lnv.weight', o.lnvW, C);
-      put('lnv.bias', o.lnvB, C);
+      const vecs = packDeaVectors(l, C, vals);
       const tables = [plain(`${q}k_emb.weight`), plain(`${q}v_emb.weight`)];
       const tableBytes = tables.reduce((n, m) => n + m.data.byteLength, 0);
       if (tableBytes > maxBinding)
