@@ -17,12 +17,12 @@ import { decodeConversation, encodeConversation, modelSignature } from '../engin
 import { readStateSource, stateSourceBound } from '../engine/state-file';
 import { StateFolder } from '../engine/state-folder';
 import { InitialStateRegistry } from '../engine/initial-states';
+import { prefillLogits } from './prefill-probe';
 import { deaRowFloats } from '../engine/rwkv7/dea-sizes';
 import { modelVersion } from '../engine/versions';
 import { RwkvEngine } from '../engine/engine';
 import { RequestError } from '../engine/errors';
 import { checkEngineConfig } from '../engine/engine-config';
-import type { SlotTask } from '../engine/slot-task';
 import { byteTokenizer, FakeBackend } from './fake-backend';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
@@ -266,19 +266,7 @@ for (const device of DEVICES) describe(`RWKV-7b (DEA) [${device}]: logits, growi
         cacheMinTokens,
         compileConstraint: null,
       });
-    const prefilled = (e: RwkvEngine, prompt: number[]) =>
-      new Promise<{ logits: Float32Array; cached: number }>((resolve, reject) => {
-        let cached = -1;
-        e.scheduler.submit({
-          initial: (e as unknown as { states: { zero: SlotTask['initial'] } }).states.zero,
-          prompt,
-          onStart: (i) => (cached = i.cachedTokens),
-          onPrefilled: (l) => (resolve({ logits: l.slice(), cached }), null),
-          onFed: () => null,
-          onAbort: () => reject(new Error('aborted')),
-          onError: reject,
-        });
-      });
+    const prefilled = prefillLogits;
     const base = g.tokens.slice(0, 14);
     const full = [...base, ...g.tokens.slice(14)];
     const [warm, cold] = [await engine(8), await engine(10_000)];

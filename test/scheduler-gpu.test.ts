@@ -10,6 +10,7 @@ import type { SlotTask } from '../engine/slot-task';
 import { WorldTokenizer } from '../engine/tokenizer';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
+import { prefillLogits } from './prefill-probe';
 
 const MODEL = path.join(GOLDEN, 'v7-tiny.st');
 const greedy = { temperature: 0, presencePenalty: 0, frequencyPenalty: 0, logitBias: { 0: -Infinity } };
@@ -61,33 +62,11 @@ describe('scheduler on the WebGPU backend (tiny golden model)', function () {
   it('a prefix-cache hit gives the same logits as a cold run', async () => {
     const e = await engine(1, 16, 8);
     const ids = (t: string) => tokenizer.encode(t);
-    const logitsAfter = (prompt: number[]) =>
-      new Promise<{ logits: Float32Array; cached: number }>((resolve, reject) => {
-        let cached = -1;
-        const task: SlotTask = {
-          initial: (e as unknown as { states: { zero: SlotTask['initial'] } }).states.zero,
-          prompt,
-          onStart: (i) => (cached = i.cachedTokens),
-          onPrefilled: (l) => (resolve({ logits: l.slice(), cached }), null),
-          onFed: () => null,
-          onAbort: () => reject(new Error('aborted')),
-          onError: reject,
-        };
-        e.scheduler.submit(task);
-      });
+    const logitsAfter = (prompt: number[]) => prefillLogits(e, prompt);
     const base = ids('System: you are a helpful assistant who answers briefly.\n');
     const full = [...base, ...ids('User: hi')];
     const cold = await engine(1, 16, 10_000);
-    const coldFull = await new Promise<Float32Array>((resolve, reject) => {
-      cold.scheduler.submit({
-        initial: (cold as unknown as { states: { zero: SlotTask['initial'] } }).states.zero,
-        prompt: full,
-        onPrefilled: (l) => (resolve(l.slice()), null),
-        onFed: () => null,
-        onAbort: () => reject(new Error('aborted')),
-        onError: reject,
-      });
-    });
+    const coldFull = (await prefillLogits(cold, full)).logits;
     await logitsAfter(base); // cold, cached at the end of prefill
     await logitsAfter(ids('something unrelated to evict the slot')); // slot now holds other tokens
     const hit = await logitsAfter(full);
