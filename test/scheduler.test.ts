@@ -282,14 +282,17 @@ describe('scheduler: prefix cache and slot reuse', () => {
 
   it('caches a prefilled prompt without holding up the steps after it', async () => {
     const { engine, fake } = makeEngine({ slots: 2 }, { chunkSize: 8 }, 16);
-    // A slow state read, taken (as the GPU backend does, its calls being in order) before later steps run.
+    // A slow state read, taken (as the GPU backend does, its calls being in order) before later steps run. It ends
+    // once three steps ran during it, or after 2 s if none can: a fixed 30 ms read made this depend on the machine's
+    // load (CI under load once saw only one step in it).
     let pendingReads = 0;
     let stepsDuringRead = 0;
     const read = fake.readState.bind(fake);
     fake.readState = async (slot: number) => {
       const state = read(slot);
       pendingReads++;
-      await new Promise((r) => setTimeout(r, 30));
+      const t0 = Date.now();
+      while (stepsDuringRead < 3 && Date.now() - t0 < 2000) await new Promise((r) => setTimeout(r, 5));
       pendingReads--;
       return state;
     };
