@@ -6,8 +6,8 @@ import * as path from 'path';
 import type { EngineConfig, GenerateEvent, GenerateRequest } from '../engine/api';
 import { RwkvEngine } from '../engine/engine';
 import { QueueFullError, RequestError, StateFileError } from '../engine/errors';
-import type { SlotTask } from '../engine/slot-task';
 import { byteTokenizer, FakeBackend, type FakeBackendOptions } from './fake-backend';
+import { prefillLogits } from './prefill-probe';
 
 type Stop = Extract<GenerateEvent, { type: 'stop' }>;
 
@@ -232,22 +232,7 @@ describe('scheduler: stop strings, max tokens, end of text', () => {
 });
 
 describe('scheduler: prefix cache and slot reuse', () => {
-  /** Capture the logits after a prompt through a bare scheduler task. */
-  function logitsAfter(engine: RwkvEngine, prompt: number[]): Promise<{ logits: Float32Array; cached: number }> {
-    return new Promise((resolve, reject) => {
-      let cached = -1;
-      const task: SlotTask = {
-        initial: (engine as unknown as { states: { zero: SlotTask['initial'] } }).states.zero,
-        prompt,
-        onStart: (i) => (cached = i.cachedTokens),
-        onPrefilled: (logits) => (resolve({ logits: logits.slice(), cached }), null),
-        onFed: () => null,
-        onAbort: () => reject(new Error('aborted')),
-        onError: reject,
-      };
-      engine.scheduler.submit(task);
-    });
-  }
+  const logitsAfter = prefillLogits;
 
   it('a cache hit gives identical logits to a cold run, including partial hits', async () => {
     const { engine, fake } = makeEngine({ slots: 2 }, { chunkSize: 8 }, 16);
