@@ -21,8 +21,15 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
   console.log(`golden check on ${gpu.adapterName}, kernel path ${gpu.kernelPath}`);
   // 'tiled': every product on the prefill kernel (subgroup matrices on that path), even single tokens.
   // 'int8': per-row int8 codes (on subgroup matrices, widened to f16 on the staged tiles above 4 rows).
-  for (const [label, precision, vecMaxRows] of [['f32', 'f32', undefined], ['f16', 'f16', undefined], ['f16-tiled', 'f16', 0], ['int8', 'int8', undefined]] as const) {
+  // 'sgtile': every product on the tiled subgroup-matrix kernel (mm_sgtile, normally from 64 rows), even single
+  // tokens, so the golden sequences (24 tokens) reach it.
+  const modes = [['f32', 'f32', undefined], ['f16', 'f16', undefined], ['f16-tiled', 'f16', 0], ['f16-sgtile', 'f16', 0], ['int8', 'int8', undefined]] as const;
+  for (const [label, precision, vecMaxRows] of modes) {
+    const before = process.env.RWKV_MATMUL_TILED;
+    if (label === 'f16-sgtile') process.env.RWKV_MATMUL_TILED = '2x2x2x2@1';
     const be = await createBackend({ model: path.join(GOLDEN, `${name}.pth`), slots: 2, precision, gpu, vecMaxRows });
+    if (before === undefined) delete process.env.RWKV_MATMUL_TILED;
+    else process.env.RWKV_MATMUL_TILED = before;
     if (label !== 'f32') console.log(`${label}: ${be.kernelPath}`);
     const [seq] = await be.run([{ slot: 0, tokens, output: 'all' }]);
     const steps = new Float32Array(want.length);

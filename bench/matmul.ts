@@ -16,6 +16,7 @@ import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { packQuantizedGroup } from '../engine/quant/gpu-matrix-group';
 import {
   groupUniform, matmulDispatch, matmulShader, splitOf, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant,
+  tiledInputHalves, tileInputDispatch, tileInputShader,
 } from '../engine/rwkv7/matmul';
 import type { MatrixGroup } from '../engine/rwkv7/weights';
 import { GpuSpanTimer, calibrateRepetitions, median } from './device/gpu-span-timer';
@@ -92,6 +93,16 @@ export const SGSTAGE_VARIANTS: MatmulVariant[] = (
   ] as const
 ).flatMap(([mt, nt, sgm, sgn, kc]) => [1, 2, 4].map((split): MatmulVariant => ({ kind: 'sgstage', mt, nt, sgm, sgn, kc, split })));
 
+/** Tiled subgroup-matrix products (mt × nt tiles per subgroup, sgm × sgn subgroups), unsplit and split 2–8 ways. */
+export const SGTILE_VARIANTS: MatmulVariant[] = (
+  [
+    [2, 2, 2, 2], // the default
+    [1, 2, 4, 2],
+    [2, 2, 1, 4],
+    [1, 4, 4, 1],
+  ] as const
+).flatMap(([mt, nt, sgm, sgn]) => [1, 2, 4, 8].map((split): MatmulVariant => ({ kind: 'sgtile', mt, nt, sgm, sgn, split })));
+
 /** Split-K on the f32-arithmetic tiles too (the 'f16' and 'f32' paths). */
 export const GEMM_SPLIT_VARIANTS: MatmulVariant[] = [2, 4, 8].map((split) => ({ kind: 'gemm', tile: 64, split }));
 
@@ -109,6 +120,7 @@ export function variantName(v: MatmulVariant): string {
   const split = splitOf(v) > 1 ? `s${splitOf(v)}` : '';
   if (v.kind === 'gemm') return `gemm${v.tile}${split}`;
   if (v.kind === 'sgstage') return `sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${split}`;
+  if (v.kind === 'sgtile') return `sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${split}`;
   return `sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${split}`;
 }
 
@@ -167,11 +179,12 @@ export async function benchMatmul(
     { kind: 'gemm', tile: 64 },
     { kind: 'gemm', tile: 16 },
     ...GEMM_SPLIT_VARIANTS,
-    ...(gpu.kernelPath === 'subgroup-matrix' ? [...(precision === 'f16' ? SGMAT_VARIANTS : []), ...SGSTAGE_VARIANTS] : []),
+    ...(gpu.kernelPath === 'subgroup-matrix' ? [...(precision === 'f16' ? [...SGMAT_VARIANTS, ...SGTILE_VARIANTS] : []), ...SGSTAGE_VARIANTS] : []),
   ] as MatmulVariant[])).filter((v) => !opts.only || opts.only.test(variantName(v)));
   const timer = new GpuSpanTimer(device);
   const out: MatmulRow[] = [];
   let partBuf: GPUBuffer | null = null;
+  let xtBuf: GPUBuffer | null = null;
   const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
   try {
     for (const c of opts.cases ?? MATMUL_CASES) {
@@ -224,7 +237,7 @@ export async function benchMatmul(
         ref.set(t, r);
       }
       for (const v of variants) {
-        const row: MatmulRow = { case: name, variant: variantName(v), bound: v.kind === 'sgmat' || v.kind === 'sgstage' ? ERROR_BOUND.f16Inputs : ERROR_BOUND.f32 };
+        const row: MatmulRow = { case: name, variant: variantName(v), bound: v.kind === 'sgmat' || v.kind === 'sgstage' || v.kind === 'sgtile' ? ERROR_BOUND.f16Inputs : ERROR_BOUND.f32 };
         out.push(row);
         try {
           progress(`matmul ${name}: ${row.variant} build`);
@@ -248,14 +261,33 @@ export async function benchMatmul(
             const rError = await device.popErrorScope();
             if (rError) throw new Error(`reduction kernel build failed: ${rError.message}`);
           }
-          const resources = [batch, wBuf, xBuf, yBuf, uBuf, ...(partBuf ? [partBuf] : [])];
+          // A tiled product: its inputs as f16 blocks (binding 6, written by the tiling pass), its partial sums always.
+          const tiled = v.kind === 'sgtile';
+          xtBuf?.destroy();
+          xtBuf = tiled ? createBuffer(device, 'tiled inputs', tiledInputHalves([c.k], c.rows) * 2, S) : null;
+          const resources = [batch, wBuf, xBuf, yBuf, uBuf, ...(partBuf ? [partBuf] : []), ...(xtBuf ? [xtBuf] : [])];
           const bg = bindGroup(device, kernel, resources);
           const rbg = reduceKernel ? bindGroup(device, reduceKernel, resources) : null;
+          let tileKernel: ReturnType<typeof makeKernel> | null = null;
+          if (tiled) {
+            const t = tileInputShader();
+            device.pushErrorScope('validation');
+            tileKernel = makeKernel(device, t.parts, t.constants, t.bindings);
+            const tError = await device.popErrorScope();
+            if (tError) throw new Error(`input tiling kernel build failed: ${tError.message}`);
+          }
+          const tbg = tileKernel ? bindGroup(device, tileKernel, resources) : null;
+          const [tx, ty] = tileInputDispatch([c.k], c.rows);
           const [gx, gy, gz] = matmulDispatch(v, u.virtualRows, c.rows);
           const [rx, ry] = splitReduceDispatch(u.virtualRows, c.rows);
           const encode = (reps: number) => (enc: GPUCommandEncoder) => {
             const pass = enc.beginComputePass();
             for (let i = 0; i < reps; i++) {
+              if (tileKernel) {
+                pass.setPipeline(tileKernel.pipeline);
+                pass.setBindGroup(0, tbg!);
+                pass.dispatchWorkgroups(tx, ty);
+              }
               pass.setPipeline(kernel.pipeline);
               pass.setBindGroup(0, bg);
               pass.dispatchWorkgroups(gx, gy, gz);
@@ -312,8 +344,9 @@ export async function benchMatmul(
         }
         log(JSON.stringify(row));
       }
-      for (const b of [wBuf, xBuf, yBuf, readBuf, batch, uBuf, partBuf]) b?.destroy();
+      for (const b of [wBuf, xBuf, yBuf, readBuf, batch, uBuf, partBuf, xtBuf]) b?.destroy();
       partBuf = null;
+      xtBuf = null;
     }
   } finally {
     timer.dispose();

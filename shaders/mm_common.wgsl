@@ -15,9 +15,10 @@ struct Group { segs: array<Seg, 8>, count: u32, use_r: u32, p0: u32, p1: u32 }
 
 const ACCUM: u32 = 1u;
 
+// Branch-free: a subgroup-matrix store whose address went through a branch here ran the whole tiled product
+// 1.8× slower on the H200 (bench/RESULTS.md "Tiled activations").
 fn row_count() -> u32 {
-  if (grp.use_r != 0u) { return batch.R; }
-  return batch.T;
+  return select(batch.T, batch.R, grp.use_r != 0u);
 }
 
 fn find_seg(vrow: u32) -> Seg {

@@ -6,7 +6,9 @@
 //   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode.
 //   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
 //   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
-//   mm_sgstage  the same arithmetic with both operands staged in workgroup memory — 'subgroup-matrix' prefill.
+//   mm_sgstage  the same arithmetic with both operands staged in workgroup memory — 'subgroup-matrix' int8.
+//   mm_sgtile  the same arithmetic loading both operands straight from storage, the activations first written as
+//             f16 16×16 blocks by mm_sgtile_x — 'subgroup-matrix' f16 from 64 rows (batched decode, prefill).
 // mm_gemm and mm_sgmat may split K over `split` workgroups (mm_split.wgsl) whose partial sums a second small
 // dispatch adds (mm_split_reduce.wgsl): on unless RWKV_MATMUL_SPLIT_K=0 (splitKFromEnv).
 // Each reads its weights through a prelude chosen by the group's storage format (shaders/weights_*.wgsl): f16,
@@ -28,7 +30,13 @@ export type MatmulVariant =
    * Subgroup matrices with weights and activations staged in workgroup memory (mm_sgstage): sgm × sgn subgroups,
    * each mt × nt result tiles of 16×16; 16·nt·sgn outputs (at most SEGMENT_ALIGN) × 16·mt·sgm tokens a workgroup.
    */
-  | { kind: 'sgstage'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; kc: 32 | 64; split?: number };
+  | { kind: 'sgstage'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; kc: 32 | 64; split?: number }
+  /**
+   * Subgroup matrices loaded straight from storage (mm_sgtile), the activations tiled first (mm_sgtile_x): sgm × sgn
+   * subgroups of mt × nt result tiles; 16·nt·sgn outputs (at most SEGMENT_ALIGN) × 16·mt·sgm tokens (at most
+   * TILE_TOKENS) a workgroup.
+   */
+  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; split?: number };
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
@@ -105,6 +113,49 @@ export function stagedFromEnv(env: NodeJS.ProcessEnv = process.env): StagedTiles
   return { large: one, small: one };
 }
 
+/** Tokens the tiled activations are padded to (sgtile_layout.wgsl TILE_TOKENS): the most a tiled workgroup covers. */
+export const TILE_TOKENS = 64;
+
+/** The tiled product's tiles and the fewest rows it runs for. */
+export interface TiledChoice {
+  variant: Extract<MatmulVariant, { kind: 'sgtile' }>;
+  minRows: number;
+}
+
+/**
+ * Measured on the H200 (2026-12-03, sixth session, bench/device/sgmat-layout-probe.ts; bench/RESULTS.md "Tiled
+ * activations"): 2×2 tiles in 2×2 subgroups with the activations tiled and the weights row-major took 94 µs for
+ * 2048² at 512 tokens (staged: 168), 390 for 8192×2048 (staged: 591–2,406), and with splits 15 µs for 2048² at 64
+ * tokens (staged: 30), 48 for 8192×2048 (staged: 203), 48 for 2048×8192 (staged: 91), 14.5 for 768×3072 (33).
+ * From 64 rows, for every f16 product; fewer rows stay on split mm_sgmat (a 64-token tile would be mostly padding).
+ */
+export const DEFAULT_TILED: TiledChoice = { variant: { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2 }, minRows: 64 };
+
+/** Tiled products from RWKV_MATMUL_TILED: unset for DEFAULT_TILED, 'off' for none (the staged tiles), or 'MTxNTxSGMxSGN@ROWS'. */
+export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice | null {
+  const spec = env.RWKV_MATMUL_TILED;
+  if (spec === undefined || spec === '') return DEFAULT_TILED;
+  if (spec === 'off') return null;
+  const m = /^([124])x([124])x([124])x([124])@(\d+)$/.exec(spec);
+  if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN@ROWS (each 1, 2 or 4)`);
+  const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
+  if (16 * nt * sgn > SEGMENT_ALIGN) throw new Error(`RWKV_MATMUL_TILED: ${16 * nt * sgn} outputs a workgroup exceed ${SEGMENT_ALIGN}`);
+  if (16 * mt * sgm > TILE_TOKENS) throw new Error(`RWKV_MATMUL_TILED: ${16 * mt * sgm} tokens a workgroup exceed ${TILE_TOKENS}`);
+  return { variant: { kind: 'sgtile', mt, nt, sgm, sgn }, minRows: Number(m[5]) };
+}
+
+/** f16 halves of a group's tiled inputs at `rows` rows (mm_sgtile_x.wgsl): every segment's padded rows × K. */
+export function tiledInputHalves(ks: readonly number[], rows: number): number {
+  const padded = Math.ceil(rows / TILE_TOKENS) * TILE_TOKENS;
+  return ks.reduce((sum, k) => sum + padded * k, 0);
+}
+
+/** Workgroups of the input-tiling pass (mm_sgtile_x.wgsl): 256 invocations of 8 inputs each. */
+export function tileInputDispatch(ks: readonly number[], rows: number): [number, number] {
+  const groups = Math.ceil(tiledInputHalves(ks, rows) / 8 / 256);
+  return groups <= 65535 ? [Math.max(1, groups), 1] : [65535, Math.ceil(groups / 65535)];
+}
+
 /** Split-K products are on unless RWKV_MATMUL_SPLIT_K=0 (the single-pass kernels, as measured before them). */
 export function splitKFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
   return env.RWKV_MATMUL_SPLIT_K !== '0';
@@ -136,6 +187,8 @@ export interface MatmulConfig {
   splitK?: boolean;
   /** Staged subgroup-matrix tiles for products of many rows (with split K; stagedFromEnv). */
   staged?: StagedTiles | null;
+  /** Tiled subgroup-matrix products (mm_sgtile) for f16 groups of many rows (with split K; tiledFromEnv). */
+  tiled?: TiledChoice | null;
 }
 
 /** What the split-K choice needs of a group: its widest input and its virtual output rows. */
@@ -144,6 +197,8 @@ export interface ProductShape {
   virtualRows: number;
   /** Room for partial sums (floats): no more splits than fit. */
   scratchFloats: number;
+  /** Every input width of the group is a multiple of 16 and the runtime holds the tiled inputs (mm_sgtile). */
+  tileable?: boolean;
 }
 
 /** The group uniform's layout (mm_common.wgsl): 8 segments of 8 words, then count and flags. */
@@ -186,6 +241,9 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
     if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows);
+    // Tiled products write whole tiles of partial sums even unsplit: where those do not fit, the staged tiles run.
+    const tiledFits = () => splitScratchFloats({ ...c.tiled!.variant, split: 1 }, shape.virtualRows, rows) <= shape.scratchFloats;
+    if (c.tiled && shape.tileable && rows >= c.tiled.minRows && tiledFits()) return { ...c.tiled.variant, split: chooseSplit(c.tiled.variant, shape, rows) };
     const staged = c.staged && stagedFor(c.staged, shape);
     if (staged && rows >= staged.minRows) return { ...staged.variant, split: chooseSplit(staged.variant, shape, rows) };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
@@ -221,6 +279,12 @@ const SPLIT_POLICY: SplitPolicy = { workgroups: SPLIT_TARGET_WORKGROUPS, maxK: S
  * (K = 8192).
  */
 const STAGED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 2048, minK: 512 };
+/**
+ * The tiled product (H200, sgmat-layout-probe): 8 splits won 2048² and 2048×8192 at 64 tokens (32 workgroups
+ * unsplit), 2 splits 8192×2048 at 64 (128) and 2048×8192 at 512 (K = 8192); 2048² and 8192×2048 at 512 tokens
+ * (256 and 1,024 workgroups) were best unsplit or within 5% of it.
+ */
+const TILED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 4096, minK: 256 };
 
 /**
  * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product the policy's
@@ -228,10 +292,10 @@ const STAGED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 2048, minK: 51
  * the scratch.
  */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number): number {
-  const policy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY : SPLIT_POLICY;
+  const policy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY : v.kind === 'sgtile' ? TILED_SPLIT_POLICY : SPLIT_POLICY;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
   let split = 1;
-  const fits = (s: number) => s * rows * shape.virtualRows <= shape.scratchFloats;
+  const fits = (s: number) => (v.kind === 'sgtile' ? splitScratchFloats({ ...v, split: s }, shape.virtualRows, rows) : s * rows * shape.virtualRows) <= shape.scratchFloats;
   const wants = (s: number) => x * y * s < policy.workgroups || shape.k / s > policy.maxK;
   while (split < MAX_SPLIT && wants(split) && shape.k / (split * 2) >= policy.minK && fits(split * 2)) split *= 2;
   return split;
@@ -244,7 +308,7 @@ export function splitOf(v: MatmulVariant): number {
 
 /** The weight prelude: how a kernel reads W (shaders/weights_*.wgsl; load_w8 at binding 1). */
 export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 'precision'>): string {
-  if (v.kind === 'sgmat') return 'weights_f16_matrix';
+  if (v.kind === 'sgmat' || v.kind === 'sgtile') return 'weights_f16_matrix';
   if (v.kind === 'sgstage') return c.precision === 'int8' ? 'weights_i8_staged' : 'weights_f16_staged';
   if (c.precision === 'f32') return 'weights_f32';
   if (c.precision === 'int8') return 'weights_i8';
@@ -260,6 +324,9 @@ export function matmulShader(
   if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
   if (v.kind === 'sgstage' && !(c.kernelPath === 'subgroup-matrix' && (c.precision === 'f16' || c.precision === 'int8')))
     throw new Error('the staged subgroup-matrix kernel needs f16 or int8 weights on a subgroup-matrix device');
+  if (v.kind === 'sgtile' && !usesSubgroupMatrix(c)) throw new Error('the tiled subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
+  if (v.kind === 'sgtile' && (16 * v.nt * v.sgn > SEGMENT_ALIGN || 16 * v.mt * v.sgm > TILE_TOKENS))
+    throw new RangeError(`a tiled product's workgroup of ${16 * v.mt * v.sgm} tokens × ${16 * v.nt * v.sgn} outputs exceeds ${TILE_TOKENS} × ${SEGMENT_ALIGN}`);
   if (v.kind === 'sgstage' && 16 * v.nt * v.sgn > SEGMENT_ALIGN) throw new RangeError(`a staged tile of ${16 * v.nt * v.sgn} outputs would straddle segments (${SEGMENT_ALIGN} apart)`);
   const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
   const w = weightPrelude(v, c);
@@ -267,7 +334,8 @@ export function matmulShader(
   if (split < 1 || split > MAX_SPLIT || !Number.isInteger(split)) throw new RangeError(`K split ${split} is outside 1..${MAX_SPLIT}`);
   if (v.kind === 'gemm' && v.tile === 16 && split > 1) throw new Error('split K runs on the 64-token tiles only');
   // A split product also binds its partial sums (binding 5).
-  const bindings: BindingKind[] = split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
+  // The tiled product also binds its tiled inputs (binding 6; binding 5 is bound, unused, when unsplit).
+  const bindings: BindingKind[] = v.kind === 'sgtile' ? TILED_PRODUCT_BINDINGS : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
   const kPart = split > 1 ? 'mm_split' : 'mm_whole';
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
@@ -291,10 +359,26 @@ export function matmulShader(
         constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, KC: v.kc, SPLIT: split },
         bindings,
       };
+    case 'sgtile':
+      return {
+        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}`,
+        // Always through the partial sums (mm_split.wgsl, SPLIT 1 when unsplit) and the reduction pass.
+        parts: [w, 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile'],
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split },
+        bindings,
+      };
   }
 }
 
+/** The input-tiling pass of a tiled product (mm_sgtile_x.wgsl): the product's bindings, so one set serves both. */
+export function tileInputShader(): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+  return { key: 'mm_sgtile_x', parts: ['weights_f16', 'mm_common', 'sgtile_layout', 'mm_sgtile_x'], constants: {}, bindings: TILE_INPUT_BINDINGS };
+}
+
 const PRODUCT_BINDINGS: BindingKind[] = ['uniform', 'read', 'read', 'rw', 'uniform'];
+/** The tiled product and its reduction read the tiled inputs (binding 6) read-only; the tiling pass writes them. */
+const TILED_PRODUCT_BINDINGS: BindingKind[] = [...PRODUCT_BINDINGS, 'rw', 'read'];
+const TILE_INPUT_BINDINGS: BindingKind[] = [...PRODUCT_BINDINGS, 'rw', 'rw'];
 
 /**
  * The second dispatch of a split product (mm_split_reduce.wgsl): its bindings are the product's, so one bind
@@ -305,8 +389,10 @@ export function splitReduceShader(
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
 ): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
   const split = splitOf(v);
-  if (split <= 1) throw new Error('only a split-K product has a reduction pass');
   const w = weightPrelude(v, c);
+  if (v.kind === 'sgtile')
+    return { key: `mm_sgtile_reduce${split}`, parts: [w, 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile_reduce'], constants: { SPLIT: split }, bindings: TILED_PRODUCT_BINDINGS };
+  if (split <= 1) throw new Error('only a split-K product has a reduction pass');
   return { key: `mm_split_reduce${split}:${w}`, parts: [w, 'mm_common', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: [...PRODUCT_BINDINGS, 'rw'] };
 }
 
@@ -315,21 +401,31 @@ export function splitReduceDispatch(virtualRows: number, rows: number): [number,
   return [Math.ceil(virtualRows / 64), rows];
 }
 
-/** Floats of partial sums a split product writes (0 unsplit). */
+/**
+ * Floats of partial sums a product writes: a split product's per split, token and virtual row (0 unsplit); a tiled
+ * product's whole 16×16 tiles, split or not: rows padded to TILE_TOKENS, virtual rows to SEGMENT_ALIGN
+ * (sgtile_layout.wgsl part_index).
+ */
 export function splitScratchFloats(v: MatmulVariant, virtualRows: number, rows: number): number {
   const split = splitOf(v);
+  if (v.kind === 'sgtile') return split * Math.ceil(rows / TILE_TOKENS) * TILE_TOKENS * Math.ceil(virtualRows / SEGMENT_ALIGN) * SEGMENT_ALIGN;
   return split > 1 ? split * rows * virtualRows : 0;
+}
+
+/** A second pass follows the product: split products add their partial sums, tiled products always. */
+export function reducesAfter(v: MatmulVariant): boolean {
+  return splitOf(v) > 1 || v.kind === 'sgtile';
 }
 
 /** Output rows one workgroup of the variant covers. */
 function rowsPerWorkgroup(v: MatmulVariant): number {
-  if (v.kind === 'sgstage') return 16 * v.nt * v.sgn;
+  if (v.kind === 'sgstage' || v.kind === 'sgtile') return 16 * v.nt * v.sgn;
   return v.kind === 'vec' ? 256 / (v.lpr ?? 32) : v.kind === 'gemm' ? 64 : 16 * v.nt * v.sgs;
 }
 
 /** Tokens one workgroup of the variant covers. */
 function tokensPerWorkgroup(v: MatmulVariant): number {
-  if (v.kind === 'sgstage') return 16 * v.mt * v.sgm;
+  if (v.kind === 'sgstage' || v.kind === 'sgtile') return 16 * v.mt * v.sgm;
   return v.kind === 'vec' ? v.tb : v.kind === 'gemm' ? v.tile : 16 * v.mt;
 }
 
@@ -378,9 +474,12 @@ export function describeKernels(c: MatmulConfig): string {
   // Quantised models keep f16 LoRA groups, which take the subgroup-matrix kernel where the device has it.
   const quantised = c.precision === 'int8' || c.precision === 'nf4';
   const smallOnMatrices = quantised && usesSubgroupMatrix({ ...c, precision: 'f16' }) ? ' (the f16 matrices: subgroup matrices)' : '';
-  const staged = splitMatrices && c.staged
+  const tiled = splitMatrices && c.tiled
+    ? `, from ${c.tiled.minRows} rows with inputs tiled as f16 16×16 blocks first and both operands read straight from storage (RWKV_MATMUL_TILED=off: not)`
+    : '';
+  const staged = splitMatrices && c.staged && !c.tiled
     ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${staged}${split}`;
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}`;
 }

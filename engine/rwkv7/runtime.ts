@@ -14,8 +14,9 @@ import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
+import { tileableGroup, tiledInputCapacity } from './tiled-inputs';
 import {
-  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, usesStagedInt8, usesSubgroupMatrix, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -154,6 +155,10 @@ export class Rwkv7Runtime implements InferenceBackend {
   readonly splitK: boolean;
   /** Staged subgroup-matrix tiles for many rows (matmul.ts stagedFromEnv). */
   readonly staged: StagedTiles | null;
+  /** Tiled subgroup-matrix products for f16 groups of many rows (matmul.ts tiledFromEnv), null where none runs. */
+  readonly tiled: TiledChoice | null;
+  /** Halves of the tiled products' f16 inputs (tiled-inputs.ts), 0 without tiled products. */
+  private readonly tiledInputHalves: number;
   /** Floats of the split products' partial sums (0 without split-K). */
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
@@ -205,6 +210,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.fuseDecodeJobs = opts.fuseDecodeJobs ?? fuseDecodeJobsFromEnv();
     this.splitK = opts.splitK ?? splitKFromEnv();
     this.staged = stagedFromEnv();
+    // Tiled products need split K (their small-batch splits) and the subgroup-matrix path; f16 groups only.
+    const tiled = this.splitK && gpu.kernelPath === 'subgroup-matrix' ? tiledFromEnv() : null;
+    this.tiledInputHalves = tiled ? tiledInputCapacity(weights, this.TMAX) : 0;
+    this.tiled = this.tiledInputHalves > 0 ? tiled : null;
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
     // int8 too where its codes run on the staged tiles.
     const kernels = { kernelPath: gpu.kernelPath, precision: weights.precision, splitK: this.splitK, staged: this.staged };
@@ -261,6 +270,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('logits', RMAX * V);
     // Partial sums of split-K products: a product splits no more than fits (chooseSplit).
     f('splitParts', Math.max(4, this.splitScratchFloats));
+    // The tiled products' inputs as f16 (two a float), shared by every group: products run one after another.
+    f('tiledInputs', Math.max(4, Math.ceil(this.tiledInputHalves / 2)));
     if (this.weights.deepEmbed) {
       // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
       const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
@@ -384,7 +395,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   private get matmulConfig() {
     const { kernelPath, subgroup32 } = this.gpu;
-    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged };
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged, tiled: this.tiled };
   }
 
   /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */
@@ -405,13 +416,24 @@ export class Rwkv7Runtime implements InferenceBackend {
   ) {
     const config = this.matmulConfigOf(g);
     const u = this.groupUniform(key, g, io, useR);
-    const shape = { k: Math.max(...g.segs.map((s) => s.k)), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats };
+    const ks = g.segs.map((s) => s.k);
+    const shape = { k: Math.max(...ks), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats, tileable: this.tiled !== null && tileableGroup(g) };
     const variant = chooseMatmul(rows, config, shape);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
-    const split = splitOf(variant) > 1;
-    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(split ? [this.buf.splitParts] : [])];
+    const split = reducesAfter(variant);
+    const tiledProduct = variant.kind === 'sgtile';
+    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(split ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
+    if (tiledProduct) {
+      // First the inputs as f16 16×16 blocks (tokens past the batch as zeros), which the product reads.
+      const t = tileInputShader();
+      const tk = this.kernel(t.key, () => makeKernel(this.device, t.parts, t.constants, t.bindings));
+      pass.setPipeline(tk.pipeline);
+      pass.setBindGroup(0, this.group(`${tk.name}:${key}`, tk, resources));
+      pass.label(`${label}:tile`);
+      pass.dispatchWorkgroups(...tileInputDispatch(ks, rows));
+    }
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, resources));
     pass.label(label);

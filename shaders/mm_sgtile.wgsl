@@ -1,0 +1,72 @@
+// Matrix product on subgroup matrices reading both operands straight from storage: the activations as f16 16×16
+// blocks that mm_sgtile_x.wgsl wrote (one contiguous 512-byte load per left matrix, sgtile_layout.wgsl), the
+// weights row-major ([out, in], so the right operand column-major with stride K). A workgroup of SGM × SGN
+// subgroups computes BM = 16·MT·SGM tokens × BN = 16·NT·SGN outputs; subgroup (m, n) owns MT×NT result tiles.
+// No workgroup memory at all: against mm_sgstage.wgsl, which copies both tiles there one f16 at a time,
+// 2–4× faster on the H200's 1.5B products (bench/RESULTS.md "Tiled activations").
+// The K range (SPLIT ranges, or all of K when SPLIT is 1) and the partial sums come from mm_split.wgsl.
+// Offsets depend on subgroup_id, uniform within a subgroup (what the matrix operations need) but not within a
+// workgroup (what the default uniformity check proves), hence the diagnostic.
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+
+const MT: u32 = {{MT}}u;
+const NT: u32 = {{NT}}u;
+const SGM: u32 = {{SGM}}u;
+const SGN: u32 = {{SGN}}u;
+const SGS: u32 = SGM * SGN;
+const BM: u32 = 16u * MT * SGM;
+const BN: u32 = 16u * NT * SGN;
+
+@group(0) @binding(6) var<storage, read> xt: array<f16>;
+
+@compute @workgroup_size(32u * SGS)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+  var si = 0u;
+  for (var i = 1u; i < grp.count; i++) {
+    if (wid.x * BN >= grp.segs[i].row0) { si = i; }
+  }
+  let s = grp.segs[si];
+  // The segment's width and offsets through subgroupBroadcastFirst: they are uniform anyway, but read from a
+  // segment chosen by a loop the compiler cannot prove uniform, and matrix loads with a stride it cannot prove
+  // uniform ran several times slower on the H200 (bench/RESULTS.md "Tiled activations").
+  let k = subgroupBroadcastFirst(s.k);
+  // The workgroup's first output row within its segment and first token.
+  let o0 = wid.x * BN - s.row0;
+  let t0 = wid.y * BM;
+  let sm = sg / SGN;
+  let sn = sg % SGN;
+  let kblocks = k / 16u;
+  let xbase = subgroupBroadcastFirst(tile_base(si) + (t0 / 16u + sm * MT) * kblocks * 256u);
+  let wbase = subgroupBroadcastFirst(s.w_off * 8u + (o0 + sn * NT * 16u) * k);
+  var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;
+  let span = k_span(k, wid.z, 16u);
+  // Where the result tiles go, computed before the K loop from uniforms alone (part_index in sgtile_layout.wgsl).
+  let part0 = subgroupBroadcastFirst((wid.z * padded_rows() + t0 + sm * MT * 16u) * part_stride() + wid.x * BN + sn * NT * 16u);
+  let pstride = part_stride();
+  for (var k0 = span.x; k0 < span.y; k0 += 16u) {
+    let kb = k0 / 16u;
+    var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
+    for (var i = 0u; i < MT; i++) {
+      a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xt, xbase + (i * kblocks + kb) * 256u, false, 16u);
+    }
+    for (var j = 0u; j < NT; j++) {
+      // Rows past the segment read its neighbour's weights (or are clamped at the buffer's end): their results
+      // are never stored.
+      let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, wbase + j * 16u * k + k0, true, k);
+      for (var i = 0u; i < MT; i++) {
+        acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]);
+      }
+    }
+  }
+  // Results go straight to the partial sums (sgtile_layout.wgsl part_index), whole 16×16 tiles, and
+  // mm_sgtile_reduce.wgsl applies activation, accumulation and bounds: no workgroup memory at all, which on the
+  // H200 keeps the L1 cache the strided weight loads need (an epilogue through workgroup memory took the 2048²
+  // product at 512 tokens from 94 to 169 µs, 8192×2048 from 390 to 3,100).
+  for (var i = 0u; i < MT; i++) {
+    for (var j = 0u; j < NT; j++) {
+      subgroupMatrixStore(&part, part0 + i * 16u * pstride + j * 16u, acc[i * NT + j], false, pstride);
+    }
+  }
+}

@@ -1,0 +1,221 @@
+// Tiled subgroup-matrix products (shaders/mm_sgtile.wgsl after mm_sgtile_x.wgsl, engine/rwkv7/matmul.ts): when the
+// engine chooses them, how RWKV_MATMUL_TILED changes that, the room the runtime holds for their inputs, and — on
+// this device — the input-tiling pass itself, against the block layout computed here. The product's arithmetic
+// needs subgroup matrices: bench section `matmul` and bench/golden-check.ts check it on the H200.
+
+import * as assert from 'assert';
+import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
+import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
+import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
+import { shaderSource } from '../engine/gpu/shader-source';
+import {
+  chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
+  splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, type MatmulConfig,
+} from '../engine/rwkv7/matmul';
+import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
+import type { MatrixGroup, ModelWeights } from '../engine/rwkv7/weights';
+import { readBuffer, values } from './grouped-product';
+
+const H200: MatmulConfig = {
+  kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, vecMaxRows: 4, gemmTile: 64, splitK: true, staged: DEFAULT_STAGED, tiled: DEFAULT_TILED,
+};
+const ROOM = 8 * 512 * 16384;
+const product = (rows: number, k: number, n: number, tileable = true, c: MatmulConfig = H200) =>
+  chooseMatmul(rows, c, { k, virtualRows: n, scratchFloats: ROOM, tileable });
+
+describe('tiled subgroup-matrix products: choice and shader', () => {
+  it('RWKV_MATMUL_TILED: unset the measured default, off none, a spec one tiling; bad specs named', () => {
+    assert.deepStrictEqual(tiledFromEnv({}), DEFAULT_TILED);
+    assert.strictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: 'off' }), null);
+    assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '1x2x4x2@128' }), { variant: { kind: 'sgtile', mt: 1, nt: 2, sgm: 4, sgn: 2 }, minRows: 128 });
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN@ROWS/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x4x1x2@64' }), /128 outputs a workgroup exceed 64/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x2x2@64' }), /128 tokens a workgroup exceed 64/);
+  });
+
+  it('take every f16 product from 64 rows, split as measured on the H200; fewer rows keep split mm_sgmat', () => {
+    const t = DEFAULT_TILED.variant;
+    // 2048² and the FFN value at 64 tokens: 32 workgroups unsplit, 8 splits (15 and 48 µs); FFN key: 128, 2 splits.
+    assert.deepStrictEqual(product(64, 2048, 2048), { ...t, split: 8 });
+    assert.deepStrictEqual(product(64, 8192, 2048), { ...t, split: 8 });
+    assert.deepStrictEqual(product(64, 2048, 8192), { ...t, split: 2 });
+    // 512 tokens: 2048² and FFN key unsplit (256 and 1,024 workgroups); FFN value, K = 8192: 2 splits of 4,096.
+    assert.deepStrictEqual(product(512, 2048, 2048), { ...t, split: 1 });
+    assert.deepStrictEqual(product(512, 2048, 8192), { ...t, split: 1 });
+    assert.deepStrictEqual(product(512, 8192, 2048), { ...t, split: 2 });
+    // The 0.1B FFN value at 64 tokens: 12 workgroups, 8 splits of 384 inputs.
+    assert.deepStrictEqual(product(64, 3072, 768), { ...t, split: 8 });
+    assert.strictEqual(product(63, 2048, 2048).kind, 'sgmat');
+  });
+
+  it('always write whole tiles of partial sums, so they run only where those fit the scratch', () => {
+    const t = { ...DEFAULT_TILED.variant, split: 2 };
+    // 65 tokens → 128 padded rows; 100 virtual rows → 128 (whole segments of 64).
+    assert.strictEqual(splitScratchFloats(t, 100, 65), 2 * 128 * 128);
+    assert.strictEqual(splitScratchFloats({ ...t, split: 1 }, 100, 65), 128 * 128);
+    assert.strictEqual(reducesAfter({ ...t, split: 1 }), true);
+    assert.strictEqual(reducesAfter({ ...DEFAULT_STAGED.large.variant, split: 1 }), false);
+    // Room for one unsplit tile set of 512 × 8192 but not two: unsplit; less than one: the staged tiles.
+    assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.variant, split: 1 });
+    assert.strictEqual(chooseMatmul(512, H200, { k: 2048, virtualRows: 8192, scratchFloats: 512 * 8192 - 1, tileable: true }).kind, 'sgstage');
+    const r = splitReduceShader({ ...t, split: 1 }, H200);
+    assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile_reduce']);
+    assert.strictEqual(r.bindings.length, 7);
+  });
+
+  it('groups that cannot be tiled, int8 groups and RWKV_MATMUL_TILED=off keep the staged tiles', () => {
+    assert.strictEqual(product(512, 2048, 2048, false).kind, 'sgstage');
+    assert.strictEqual(product(512, 2048, 2048, true, { ...H200, tiled: null }).kind, 'sgstage');
+    assert.strictEqual(product(512, 2048, 2048, true, { ...H200, precision: 'int8' }).kind, 'sgstage');
+    assert.strictEqual(product(512, 2048, 2048, true, { ...H200, kernelPath: 'f16' }).kind, 'gemm');
+  });
+
+  it('the shader: tiled inputs at binding 6, the split part before the layout, refused off the subgroup-matrix path', () => {
+    const s = matmulShader({ ...DEFAULT_TILED.variant, split: 4 }, H200);
+    assert.deepStrictEqual(s.parts, ['weights_f16_matrix', 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile']);
+    assert.deepStrictEqual(s.bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'read']);
+    assert.deepStrictEqual(tileInputShader().bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'rw']);
+    const src = shaderSource(s.parts, s.constants);
+    assert.match(src, /@binding\(6\) var<storage, read> xt: array<f16>/);
+    assert.match(src, /const SPLIT: u32 = 4u;/);
+    assert.deepStrictEqual(matmulShader(DEFAULT_TILED.variant, H200).bindings, s.bindings);
+    assert.throws(() => matmulShader(DEFAULT_TILED.variant, { ...H200, precision: 'int8' }), /tiled subgroup-matrix kernel needs f16 weights/);
+    assert.match(describeKernels(H200), /from 64 rows with inputs tiled as f16 16×16 blocks/);
+  });
+});
+
+describe('tiled products: room for the inputs', () => {
+  const group = (ks: number[], format: MatrixGroup['format'] = 'f16'): MatrixGroup =>
+    ({ buffer: {} as GPUBuffer, format, segs: ks.map((k, i) => ({ name: `m${i}`, n: 64, k, wOff: 0 })) });
+
+  it('pads rows to whole 64-token tiles and sums the group’s inputs', () => {
+    assert.strictEqual(TILE_TOKENS, 64);
+    assert.strictEqual(tiledInputHalves([2048, 2048, 2048], 1), 64 * 6144);
+    assert.strictEqual(tiledInputHalves([768], 65), 128 * 768);
+    assert.deepStrictEqual(tileInputDispatch([768], 65), [Math.ceil((128 * 768) / 8 / 256), 1]);
+  });
+
+  it('finds the largest tileable group anywhere in the weights; int8 groups and widths off 16 do not count', () => {
+    const layer = { rkv: group([64, 64, 64]), ffnV: group([256]), odd: group([1024, 8]), q: group([4096], 'int8') };
+    const weights = { layers: [layer, { ...layer, rkv: group([64, 64, 64, 64]) }], head: group([64]), emb: group([64]) } as unknown as ModelWeights;
+    // Groups shared between layers count once.
+    assert.strictEqual(matrixGroupsOf(weights).length, 7);
+    assert.strictEqual(tileableGroup(layer.odd), false);
+    assert.strictEqual(tileableGroup(layer.q), false);
+    assert.strictEqual(tiledInputCapacity(weights, 100), 128 * 256);
+    assert.strictEqual(tiledInputCapacity({ layers: [{ q: layer.q }] } as unknown as ModelWeights, 100), 0);
+  });
+});
+
+describe('tiled products: the input-tiling pass on this device', function () {
+  this.timeout(120_000);
+  let gpu: GpuContext;
+  before(async () => {
+    gpu = await acquireGpu();
+  });
+  after(() => releaseGpu(gpu));
+
+  it('writes every segment’s inputs as f16 16×16 blocks after the ones before it, tokens past the batch as zeros', async () => {
+    const { device } = gpu;
+    const rows = 21;
+    const ks = [32, 48];
+    const xOffs = [0, 4096];
+    const xs = ks.map((k, i) => values(rows * k, 3 + i, 4));
+    const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    const xBuf = createBuffer(device, 'x', (xOffs[1] + rows * ks[1]) * 4, S);
+    xs.forEach((x, i) => device.queue.writeBuffer(xBuf, xOffs[i] * 4, x));
+    const halves = tiledInputHalves(ks, rows);
+    const xtBuf = createBuffer(device, 'tiled', halves * 2, S);
+    device.queue.writeBuffer(xtBuf, 0, new Uint16Array(halves).fill(0x7e00)); // NaN: every half must be written
+    const g: MatrixGroup = { buffer: createBuffer(device, 'W', 16, S), format: 'f16', segs: ks.map((k, i) => ({ name: `m${i}`, n: 16, k, wOff: 0 })) };
+    const u = groupUniform('t', g, xOffs.map((xOff) => ({ xOff, yOff: 0 })), false);
+    const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    device.queue.writeBuffer(uBuf, 0, u.words);
+    const batch = createBuffer(device, 'batch', 16, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
+    device.queue.writeBuffer(batch, 0, new Uint32Array([rows, 1, rows, 0]));
+    // y and the split parts (unused here) must be two buffers: one writable buffer bound twice is refused.
+    const [y, parts] = [createBuffer(device, 'y', 16, S), createBuffer(device, 'parts', 16, S)];
+    const t = tileInputShader();
+    device.pushErrorScope('validation');
+    const kernel = makeKernel(device, t.parts, t.constants, t.bindings);
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(kernel.pipeline);
+    pass.setBindGroup(0, bindGroup(device, kernel, [batch, g.buffer, xBuf, y, uBuf, parts, xtBuf]));
+    pass.dispatchWorkgroups(...tileInputDispatch(ks, rows));
+    pass.end();
+    device.queue.submit([enc.finish()]);
+    const error = await device.popErrorScope();
+    assert.strictEqual(error, null, error?.message);
+    const got = new Uint16Array((await readBuffer(device, xtBuf, halves * 2)).buffer);
+    // The layout computed here: segment bases, blocks (token block, input block), rows of 16 inputs inside.
+    const padded = Math.ceil(rows / 64) * 64;
+    let base = 0;
+    let checked = 0;
+    ks.forEach((k, i) => {
+      const want = f32ToF16(xs[i]);
+      for (let tok = 0; tok < padded; tok++) {
+        for (let c = 0; c < k; c++) {
+          const h = base + (Math.floor(tok / 16) * (k / 16) + Math.floor(c / 16)) * 256 + (tok % 16) * 16 + (c % 16);
+          const expect = tok < rows ? f16BitsToF32(want[tok * k + c]) : 0;
+          assert.strictEqual(f16BitsToF32(got[h]), expect, `segment ${i}, token ${tok}, input ${c}`);
+          checked++;
+        }
+      }
+      base += padded * k;
+    });
+    assert.strictEqual(checked, halves);
+  });
+
+  it('the reduction adds every split’s partial sums from the padded layout, then stores as every product stores', async () => {
+    const { device } = gpu;
+    const rows = 21;
+    const split = 2;
+    const ns = [20, 40];
+    const g: Omit<MatrixGroup, 'buffer'> = { format: 'f16', segs: ns.map((n, i) => ({ name: `m${i}`, n, k: 16, wOff: 0 })) };
+    // Matrix 0 through tanh into y[0 ..), matrix 1 added into y after it.
+    const yOffs = [0, rows * ns[0]];
+    const u = groupUniform('r', { ...g, buffer: {} as GPUBuffer }, [{ xOff: 0, yOff: yOffs[0], act: 1 }, { xOff: 0, yOff: yOffs[1], accum: true }], false);
+    assert.strictEqual(u.virtualRows, 64 + 40);
+    const v = { ...DEFAULT_TILED.variant, split };
+    const partFloats = splitScratchFloats(v, u.virtualRows, rows);
+    const stride = 128;
+    const padded = 64;
+    assert.strictEqual(partFloats, split * padded * stride);
+    const part = values(partFloats, 9);
+    const yInit = values(yOffs[1] + rows * ns[1], 13);
+    const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    const mk = (label: string, data: Float32Array | Uint32Array, usage = S) => {
+      const b = createBuffer(device, label, data.byteLength, usage);
+      device.queue.writeBuffer(b, 0, data);
+      return b;
+    };
+    const resources = [
+      mk('batch', new Uint32Array([rows, 1, rows, 0]), GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST),
+      createBuffer(device, 'W', 16, S), createBuffer(device, 'x', 16, S), mk('y', yInit),
+      mk('group', u.words, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST), mk('parts', part), createBuffer(device, 'tiled', 16, S),
+    ];
+    // The f16 weight prelude of this device's path stands in for the subgroup-matrix one (same row scale of 1).
+    const r = splitReduceShader(v, H200);
+    const kernel = makeKernel(device, r.parts.map((p) => (p === 'weights_f16_matrix' ? 'weights_f16' : p)), r.constants, r.bindings);
+    device.pushErrorScope('validation');
+    const enc = device.createCommandEncoder();
+    const pass = enc.beginComputePass();
+    pass.setPipeline(kernel.pipeline);
+    pass.setBindGroup(0, bindGroup(device, kernel, resources));
+    pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
+    pass.end();
+    device.queue.submit([enc.finish()]);
+    const error = await device.popErrorScope();
+    assert.strictEqual(error, null, error?.message);
+    const y = await readBuffer(device, resources[3], yInit.byteLength);
+    const sum = (t: number, vrow: number) => Math.fround(Math.fround(0 + part[(0 * padded + t) * stride + vrow]) + part[(1 * padded + t) * stride + vrow]);
+    for (let t = 0; t < rows; t++) {
+      for (let o = 0; o < ns[0]; o++) assert.ok(Math.abs(y[yOffs[0] + t * ns[0] + o] - Math.tanh(sum(t, o))) < 1e-6, `matrix 0, token ${t}, output ${o}`);
+      for (let o = 0; o < ns[1]; o++) {
+        const i = yOffs[1] + t * ns[1] + o;
+        assert.ok(Math.abs(y[i] - (yInit[i] + sum(t, 64 + o))) < 1e-6, `matrix 1, token ${t}, output ${o}`);
+      }
+    }
+  });
+});
