@@ -1029,6 +1029,11 @@ export class Rwkv7Runtime implements InferenceBackend {
     });
   }
 
+  /** RWKV-7b: GPU bytes the cached rows take (every layer's buffer of all slots' rows, and the copy scratch); 0 otherwise. */
+  rowCacheBytes(): number {
+    return this.deaRows.reduce((sum, b) => sum + b.size, 0) + (this.rowsTmp?.size ?? 0);
+  }
+
   /** Bytes readState(slot) would give once the calls made so far have run (RWKV-7b: the fixed part and the rows). */
   stateBytes(slot: number): number {
     this.checkSlot(slot);
