@@ -187,6 +187,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Bind groups holding the row buffers, dropped when they grow. */
   private readonly deaGroupKeys = new Set<string>();
   private rowsTmp: GPUBuffer | null = null;
+  /** A shrink of the row buffers is queued (shrinkRowsLater). */
+  private shrinkPending = false;
 
   constructor(
     private readonly gpu: GpuContext,
@@ -301,25 +303,51 @@ export class Rwkv7Runtime implements InferenceBackend {
    */
   private growRows(rows: number) {
     if (rows <= this.deaCap) return;
-    const cap = Math.min(this.maxStateRows, Math.max(rows, 2 * this.deaCap));
+    this.resizeRows(Math.min(this.maxStateRows, Math.max(rows, 2 * this.deaCap)));
+  }
+
+  /** RWKV-7b: every layer's row buffer replaced by one of `cap` rows a slot, each slot's rows (up to `cap`) copied over. */
+  private resizeRows(cap: number) {
     const rowBytes = this.deaRowWidth * 4;
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    const grown = this.weights.layers.map((_, l) => createBuffer(this.device, `deaRows${l}`, this.slots * cap * rowBytes, S));
+    const resized = this.weights.layers.map((_, l) => createBuffer(this.device, `deaRows${l}`, this.slots * cap * rowBytes, S));
     if (this.deaRows.length) {
       const enc = this.device.createCommandEncoder();
-      for (let l = 0; l < grown.length; l++)
+      for (let l = 0; l < resized.length; l++)
         for (let s = 0; s < this.slots; s++) {
-          const n = Math.min(this.rowCounts[s], this.deaCap);
-          if (n > 0) enc.copyBufferToBuffer(this.deaRows[l], s * this.deaCap * rowBytes, grown[l], s * cap * rowBytes, n * rowBytes);
+          const n = Math.min(this.rowCounts[s], this.deaCap, cap);
+          if (n > 0) enc.copyBufferToBuffer(this.deaRows[l], s * this.deaCap * rowBytes, resized[l], s * cap * rowBytes, n * rowBytes);
         }
       this.device.queue.submit([enc.finish()]);
       for (const b of this.deaRows) b.destroy();
     }
-    this.deaRows = grown;
+    this.deaRows = resized;
     this.deaCap = cap;
     for (const k of this.deaGroupKeys) this.groups.delete(k);
     this.deaGroupKeys.clear();
     this.recorded.clear();
+  }
+
+  /**
+   * RWKV-7b, after a slot's rows went down (reset, or a shorter state written or copied over it): once the calls
+   * made before have run, when the longest slot fits a quarter of the buffers, they shrink to what growing from the
+   * first rows would have given it, so a long context that is gone stops holding every slot's share of its memory.
+   * (A quarter, not a half: a context that keeps coming back to one size does not reallocate at every reset.)
+   * Queued behind the earlier calls, which may still write rows past the new size; the calls after it see the new size.
+   */
+  private shrinkRowsLater() {
+    if (this.shrinkPending) return;
+    this.shrinkPending = true;
+    void this.serialize(async () => {
+      this.shrinkPending = false;
+      const longest = Math.max(...this.rowCounts);
+      let cap = Math.min(this.maxStateRows, DEA_FIRST_ROWS);
+      while (cap < longest) cap = Math.min(this.maxStateRows, 2 * cap);
+      if (4 * cap <= this.deaCap) this.resizeRows(cap);
+      // The copy scratch holds one layer of the longest slot copied so far; copyState makes it again when needed.
+      this.rowsTmp?.destroy();
+      this.rowsTmp = null;
+    }).catch(() => undefined); // a broken device is reported by the calls themselves
   }
 
   /** Floats of one layer's region in the RWKV-7a scratch `se`. */
@@ -1016,7 +1044,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.device.queue.writeBuffer(this.buf.state, slot * this.stateSize * 4, state.buffer, state.byteOffset, this.stateSize * 4);
     if (this.stateRowFloats === 0) return;
     this.growRows(rows);
+    const fewer = rows < this.rowCounts[slot];
     this.rowCounts[slot] = rows;
+    if (fewer) this.shrinkRowsLater();
     if (rows === 0) return;
     const RW = this.deaRowWidth;
     const layer = new Float32Array(rows * RW);
@@ -1043,10 +1073,12 @@ export class Rwkv7Runtime implements InferenceBackend {
   resetState(slot: number): void {
     this.checkSlot(slot);
     this.checkAlive();
+    const hadRows = this.rowCounts[slot] > 0;
     this.rowCounts[slot] = 0;
     const enc = this.device.createCommandEncoder();
     enc.clearBuffer(this.buf.state, slot * this.stateSize * 4, this.stateSize * 4);
     this.device.queue.submit([enc.finish()]);
+    if (hadRows) this.shrinkRowsLater();
   }
 
   copyState(fromSlot: number, toSlot: number): void {
@@ -1060,6 +1092,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     enc.copyBufferToBuffer(this.buf.state, fromSlot * bytes, this.buf.stateTmp, 0, bytes);
     enc.copyBufferToBuffer(this.buf.stateTmp, 0, this.buf.state, toSlot * bytes, bytes);
     const rows = this.rowCounts[fromSlot];
+    const fewer = rows < this.rowCounts[toSlot];
     this.rowCounts[toSlot] = rows;
     if (rows > 0) {
       // RWKV-7b: each layer's rows through a scratch buffer too.
@@ -1075,6 +1108,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       }
     }
     this.device.queue.submit([enc.finish()]);
+    if (fewer) this.shrinkRowsLater();
   }
 
   /** Frees every GPU buffer of this runtime, weights included, and the device when the runtime owns it. */
