@@ -8,6 +8,7 @@ const { decode, encode } = require('cbor-x') as { decode(b: Uint8Array): unknown
 import type { ModelInfo } from './types';
 import { StateFileError } from './errors';
 import { asShape, maxRows, maxSnapshotFloats, snapshotFloats, type StateShape } from './state-shape';
+import { allFinite } from './yield-chunks';
 
 export const CONVERSATION_FORMAT = 'rwkv-flow.conversation';
 /** 2: adds stateRows, the rows of a growing state (RWKV-7b) after its fixed part; version 1 files (fixed states) still load. */
@@ -80,8 +81,11 @@ export function encodeConversation(c: Omit<ConversationFile, 'format' | 'version
   return encode({ format: CONVERSATION_FORMAT, version: CONVERSATION_VERSION, savedAt: new Date().toISOString(), stateRows: 0, ...c });
 }
 
-/** Parse and check a conversation file against the loaded model. */
-export function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, shapeOrSize: StateShape | number): ConversationFile {
+/**
+ * Parse and check a conversation file against the loaded model. The values are checked a piece at a time with turns
+ * of the event loop between (a growing state's rows run to hundreds of MiB; yield-chunks.ts).
+ */
+export async function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, shapeOrSize: StateShape | number): Promise<ConversationFile> {
   const shape = asShape(shapeOrSize);
   let value: unknown;
   try {
@@ -116,8 +120,8 @@ export function decodeConversation(bytes: Uint8Array, source: string, info: Mode
     throw new StateFileError(source, `logits must be ${info.vocabSize} f32 values`);
   }
   if (!(c.tokens instanceof Int32Array)) throw new StateFileError(source, 'tokens must be an Int32Array');
-  for (const v of c.state) if (!Number.isFinite(v)) throw new StateFileError(source, 'state holds non-finite values');
+  if (!(await allFinite(c.state))) throw new StateFileError(source, 'state holds non-finite values');
   // A generation with an empty prompt samples from these logits as they are.
-  for (const v of c.logits) if (!Number.isFinite(v)) throw new StateFileError(source, 'logits hold non-finite values');
+  if (!(await allFinite(c.logits))) throw new StateFileError(source, 'logits hold non-finite values');
   return c as ConversationFile;
 }
