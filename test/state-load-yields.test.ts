@@ -87,22 +87,50 @@ describe('loading a large RWKV-7b state yields to the event loop', function () {
   describe('[gpu] reading and writing a slot of many rows', () => {
     let gpu: GpuContext;
     let be: Backend;
+    /** Turns counted while a test runs (a setImmediate chain). */
+    let turn = 0;
+    let counting = false;
+    const tick = () => {
+      if (!counting) return;
+      turn++;
+      setImmediate(tick);
+    };
+    /** Bytes handed to the GPU queue, and the turns in which rows were (writeBuffer into a layer's row buffer). */
     let written = 0;
+    const rowWriteTurns = new Set<number>();
+    /** The turn in which the rows' read-back buffer was mapped (readState then reorders them). */
+    let mappedAt = -1;
     let restore: () => void;
     before(async () => {
       gpu = await acquireGpu();
       be = await createBackend({ model: CK, slots: 2, precision: 'f32', device: 'gpu', gpu, maxContext: ROWS });
-      // Bytes the host hands the GPU queue: what a writeState uploads before it returns.
-      const queue = gpu.device.queue;
-      const original = queue.writeBuffer.bind(queue);
+      const device = gpu.device;
+      const queue = device.queue;
+      const writeBuffer = queue.writeBuffer.bind(queue);
       queue.writeBuffer = ((buffer: GPUBuffer, offset: number, data: BufferSource | SharedArrayBuffer, dataOffset?: number, size?: number) => {
         // Sizes count elements of a typed array, bytes of an ArrayBuffer (WebGPU writeBuffer).
         const perElement = ArrayBuffer.isView(data) ? ((data as unknown as { BYTES_PER_ELEMENT?: number }).BYTES_PER_ELEMENT ?? 1) : 1;
         const elements = ArrayBuffer.isView(data) ? data.byteLength / perElement : (data as ArrayBuffer).byteLength;
         written += (size ?? elements - (dataOffset ?? 0)) * perElement;
-        return original(buffer, offset, data as BufferSource, dataOffset, size);
+        if (buffer.label.startsWith('deaRows')) rowWriteTurns.add(turn);
+        return writeBuffer(buffer, offset, data as BufferSource, dataOffset, size);
       }) as typeof queue.writeBuffer;
-      restore = () => (queue.writeBuffer = original as typeof queue.writeBuffer);
+      const createBuffer = device.createBuffer.bind(device);
+      device.createBuffer = ((desc: GPUBufferDescriptor) => {
+        const b = createBuffer(desc);
+        if (desc.label === 'state staging (rows)') {
+          const mapAsync = b.mapAsync.bind(b);
+          b.mapAsync = async (...args: Parameters<GPUBuffer['mapAsync']>) => {
+            await mapAsync(...args);
+            mappedAt = turn;
+          };
+        }
+        return b;
+      }) as typeof device.createBuffer;
+      restore = () => {
+        queue.writeBuffer = writeBuffer as typeof queue.writeBuffer;
+        device.createBuffer = createBuffer as typeof device.createBuffer;
+      };
     });
     after(() => {
       restore?.();
@@ -110,20 +138,27 @@ describe('loading a large RWKV-7b state yields to the event loop', function () {
       if (gpu) releaseGpu(gpu);
     });
 
-    it(`writeState uploads its rows after it returns, a piece at a time; readState reorders them a piece at a time`, async () => {
+    it('writeState uploads its rows after it returns, in a turn for each piece; readState reorders them in a turn for each piece', async () => {
       const state = randomState(shape.stateSize, ROWS, shape.stateRowFloats);
       const rowBytes = ROWS * shape.stateRowFloats * 4;
-      written = 0;
-      be.writeState(1, state);
-      assert.ok(written < rowBytes / 8, `${written} bytes uploaded before writeState returned (rows: ${rowBytes})`);
       const pieces = Math.floor((ROWS * shape.stateRowFloats) / YIELD_FLOATS);
-      const { turns, result } = await turnsDuring(() => be.readState(1));
-      console.log(`      write + read of ${floats} floats: ${turns} turns (${pieces} pieces each way)`);
-      assert.ok(written >= rowBytes, `${written} bytes uploaded in all`);
-      assert.deepEqual(result, state);
-      assert.ok(turns >= 2 * pieces, `${turns} event-loop turns while ${ROWS} rows were written and read back`);
-      const again = await turnsDuring(() => be.readState(1));
-      assert.ok(again.turns >= pieces, `${again.turns} event-loop turns while ${ROWS} rows were read back`);
+      turn = 0;
+      counting = true;
+      setImmediate(tick);
+      try {
+        written = 0;
+        be.writeState(1, state);
+        assert.ok(written < rowBytes / 8, `${written} bytes uploaded before writeState returned (rows: ${rowBytes})`);
+        const read = await be.readState(1);
+        const doneAt = turn;
+        console.log(`      ${ROWS} rows: written in ${rowWriteTurns.size} turns, reordered over ${doneAt - mappedAt} turns (${pieces} pieces)`);
+        assert.ok(written >= rowBytes, `${written} bytes uploaded in all`);
+        assert.deepEqual(read, state);
+        assert.ok(rowWriteTurns.size >= pieces, `rows written in ${rowWriteTurns.size} event-loop turns`);
+        assert.ok(mappedAt >= 0 && doneAt - mappedAt >= pieces, `${doneAt - mappedAt} event-loop turns between the rows' read-back and the snapshot`);
+      } finally {
+        counting = false;
+      }
     });
   });
 });
