@@ -84,6 +84,29 @@ describe('loading a large RWKV-7b state yields to the event loop', function () {
     await assert.rejects(readStateSource(conversation(randomState(shape.stateSize, ROWS, shape.stateRowFloats, true)), folder, INFO, shape), /state holds non-finite values/);
   });
 
+  it('a conversation file whose state does not sit at a multiple of 4 bytes: copied out of the file a piece at a time too', async () => {
+    const state = randomState(shape.stateSize, ROWS, shape.stateRowFloats);
+    // Names of 1 to 4 characters move the state's bytes through every alignment; one of them is misaligned.
+    let checked = 0;
+    for (const initialState of ['a', 'ab', 'abc', 'abcd']) {
+      const bytes = encodeConversation({
+        model: modelSignature(INFO),
+        initialState,
+        tokens: Int32Array.from({ length: ROWS }, (_, i) => i % 300),
+        state,
+        stateRows: ROWS,
+        logits: new Float32Array(INFO.vocabSize),
+      });
+      const { turns, result } = await turnsDuring(() => readStateSource(bytes, new StateFolder(dir), INFO, shape));
+      assert.deepEqual(result.state.subarray(floats - 1000), state.subarray(floats - 1000));
+      // Every float is handled twice, each time a piece at a time: copied out of the file, then checked.
+      const pieces = Math.floor(floats / YIELD_FLOATS);
+      assert.ok(turns >= 2 * pieces, `initial state name ${JSON.stringify(initialState)}: ${turns} event-loop turns for ${floats} floats`);
+      checked++;
+    }
+    assert.equal(checked, 4);
+  });
+
   describe('[gpu] reading and writing a slot of many rows', () => {
     let gpu: GpuContext;
     let be: Backend;
