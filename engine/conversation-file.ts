@@ -4,11 +4,12 @@
 
 // cbor-x ships CommonJS for require(), but its typings resolve as ESM under Node16 resolution.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { decode, encode } = require('cbor-x') as { decode(b: Uint8Array): unknown; encode(v: unknown): Uint8Array };
+const { encode } = require('cbor-x') as { encode(v: unknown): Uint8Array };
 import type { ModelInfo } from './types';
 import { StateFileError } from './errors';
 import { asShape, maxRows, maxSnapshotFloats, snapshotFloats, type StateShape } from './state-shape';
 import { allFinite } from './yield-chunks';
+import { decodeConversationCbor } from './conversation-cbor';
 
 export const CONVERSATION_FORMAT = 'rwkv-flow.conversation';
 /** 2: adds stateRows, the rows of a growing state (RWKV-7b) after its fixed part; version 1 files (fixed states) still load. */
@@ -89,7 +90,7 @@ export async function decodeConversation(bytes: Uint8Array, source: string, info
   const shape = asShape(shapeOrSize);
   let value: unknown;
   try {
-    value = decode(bytes);
+    value = await decodeConversationCbor(bytes);
   } catch (e) {
     throw new StateFileError(source, `not a readable CBOR file (${(e as Error).message})`);
   }
