@@ -13,7 +13,7 @@ import type {
 import { loadConstraintCompiler, type CompiledConstraintLike, type ConstraintCompiler } from './constraint';
 import {
   CONVERSATION_HEAD_BYTES,
-  encodeConversation,
+  encodeConversationParts,
   isConversationHead,
   MAX_CONVERSATION_TOKENS,
   modelSignature,
@@ -356,7 +356,7 @@ export class RwkvEngine implements Engine {
       throw new RequestError(`prompt is ${tokens.length} tokens; a saved conversation holds at most ${MAX_CONVERSATION_TOKENS}`);
     }
     const { state, logits } = await new RequestDeadline(this.requestTimeoutMs).run((signal) => this.runStateTask(initial, tokens, signal));
-    const bytes = encodeConversation({
+    const parts = encodeConversationParts({
       model: modelSignature(this.backend.info),
       initialState: initial.name,
       tokens: Int32Array.from(tokens),
@@ -365,8 +365,8 @@ export class RwkvEngine implements Engine {
       logits,
     });
     // An existing file there is replaced only when it is a conversation file (of any model).
-    await this.stateFolder.write(file, bytes, { headBytes: CONVERSATION_HEAD_BYTES, accepts: isConversationHead });
-    return { bytes: bytes.length, tokens: tokens.length };
+    await this.stateFolder.write(file, parts, { headBytes: CONVERSATION_HEAD_BYTES, accepts: isConversationHead });
+    return { bytes: parts.reduce((n, p) => n + p.length, 0), tokens: tokens.length };
   }
 
   async loadConversation(file: string, name: string): Promise<StateInfo> {
