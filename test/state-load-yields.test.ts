@@ -161,6 +161,16 @@ describe('loading a large RWKV-7b state yields to the event loop', function () {
       if (gpu) releaseGpu(gpu);
     });
 
+    it('a fixedOnly read (mean pooling takes one after every token) reads the fixed part alone, no rows', async () => {
+      be.resetState(0);
+      await be.run([{ slot: 0, tokens: [1, 2, 3, 4, 5, 6], output: 'none' }]);
+      const full = await be.readState(0);
+      const fixed = await be.readState(0, { fixedOnly: true });
+      assert.equal(full.length, shape.stateSize + 6 * shape.stateRowFloats);
+      assert.equal(fixed.length, shape.stateSize);
+      assert.deepEqual(fixed, full.subarray(0, shape.stateSize));
+    });
+
     it('writeState uploads its rows after it returns, in a turn for each piece; readState reorders them in a turn for each piece', async () => {
       const state = randomState(shape.stateSize, ROWS, shape.stateRowFloats);
       const rowBytes = ROWS * shape.stateRowFloats * 4;
