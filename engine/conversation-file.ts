@@ -4,10 +4,12 @@
 
 // cbor-x ships CommonJS for require(), but its typings resolve as ESM under Node16 resolution.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { decode, encode } = require('cbor-x') as { decode(b: Uint8Array): unknown; encode(v: unknown): Uint8Array };
+const { encode } = require('cbor-x') as { encode(v: unknown): Uint8Array };
 import type { ModelInfo } from './types';
 import { StateFileError } from './errors';
 import { asShape, maxRows, maxSnapshotFloats, snapshotFloats, type StateShape } from './state-shape';
+import { allFinite } from './yield-chunks';
+import { decodeConversationCbor } from './conversation-cbor';
 
 export const CONVERSATION_FORMAT = 'rwkv-flow.conversation';
 /** 2: adds stateRows, the rows of a growing state (RWKV-7b) after its fixed part; version 1 files (fixed states) still load. */
@@ -75,17 +77,68 @@ export function modelSignature(info: ModelInfo): ModelSignature {
   return { version, nLayer, nEmbd, nHead, headSize, vocabSize };
 }
 
-/** `stateRows` defaults to 0 (a fixed-size state). */
-export function encodeConversation(c: Omit<ConversationFile, 'format' | 'version' | 'savedAt' | 'stateRows'> & { stateRows?: number }): Uint8Array {
-  return encode({ format: CONVERSATION_FORMAT, version: CONVERSATION_VERSION, savedAt: new Date().toISOString(), stateRows: 0, ...c });
+type ConversationFields = Omit<ConversationFile, 'format' | 'version' | 'savedAt' | 'stateRows'> & { stateRows?: number };
+
+/** The file as one buffer (tools and tests); a save writes encodeConversationParts' parts as they are. */
+export function encodeConversation(c: ConversationFields): Uint8Array {
+  const parts = encodeConversationParts(c);
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) out.set(p, (at += p.length) - p.length);
+  return out;
 }
 
-/** Parse and check a conversation file against the loaded model. */
-export function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, shapeOrSize: StateShape | number): ConversationFile {
+const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+/** RFC 8746 tags of little-endian Float32Array and Int32Array (those cbor-x writes and conversation-cbor.ts reads). */
+const TYPED_ARRAY_TAG = new Map<unknown, number>([
+  [Float32Array, 85],
+  [Int32Array, 78],
+]);
+
+/**
+ * The file's CBOR as parts: `format` first (isConversationHead), `stateRows` defaulting to 0 (a fixed-size state).
+ * The small fields are encoded by cbor-x; each typed array is its CBOR header and then its own memory, not a copy,
+ * so a save does not copy a state of hundreds of MiB on the event loop. Keep the arrays unchanged until written.
+ */
+export function encodeConversationParts(c: ConversationFields): Uint8Array[] {
+  const fields = { format: CONVERSATION_FORMAT, version: CONVERSATION_VERSION, savedAt: new Date().toISOString(), stateRows: 0, ...c };
+  if (!LITTLE_ENDIAN_HOST) return [encode(fields)]; // cbor-x tags big-endian arrays as such
+  const entries = Object.entries(fields);
+  if (entries.length >= 24) throw new Error(`internal: ${entries.length} conversation fields do not fit a one-byte CBOR map header`);
+  const parts: Uint8Array[] = [Uint8Array.of(0xa0 | entries.length)]; // a map of fewer than 24 entries
+  // cbor-x may hand out views of a buffer it reuses: each small part is copied before the next encode.
+  for (const [key, value] of entries) {
+    parts.push(encode(key).slice());
+    const tag = value !== null && typeof value === 'object' ? TYPED_ARRAY_TAG.get(value.constructor) : undefined;
+    if (tag === undefined) {
+      parts.push(encode(value).slice());
+      continue;
+    }
+    const array = value as Float32Array | Int32Array;
+    parts.push(Uint8Array.of(0xd8, tag, ...byteStringHeader(array.byteLength)), new Uint8Array(array.buffer, array.byteOffset, array.byteLength));
+  }
+  return parts;
+}
+
+/** CBOR major type 2 (byte string) with its length. */
+function byteStringHeader(length: number): number[] {
+  if (length < 24) return [0x40 | length];
+  if (length < 2 ** 8) return [0x58, length];
+  if (length < 2 ** 16) return [0x59, length >> 8, length & 0xff];
+  if (length < 2 ** 32) return [0x5a, (length >>> 24) & 0xff, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff];
+  const high = Math.floor(length / 2 ** 32);
+  return [0x5b, 0, 0, (high >>> 8) & 0xff, high & 0xff, (length >>> 24) & 0xff, (length >>> 16) & 0xff, (length >>> 8) & 0xff, length & 0xff];
+}
+
+/**
+ * Parse and check a conversation file against the loaded model. The values are checked a piece at a time with turns
+ * of the event loop between (a growing state's rows run to hundreds of MiB; yield-chunks.ts).
+ */
+export async function decodeConversation(bytes: Uint8Array, source: string, info: ModelInfo, shapeOrSize: StateShape | number): Promise<ConversationFile> {
   const shape = asShape(shapeOrSize);
   let value: unknown;
   try {
-    value = decode(bytes);
+    value = await decodeConversationCbor(bytes);
   } catch (e) {
     throw new StateFileError(source, `not a readable CBOR file (${(e as Error).message})`);
   }
@@ -116,8 +169,8 @@ export function decodeConversation(bytes: Uint8Array, source: string, info: Mode
     throw new StateFileError(source, `logits must be ${info.vocabSize} f32 values`);
   }
   if (!(c.tokens instanceof Int32Array)) throw new StateFileError(source, 'tokens must be an Int32Array');
-  for (const v of c.state) if (!Number.isFinite(v)) throw new StateFileError(source, 'state holds non-finite values');
+  if (!(await allFinite(c.state))) throw new StateFileError(source, 'state holds non-finite values');
   // A generation with an empty prompt samples from these logits as they are.
-  for (const v of c.logits) if (!Number.isFinite(v)) throw new StateFileError(source, 'logits hold non-finite values');
+  if (!(await allFinite(c.logits))) throw new StateFileError(source, 'logits hold non-finite values');
   return c as ConversationFile;
 }

@@ -13,7 +13,7 @@ import type {
 import { loadConstraintCompiler, type CompiledConstraintLike, type ConstraintCompiler } from './constraint';
 import {
   CONVERSATION_HEAD_BYTES,
-  encodeConversation,
+  encodeConversationParts,
   isConversationHead,
   MAX_CONVERSATION_TOKENS,
   modelSignature,
@@ -24,8 +24,8 @@ import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
 import { MeanStateTask, ScoreTask, StateTask, WarmTask } from './promise-task';
 import { MAX_TIMEOUT_MS, RequestDeadline, RequestTimeoutError } from './request-deadline';
-import { checkGenerateRequest, checkText, MAX_MAX_TOKENS } from './request-validation';
-import { contextRoom, snapshotRows } from './state-shape';
+import { checkGenerateRequest, checkText, DEFAULT_MAX_TOKENS, MAX_MAX_TOKENS } from './request-validation';
+import { contextRoom, contextUse, snapshotRows } from './state-shape';
 import { resolveSamplerOptions, TokenSampler } from './samplers';
 import { Scheduler, type SchedulerStats } from './scheduler';
 import { readStateSource } from './state-file';
@@ -158,13 +158,19 @@ export class RwkvEngine implements Engine {
     // A state that grows per token (RWKV-7b) bounds the whole context: a request that leaves maxTokens out gets
     // what room is left, one that asks for more than is left is refused with the numbers.
     const room = contextRoom(this.backend, initial.state, prompt.length);
+    const setByRequest = req.maxTokens !== undefined && req.maxTokens !== null;
+    // Named in the refusal of a grammar too long for the budget, which the caller did not set.
+    let maxTokensOrigin = setByRequest
+      ? undefined
+      : `The default budget of ${checked.maxTokens} tokens (the request set no maxTokens; min(${DEFAULT_MAX_TOKENS}, maxTokensLimit ${this.maxTokensLimit}))`;
     if (checked.maxTokens > room) {
-      if (req.maxTokens !== undefined && req.maxTokens !== null)
+      if (setByRequest)
         throw new RequestError(
           `maxTokens ${checked.maxTokens} after a prompt of ${prompt.length} tokens passes this model's context limit: ${room} tokens are left ` +
             `(its state grows per token; maxContext in the engine config)`,
         );
       checked.maxTokens = room;
+      maxTokensOrigin = `A budget of ${room} tokens, what the context limit leaves (${contextUse(this.backend, initial.state, prompt.length)}; the request set no maxTokens),`;
     }
     const options = resolveSamplerOptions(req.sampler, (id) => this.mapping.worldToRow(id) >= 0, (text) => this.tokenizer.encode(text));
     const sampler = new TokenSampler(options, this.mapping.rows, (id) => this.mapping.worldToRow(id));
@@ -185,6 +191,7 @@ export class RwkvEngine implements Engine {
         sampler,
         stop: checked.stop,
         maxTokens: checked.maxTokens,
+        maxTokensOrigin,
         mapping: this.mapping,
         decodeBytes: (ids) => this.tokenizer.decodeBytes(ids),
         constraint: compiled,
@@ -349,7 +356,7 @@ export class RwkvEngine implements Engine {
       throw new RequestError(`prompt is ${tokens.length} tokens; a saved conversation holds at most ${MAX_CONVERSATION_TOKENS}`);
     }
     const { state, logits } = await new RequestDeadline(this.requestTimeoutMs).run((signal) => this.runStateTask(initial, tokens, signal));
-    const bytes = encodeConversation({
+    const parts = encodeConversationParts({
       model: modelSignature(this.backend.info),
       initialState: initial.name,
       tokens: Int32Array.from(tokens),
@@ -358,8 +365,8 @@ export class RwkvEngine implements Engine {
       logits,
     });
     // An existing file there is replaced only when it is a conversation file (of any model).
-    await this.stateFolder.write(file, bytes, { headBytes: CONVERSATION_HEAD_BYTES, accepts: isConversationHead });
-    return { bytes: bytes.length, tokens: tokens.length };
+    await this.stateFolder.write(file, parts, { headBytes: CONVERSATION_HEAD_BYTES, accepts: isConversationHead });
+    return { bytes: parts.reduce((n, p) => n + p.length, 0), tokens: tokens.length };
   }
 
   async loadConversation(file: string, name: string): Promise<StateInfo> {

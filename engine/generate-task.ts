@@ -28,6 +28,11 @@ export interface GenerateTaskParams {
   sampler: TokenSampler;
   stop: string[];
   maxTokens: number;
+  /**
+   * Where maxTokens came from when the request did not set it (the context limit's room, or the default), for the
+   * message that refuses a grammar too long for it; undefined: the request set it.
+   */
+  maxTokensOrigin?: string;
   mapping: VocabMapping;
   decodeBytes: (worldIds: number[]) => Uint8Array;
   constraint: CompiledConstraintLike | null;
@@ -77,7 +82,8 @@ export class GenerateTask implements SlotTask {
     // Nothing is queued for a request whose shortest valid output cannot fit its budget.
     if (this.matcher?.fits && !this.matcher.fits(params.maxTokens))
       throw new RequestError(
-        `maxTokens ${params.maxTokens} is too small for this ${params.parseJson ? 'schema' : 'grammar'}: its shortest valid output takes more tokens`,
+        `${params.maxTokensOrigin ?? `maxTokens ${params.maxTokens}`} is too small for this ${params.parseJson ? 'schema' : 'grammar'}: ` +
+          'its shortest valid output takes more tokens',
       );
     this.mask = this.matcher ? new Uint32Array(Math.ceil(65536 / 32)) : null;
     this.allowedRows = this.matcher ? new Uint32Array(Math.ceil(params.mapping.rows / 32)) : null;

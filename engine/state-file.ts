@@ -47,7 +47,7 @@ export async function readStateSource(source: string | Uint8Array, folder: State
   const name = typeof source === 'string' ? source : 'buffer';
   if (bytes.length === 0) throw new StateFileError(name, 'is empty');
   if (looksLikeCborMap(bytes)) {
-    const c = decodeConversation(bytes, name, info, shape);
+    const c = await decodeConversation(bytes, name, info, shape);
     return { state: c.state, logits: c.logits, source: name };
   }
   const ck = await readCheckpointBytes(bytes, name);

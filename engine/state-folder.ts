@@ -91,11 +91,11 @@ export class StateFolder {
   }
 
   /**
-   * Write `bytes` as `file` atomically. Missing subfolders are created inside the folder. An existing
+   * Write `bytes` (one buffer, or parts written one after the other) as `file` atomically. Missing subfolders are created inside the folder. An existing
    * target is replaced only when it is a regular file whose first `replaceable.headBytes` bytes
    * `replaceable.accepts`; anything else there (a symlink, a FIFO, a folder, another file) is left alone.
    */
-  async write(file: string, bytes: Uint8Array, replaceable: Replaceable): Promise<void> {
+  async write(file: string, bytes: Uint8Array | readonly Uint8Array[], replaceable: Replaceable): Promise<void> {
     const parts = checkedParts(file);
     await fs.promises.mkdir(this.dir, { recursive: true, mode: 0o700 }).catch((e: NodeJS.ErrnoException) => {
       throw new StateFileError('folder', `cannot be created (${e.code ?? e.message}); check the State Folder setting`);
@@ -121,7 +121,8 @@ export class StateFolder {
     let handle: fs.promises.FileHandle | undefined;
     try {
       handle = await fs.promises.open(temp, OPEN_CREATE, 0o600);
-      await handle.writeFile(bytes);
+      // A handle's writeFile writes from its current position: the parts follow each other.
+      for (const part of bytes instanceof Uint8Array ? [bytes] : bytes) await handle.writeFile(part);
       await handle.sync();
       await handle.close();
       handle = undefined;

@@ -59,6 +59,12 @@ export function snapshotRows(shape: StateShape, floats: number, what = 'state'):
   return per === 0 ? 0 : (floats - shape.stateSize) / per;
 }
 
+/** How the context limit's room for a request is made up, in words (for messages about a budget it set). */
+export function contextUse(shape: StateShape, initial: Float32Array | null, prompt: number): string {
+  const cached = initial ? snapshotRows(shape, initial.length, 'the initial state') : 0;
+  return `maxContext ${maxRows(shape)} in the engine config minus the prompt's ${prompt} tokens` + (cached ? ` and the initial state's ${cached}` : '');
+}
+
 /**
  * Tokens a request may still add to a growing state that starts from `initial` (null: the zero state) and runs
  * `prompt` tokens; Infinity for a fixed-size state. Throws a RequestError naming the numbers when the prompt alone

@@ -137,6 +137,10 @@ export interface InferenceBackend {
    * vectors after every token (mean pooling) and must not copy every cached row each time; ignored when fixed.
    */
   readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot>;
+  /**
+   * Takes effect for the calls made after it. The snapshot must stay unchanged: a backend may read it after
+   * returning (the GPU runtime uploads a growing state's rows a piece at a time, with event-loop turns between).
+   */
   writeState(slot: number, state: StateSnapshot): void;
   resetState(slot: number): void;
   copyState(fromSlot: number, toSlot: number): void;

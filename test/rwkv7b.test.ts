@@ -309,13 +309,13 @@ for (const device of DEVICES) describe(`RWKV-7b (DEA) [${device}]: logits, growi
     const state = await be.readState(0);
     const file = (over: Record<string, unknown>) =>
       encodeConversation({ model: modelSignature(be.info), initialState: '', tokens: Int32Array.from(g.tokens.slice(0, 5)), state, stateRows: 5, logits: new Float32Array(V), ...over });
-    const back = decodeConversation(file({}), 'c.cbor', be.info, be);
+    const back = await decodeConversation(file({}), 'c.cbor', be.info, be);
     assert.equal(back.stateRows, 5);
     assert.deepEqual(back.state, state);
-    assert.throws(() => decodeConversation(file({ stateRows: 1e9 }), 'c.cbor', be.info, be), /stateRows must be an integer in \[0, 64\] \(the context limit\), got 1000000000/);
-    assert.throws(() => decodeConversation(file({ stateRows: 4 }), 'c.cbor', be.info, be), /state must be 31872 f32 values \(27264 \+ 4 cached tokens × 1152\)/);
-    assert.throws(() => decodeConversation(file({ stateRows: -1 }), 'c.cbor', be.info, be), /stateRows must be/);
-    assert.throws(() => decodeConversation(file({ stateRows: 5 }), 'c.cbor', be.info, be.stateSize), /stateRows must be 0 \(this model's state does not grow\)/);
+    await assert.rejects(decodeConversation(file({ stateRows: 1e9 }), 'c.cbor', be.info, be), /stateRows must be an integer in \[0, 64\] \(the context limit\), got 1000000000/);
+    await assert.rejects(decodeConversation(file({ stateRows: 4 }), 'c.cbor', be.info, be), /state must be 31872 f32 values \(27264 \+ 4 cached tokens × 1152\)/);
+    await assert.rejects(decodeConversation(file({ stateRows: -1 }), 'c.cbor', be.info, be), /stateRows must be/);
+    await assert.rejects(decodeConversation(file({ stateRows: 5 }), 'c.cbor', be.info, be.stateSize), /stateRows must be 0 \(this model's state does not grow\)/);
     // The bound grows by the context limit's rows; bytes past it are refused before they are decoded.
     assert.equal(stateSourceBound(be.info, be) - stateSourceBound(be.info, be.stateSize), 4 * 64 * be.stateRowFloats!);
     const huge = new Uint8Array(stateSourceBound(be.info, be) + 1);

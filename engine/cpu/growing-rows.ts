@@ -57,6 +57,9 @@ export class GrowingRows {
   write(slot: number, rows: Float32Array): void {
     if (rows.length % this.rowFloats !== 0) throw new Error(`internal: ${rows.length} floats are not whole rows of ${this.rowFloats}`);
     this.counts[slot] = 0;
+    // A short state written over a long one: a large buffer goes, as on reset, so memory follows the live context.
+    const old = this.buffers[slot];
+    if (old.length > KEEP_ON_RESET_FLOATS && old.length > 4 * rows.length) this.buffers[slot] = new Float32Array(0);
     this.reserve(slot, rows.length / this.rowFloats).set(rows);
     this.counts[slot] = rows.length / this.rowFloats;
   }

@@ -22,6 +22,7 @@ import {
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { quantLayersNote } from '../precision';
 import { DEA_QK, deaRowFloats } from './dea-sizes';
+import { inPieces, YIELD_FLOATS } from '../yield-chunks';
 import { DEFAULT_MAX_CONTEXT, snapshotRows } from '../state-shape';
 import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
@@ -192,6 +193,10 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Bind groups holding the row buffers, dropped when they grow. */
   private readonly deaGroupKeys = new Set<string>();
   private rowsTmp: GPUBuffer | null = null;
+  /** A shrink of the row buffers is queued (shrinkRowsLater). */
+  private shrinkPending = false;
+  /** RWKV-7b: row uploads (writeState) queued and not yet run; state changes made meanwhile queue behind them. */
+  private rowWorkQueued = 0;
 
   constructor(
     private readonly gpu: GpuContext,
@@ -312,25 +317,51 @@ export class Rwkv7Runtime implements InferenceBackend {
    */
   private growRows(rows: number) {
     if (rows <= this.deaCap) return;
-    const cap = Math.min(this.maxStateRows, Math.max(rows, 2 * this.deaCap));
+    this.resizeRows(Math.min(this.maxStateRows, Math.max(rows, 2 * this.deaCap)));
+  }
+
+  /** RWKV-7b: every layer's row buffer replaced by one of `cap` rows a slot, each slot's rows (up to `cap`) copied over. */
+  private resizeRows(cap: number) {
     const rowBytes = this.deaRowWidth * 4;
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
-    const grown = this.weights.layers.map((_, l) => createBuffer(this.device, `deaRows${l}`, this.slots * cap * rowBytes, S));
+    const resized = this.weights.layers.map((_, l) => createBuffer(this.device, `deaRows${l}`, this.slots * cap * rowBytes, S));
     if (this.deaRows.length) {
       const enc = this.device.createCommandEncoder();
-      for (let l = 0; l < grown.length; l++)
+      for (let l = 0; l < resized.length; l++)
         for (let s = 0; s < this.slots; s++) {
-          const n = Math.min(this.rowCounts[s], this.deaCap);
-          if (n > 0) enc.copyBufferToBuffer(this.deaRows[l], s * this.deaCap * rowBytes, grown[l], s * cap * rowBytes, n * rowBytes);
+          const n = Math.min(this.rowCounts[s], this.deaCap, cap);
+          if (n > 0) enc.copyBufferToBuffer(this.deaRows[l], s * this.deaCap * rowBytes, resized[l], s * cap * rowBytes, n * rowBytes);
         }
       this.device.queue.submit([enc.finish()]);
       for (const b of this.deaRows) b.destroy();
     }
-    this.deaRows = grown;
+    this.deaRows = resized;
     this.deaCap = cap;
     for (const k of this.deaGroupKeys) this.groups.delete(k);
     this.deaGroupKeys.clear();
     this.recorded.clear();
+  }
+
+  /**
+   * RWKV-7b, after a slot's rows went down (reset, or a shorter state written or copied over it): once the calls
+   * made before have run, when the longest slot fits a quarter of the buffers, they shrink to what growing from the
+   * first rows would have given it, so a long context that is gone stops holding every slot's share of its memory.
+   * (A quarter, not a half: a context that keeps coming back to one size does not reallocate at every reset.)
+   * Queued behind the earlier calls, which may still write rows past the new size; the calls after it see the new size.
+   */
+  private shrinkRowsLater() {
+    if (this.shrinkPending) return;
+    this.shrinkPending = true;
+    void this.serialize(async () => {
+      this.shrinkPending = false;
+      const longest = Math.max(...this.rowCounts);
+      let cap = Math.min(this.maxStateRows, DEA_FIRST_ROWS);
+      while (cap < longest) cap = Math.min(this.maxStateRows, 2 * cap);
+      if (4 * cap <= this.deaCap) this.resizeRows(cap);
+      // The copy scratch holds one layer of the longest slot copied so far; copyState makes it again when needed.
+      this.rowsTmp?.destroy();
+      this.rowsTmp = null;
+    }).catch(() => undefined); // a broken device is reported by the calls themselves
   }
 
   /** Floats of one layer's region in the RWKV-7a scratch `se`. */
@@ -969,9 +1000,9 @@ export class Rwkv7Runtime implements InferenceBackend {
       throw new RangeError(`slot ${slot} is out of range 0..${this.slots - 1}`);
   }
 
-  readState(slot: number): Promise<StateSnapshot> {
+  readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot> {
     this.checkSlot(slot);
-    if (this.stateRowFloats > 0) {
+    if (this.stateRowFloats > 0 && !opts?.fixedOnly) {
       const rows = this.rowCounts[slot];
       return this.serialize(() => this.readGrowingState(slot, rows));
     }
@@ -1017,11 +1048,15 @@ export class Rwkv7Runtime implements InferenceBackend {
       const got = new Float32Array(staging.getMappedRange());
       const out = new Float32Array(this.stateSize + rows * this.stateRowFloats);
       out.set(got.subarray(0, this.stateSize));
-      for (let l = 0; l < L; l++)
-        for (let r = 0; r < rows; r++) {
-          const from = this.stateSize + (l * rows + r) * RW;
-          out.set(got.subarray(from, from + RW), this.stateSize + r * this.stateRowFloats + l * RW);
-        }
+      // A piece of rows at a time (all layers), a turn of the event loop between pieces: the rows run to the context limit.
+      await inPieces(rows, this.rowsPerPiece, (r0, r1) => {
+        for (let l = 0; l < L; l++)
+          for (let r = r0; r < r1; r++) {
+            const from = this.stateSize + (l * rows + r) * RW;
+            out.set(got.subarray(from, from + RW), this.stateSize + r * this.stateRowFloats + l * RW);
+          }
+      });
+      this.checkAlive();
       staging.unmap();
       return out;
     } finally {
@@ -1035,20 +1070,60 @@ export class Rwkv7Runtime implements InferenceBackend {
     if (this.stateRowFloats === 0 && state.length !== this.stateSize)
       throw new RangeError(`state has ${state.length} floats; this model's state has ${this.stateSize}`);
     const rows = snapshotRows(this, state.length);
-    this.device.queue.writeBuffer(this.buf.state, slot * this.stateSize * 4, state.buffer, state.byteOffset, this.stateSize * 4);
-    if (this.stateRowFloats === 0) return;
+    if (this.stateRowFloats === 0) {
+      this.device.queue.writeBuffer(this.buf.state, slot * this.stateSize * 4, state.buffer, state.byteOffset, this.stateSize * 4);
+      return;
+    }
+    // RWKV-7b: the count now (calls made from here on plan with it), the upload queued behind the calls made before,
+    // a piece of rows at a time with turns of the event loop between (the rows run to the context limit).
     this.growRows(rows);
+    const fewer = rows < this.rowCounts[slot];
     this.rowCounts[slot] = rows;
-    if (rows === 0) return;
+    this.rowWorkQueued++;
+    void this.serialize(() => this.uploadState(slot, state, rows))
+      .catch(() => undefined) // a broken device is reported by the calls themselves
+      .finally(() => this.rowWorkQueued--);
+    if (fewer) this.shrinkRowsLater();
+  }
+
+  /** RWKV-7b: rows whose count takes one piece of state work (yield-chunks.ts), at least one. */
+  private get rowsPerPiece(): number {
+    return Math.max(1, Math.floor(YIELD_FLOATS / this.stateRowFloats));
+  }
+
+  /**
+   * RWKV-7b: the snapshot's fixed part, then its token-major rows reordered into each layer's buffer a piece at a
+   * time. The buffers are looked up for each piece: a call made meanwhile may grow them (growRows copies the rows
+   * uploaded so far, as the slot's count already says `rows`).
+   */
+  private async uploadState(slot: number, state: StateSnapshot, rows: number): Promise<void> {
+    this.device.queue.writeBuffer(this.buf.state, slot * this.stateSize * 4, state.buffer, state.byteOffset, this.stateSize * 4);
     const RW = this.deaRowWidth;
-    const layer = new Float32Array(rows * RW);
-    this.deaRows.forEach((b, l) => {
-      for (let r = 0; r < rows; r++) {
-        const from = this.stateSize + r * this.stateRowFloats + l * RW;
-        layer.set(state.subarray(from, from + RW), r * RW);
+    const piece = new Float32Array(Math.min(rows, this.rowsPerPiece) * RW);
+    await inPieces(rows, this.rowsPerPiece, (r0, r1) => {
+      this.checkAlive();
+      for (let l = 0; l < this.deaRows.length; l++) {
+        for (let r = r0; r < r1; r++) {
+          const from = this.stateSize + r * this.stateRowFloats + l * RW;
+          piece.set(state.subarray(from, from + RW), (r - r0) * RW);
+        }
+        this.device.queue.writeBuffer(this.deaRows[l], (slot * this.deaCap + r0) * RW * 4, piece, 0, (r1 - r0) * RW);
       }
-      this.device.queue.writeBuffer(b, slot * this.deaCap * RW * 4, layer);
     });
+  }
+
+  /** RWKV-7b: a state change applied now, or behind the row uploads still queued so it lands after them. */
+  private ordered(apply: () => void): void {
+    if (this.rowWorkQueued === 0) return apply();
+    this.rowWorkQueued++;
+    void this.serialize(async () => apply())
+      .catch(() => undefined)
+      .finally(() => this.rowWorkQueued--);
+  }
+
+  /** RWKV-7b: GPU bytes the cached rows take (every layer's buffer of all slots' rows, and the copy scratch); 0 otherwise. */
+  rowCacheBytes(): number {
+    return this.deaRows.reduce((sum, b) => sum + b.size, 0) + (this.rowsTmp?.size ?? 0);
   }
 
   /** Bytes readState(slot) would give once the calls made so far have run (RWKV-7b: the fixed part and the rows). */
@@ -1060,10 +1135,14 @@ export class Rwkv7Runtime implements InferenceBackend {
   resetState(slot: number): void {
     this.checkSlot(slot);
     this.checkAlive();
+    const hadRows = this.rowCounts[slot] > 0;
     this.rowCounts[slot] = 0;
-    const enc = this.device.createCommandEncoder();
-    enc.clearBuffer(this.buf.state, slot * this.stateSize * 4, this.stateSize * 4);
-    this.device.queue.submit([enc.finish()]);
+    this.ordered(() => {
+      const enc = this.device.createCommandEncoder();
+      enc.clearBuffer(this.buf.state, slot * this.stateSize * 4, this.stateSize * 4);
+      this.device.queue.submit([enc.finish()]);
+    });
+    if (hadRows) this.shrinkRowsLater();
   }
 
   copyState(fromSlot: number, toSlot: number): void {
@@ -1071,27 +1150,31 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.checkSlot(toSlot);
     this.checkAlive();
     if (fromSlot === toSlot) return;
-    const bytes = this.stateSize * 4;
-    const enc = this.device.createCommandEncoder();
-    // WebGPU forbids a copy within one buffer, so go through a one-slot scratch buffer.
-    enc.copyBufferToBuffer(this.buf.state, fromSlot * bytes, this.buf.stateTmp, 0, bytes);
-    enc.copyBufferToBuffer(this.buf.stateTmp, 0, this.buf.state, toSlot * bytes, bytes);
     const rows = this.rowCounts[fromSlot];
+    const fewer = rows < this.rowCounts[toSlot];
     this.rowCounts[toSlot] = rows;
-    if (rows > 0) {
-      // RWKV-7b: each layer's rows through a scratch buffer too.
-      const layerBytes = rows * this.deaRowWidth * 4;
-      const slotBytes = this.deaCap * this.deaRowWidth * 4;
-      if (!this.rowsTmp || this.rowsTmp.size < layerBytes) {
-        this.rowsTmp?.destroy();
-        this.rowsTmp = createBuffer(this.device, 'rowsTmp', layerBytes, GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
+    this.ordered(() => {
+      const bytes = this.stateSize * 4;
+      const enc = this.device.createCommandEncoder();
+      // WebGPU forbids a copy within one buffer, so go through a one-slot scratch buffer.
+      enc.copyBufferToBuffer(this.buf.state, fromSlot * bytes, this.buf.stateTmp, 0, bytes);
+      enc.copyBufferToBuffer(this.buf.stateTmp, 0, this.buf.state, toSlot * bytes, bytes);
+      if (rows > 0) {
+        // RWKV-7b: each layer's rows through a scratch buffer too.
+        const layerBytes = rows * this.deaRowWidth * 4;
+        const slotBytes = this.deaCap * this.deaRowWidth * 4;
+        if (!this.rowsTmp || this.rowsTmp.size < layerBytes) {
+          this.rowsTmp?.destroy();
+          this.rowsTmp = createBuffer(this.device, 'rowsTmp', layerBytes, GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST);
+        }
+        for (const b of this.deaRows) {
+          enc.copyBufferToBuffer(b, fromSlot * slotBytes, this.rowsTmp, 0, layerBytes);
+          enc.copyBufferToBuffer(this.rowsTmp, 0, b, toSlot * slotBytes, layerBytes);
+        }
       }
-      for (const b of this.deaRows) {
-        enc.copyBufferToBuffer(b, fromSlot * slotBytes, this.rowsTmp, 0, layerBytes);
-        enc.copyBufferToBuffer(this.rowsTmp, 0, b, toSlot * slotBytes, layerBytes);
-      }
-    }
-    this.device.queue.submit([enc.finish()]);
+      this.device.queue.submit([enc.finish()]);
+    });
+    if (fewer) this.shrinkRowsLater();
   }
 
   /** Frees every GPU buffer of this runtime, weights included, and the device when the runtime owns it. */
