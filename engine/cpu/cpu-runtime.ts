@@ -94,7 +94,7 @@ export class CpuRuntime implements InferenceBackend {
   /** Which build of the kernels runs: plain SIMD, or with relaxed SIMD's fused multiply-add. */
   readonly kernelVariant: KernelVariant;
   private readonly V: number;
-  /** Output 'top's max, count and softmax sum through the vector kernels (top-logits-cpu.ts). */
+  /** Output 'top's max, count, softmax sum and best entries through the kernels (row-stats.ts). */
   private readonly rowStats = new RowStatsKernel();
   private readonly TMAX: number;
   private readonly RMAX: number;
@@ -302,7 +302,7 @@ export class CpuRuntime implements InferenceBackend {
       return jobs.map((j, i) => {
         if (rowsPerJob[i] === 0) return null;
         const rows = m.logits.subarray(rowBase[i] * V, (rowBase[i] + rowsPerJob[i]) * V);
-        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY, (r) => this.rowStats.stats(r)) : rows;
+        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY, (r, cap) => this.rowStats.reduce(r, cap)) : rows;
       });
     });
   }
