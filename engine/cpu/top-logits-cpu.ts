@@ -25,6 +25,26 @@ export function checkLogitAdjust(adjust: LogitAdjust | undefined, job: number, V
   }
 }
 
+/** Masks the rows the grammar forbids (-Infinity), then adds the sparse adjustments, in place. */
+export function applyAdjust(row: Float32Array, adjust: LogitAdjust | undefined): void {
+  const allowed = adjust?.allowed;
+  if (allowed) {
+    const V = row.length;
+    for (let w = 0; w < allowed.length; w++) {
+      const bits = allowed[w];
+      if (bits === 0xffffffff) continue;
+      const end = Math.min(V, (w + 1) * 32);
+      for (let i = w * 32; i < end; i++) if (((bits >>> (i & 31)) & 1) === 0) row[i] = -Infinity;
+    }
+  }
+  if (adjust) for (let i = 0; i < adjust.rows.length; i++) row[adjust.rows[i]] += adjust.deltas[i];
+}
+
+/** Output 'top' from a row's reduction: the normalizer as ln of the softmax sum. */
+export function topLogits(r: RowReduction): TopLogits {
+  return { kind: 'top', rows: r.rows, logits: r.logits, max: r.max, logZ: r.finite > 0 ? Math.log(r.sum) : -Infinity, finite: r.finite };
+}
+
 /**
  * Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries. `reduce` computes the max,
  * candidate count, softmax sum and best entries of the adjusted row (the CPU backend passes its kernels,
@@ -35,21 +55,8 @@ export function reduceTop(
   row: Float32Array, adjust: LogitAdjust | undefined, capacity: number, reduce?: (row: Float32Array, capacity: number) => RowReduction,
 ): TopLogits {
   const V = row.length;
-  const allowed = adjust?.allowed;
-  if (allowed) {
-    for (let w = 0; w < allowed.length; w++) {
-      const bits = allowed[w];
-      if (bits === 0xffffffff) continue;
-      const end = Math.min(V, (w + 1) * 32);
-      for (let i = w * 32; i < end; i++) if (((bits >>> (i & 31)) & 1) === 0) row[i] = -Infinity;
-    }
-  }
-  if (adjust) for (let i = 0; i < adjust.rows.length; i++) row[adjust.rows[i]] += adjust.deltas[i];
-
-  if (reduce) {
-    const r = reduce(row, capacity);
-    return { kind: 'top', rows: r.rows, logits: r.logits, max: r.max, logZ: r.finite > 0 ? Math.log(r.sum) : -Infinity, finite: r.finite };
-  }
+  applyAdjust(row, adjust);
+  if (reduce) return topLogits(reduce(row, capacity));
   // Max and count of candidates, then the normalizer.
   const { max, finite, sum } = rowStats(row);
 
