@@ -135,12 +135,12 @@ function promptsFor(setup: NlcSetup, checkpoint: string): string {
   return file;
 }
 
-/** One fresh node-llama-cpp process on `gguf` with exactly `threads` threads: `reps` decodes and prefills. */
-export function runNlc(setup: NlcSetup, gguf: string, checkpoint: string, threads: number, reps: number): NlcResult {
+/** One fresh node-llama-cpp process on `gguf` with exactly `threads` threads: `reps` decodes and prefills (none: decodeOnly). */
+export function runNlc(setup: NlcSetup, gguf: string, checkpoint: string, threads: number, reps: number, decodeOnly = false): NlcResult {
   const prompts = promptsFor(setup, checkpoint);
   const r = spawnSync(process.execPath, [path.join(setup.tools, 'nlc-bench.mjs'), gguf, prompts, String(reps + 1), String(threads)], {
     encoding: 'utf8',
-    env: { ...process.env, NLC_DIR: setup.dir },
+    env: { ...process.env, NLC_DIR: setup.dir, ...(decodeOnly ? { NO_PREFILL: '1' } : {}) },
   });
   if (r.status !== 0) throw new Error(`nlc-bench failed: ${r.stderr}`);
   const j = JSON.parse(r.stdout.trim().split('\n').pop()!);

@@ -2,7 +2,8 @@
 // bundled model and a random model of the official 0.1B shape, with 1 thread and with every core: decode
 // tok/s of 1 and 8 sequences (output 'top', as the engine decodes) and prefill tok/s of a 512-token prompt.
 // Each figure is the median of --cpu-reps runs (default 3) in each of --cpu-rounds rounds (default 1);
-// --cpu-models default,default-world,0.1b, --cpu-threads 1,2,4 and --cpu-precisions f16,int8 (default both) choose.
+// --cpu-models default,default-world,0.1b, --cpu-threads 1,2,4 and --cpu-precisions f16,int8 (default both) choose;
+// --cpu-decode-only measures decode of 1 sequence alone (ours and theirs), for decode work on a shared machine.
 // 'default-world' is the bundled model with its embedding and head scattered to the 65,536-row World
 // vocabulary, as its GGUF conversion has them: the like-for-like decode comparison with llama.cpp.
 //
@@ -101,6 +102,7 @@ export async function benchCpu(): Promise<Record<string, unknown>> {
     cases.push({ name: '0.1B shape, random', model: ck, steps: 16, file: () => (nlc ? checkpointFile(nlc, ck, 'rwkv7-0.1b-random-seed7') : null), given: given('01B') });
   }
   const precisions = (arg('cpu-precisions') ?? 'f16,int8').split(',') as ('f16' | 'int8')[];
+  const decodeOnly = process.argv.includes('--cpu-decode-only');
   const results: Record<string, unknown> = { machine: `${all} cores available to the process; other processes may share them`, reps, rounds };
   for (const c of cases) {
     let file: string | null | undefined;
@@ -121,13 +123,14 @@ export async function benchCpu(): Promise<Record<string, unknown>> {
         for (let round = 0; round < rounds; round++) {
           for (let r = 0; r < reps; r++) {
             d1.push(await decodeTokS(be, 1, c.steps));
+            if (decodeOnly) continue;
             d8.push(await decodeTokS(be, 8, Math.max(4, c.steps / 4)));
             pf.push(await prefillTokS(be, 512));
           }
-          if (nlc && gguf && file) theirs.push(runNlc(nlc, gguf, file, threads, reps));
+          if (nlc && gguf && file) theirs.push(runNlc(nlc, gguf, file, threads, reps, decodeOnly));
         }
-        const wall = (rs: Rate[]) => +median(rs.map((r) => r.wall)).toFixed(1);
-        const cpu = (rs: Rate[]) => +median(rs.map((r) => r.cpu)).toFixed(1);
+        const wall = (rs: Rate[]) => (rs.length ? +median(rs.map((r) => r.wall)).toFixed(1) : null);
+        const cpu = (rs: Rate[]) => (rs.length ? +median(rs.map((r) => r.cpu)).toFixed(1) : null);
         const row: Record<string, unknown> = {
           backend: be.adapterName,
           decode_b1_tok_s: wall(d1),
@@ -142,8 +145,8 @@ export async function benchCpu(): Promise<Record<string, unknown>> {
           const p = theirs.flatMap((t) => t.runs.prefill_512);
           const them = { gguf: path.basename(gguf!), decode_b1: median(d), prefill_512: median(p), runs: { decode_b1: d, prefill_512: p } };
           row.node_llama_cpp = them;
-          row.ratio_decode_b1 = +(wall(d1) / them.decode_b1).toFixed(2);
-          row.ratio_prefill = +(wall(pf) / them.prefill_512).toFixed(2);
+          row.ratio_decode_b1 = +(wall(d1)! / them.decode_b1).toFixed(2);
+          if (!decodeOnly) row.ratio_prefill = +(wall(pf)! / them.prefill_512).toFixed(2);
         }
         results[`${c.name}, ${precision}, ${threads} thread${threads > 1 ? 's' : ''}`] = row;
         console.log(`${c.name}, ${precision}, threads ${threads}: ${JSON.stringify(row)}`);

@@ -108,6 +108,33 @@ describe('CPU backend', function () {
     }
   });
 
+  // The compute thread reduces 'top' rows where the head wrote them (cpu-forward-base.ts): in a call that mixes
+  // outputs and is split into sub-passes (maxTokens 7, maxRows 2), each job gets what it gets alone, and each 'top'
+  // is the reduction of its own full row with its own adjustments.
+  it("reduces 'top' rows in calls mixing outputs over several sub-passes", async () => {
+    const small = await createBackend({ model: ck, slots: 4, device: 'cpu', threads: 1, precision: 'f32', maxTokens: 7, maxRows: 2 });
+    try {
+      const adjust: LogitAdjust = { rows: Int32Array.of(2, 700), deltas: Float32Array.of(30, -Infinity), allowed: bits(V, (i) => i % 3 !== 0) };
+      // Sub-passes: [last, top] (the 'top' row second in the head's rows), then the 'all' rows, then the long 'top'.
+      const jobs = [
+        { slot: 3, tokens: prompt.slice(1, 3), output: 'last' as const },
+        { slot: 2, tokens: prompt.slice(5, 8), output: 'top' as const },
+        { slot: 1, tokens: prompt.slice(3, 8), output: 'all' as const },
+        { slot: 0, tokens: prompt.slice(0, 9), output: 'top' as const, adjust },
+      ];
+      for (let s = 0; s < 4; s++) small.resetState(s);
+      const mixed = await small.run(jobs);
+      for (const [i, j] of jobs.entries()) {
+        small.resetState(j.slot);
+        const alone = await small.run([{ slot: j.slot, tokens: j.tokens, output: j.output === 'all' ? 'all' : 'last' }]);
+        if (j.output === 'top') assertTop(mixed[i] as TopLogits, alone[0]!, j.adjust, `job ${i}`);
+        else assert.deepEqual(Array.from(mixed[i] as Float32Array), Array.from(alone[0]!), `job ${i}`);
+      }
+    } finally {
+      small.dispose();
+    }
+  });
+
   it('refuses malformed adjustments before running', async () => {
     await assert.rejects(be.run([{ slot: 0, tokens: [1], output: 'top', adjust: { rows: Int32Array.of(1, 1), deltas: Float32Array.of(1, 2) } }]), /row 1 appears twice/);
     await assert.rejects(be.run([{ slot: 0, tokens: [1], output: 'top', adjust: { rows: Int32Array.of(1000), deltas: Float32Array.of(1) } }]), /outside the vocabulary/);

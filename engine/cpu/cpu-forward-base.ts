@@ -11,6 +11,10 @@ import type { CpuKernels } from './wasm-kernels';
 import type { MatmulTask, ThreadPool } from './thread-pool';
 import type { CpuCommonWeights, CpuMatrix } from './cpu-weight-writer';
 import type { GrowingRows } from './growing-rows';
+import type { LogitAdjust, TopLogits } from '../types';
+import { reduceRow, topScratchBytes } from './row-stats';
+import { applyAdjust, topLogits } from './top-logits-cpu';
+import { TOP_CAPACITY } from '../rwkv7/top-logits';
 
 /** Addresses (bytes) of the regions every version's pass uses, and the sizes behind them. */
 export interface CpuBaseLayout {
@@ -36,6 +40,8 @@ export interface CpuBaseLayout {
   xn: number;
   xo: number;
   logits: number;
+  /** Where output 'top' reduces a row (row-stats.ts reduceRow): topScratchBytes(TOP_CAPACITY) bytes. */
+  top: number;
   /** Per-thread scratch for widened f16 and int8 panels: `threads` blocks of scratchBytes (set by the runtime). */
   scratch: number;
   scratchBytes: number;
@@ -58,6 +64,7 @@ export function allocBaseLayout(
     xn: arena.allocFloats(TMAX * C),
     xo: arena.allocFloats(RMAX * C),
     logits: arena.allocFloats(RMAX * V),
+    top: arena.alloc(topScratchBytes(TOP_CAPACITY)),
     scratch: 0,
     scratchBytes: 0,
   };
@@ -69,9 +76,9 @@ export interface CpuSegment {
   /** First token's index in the sub-pass, token count. */
   start: number;
   count: number;
-  /** Which rows go out: 'none', the last token's ('last', 'top'), or every token's ('all'). */
-  out: 'none' | 'last' | 'all';
-  /** Row of the call's result where this segment's first output row goes. */
+  /** Which rows go out: 'none', the last token's ('last'; 'top': reduced here), or every token's ('all'). */
+  out: 'none' | 'last' | 'all' | 'top';
+  /** Row of the call's result where this segment's first output row goes; for 'top', the index of its reduction. */
   resultRow: number;
 }
 
@@ -131,10 +138,13 @@ export abstract class CpuForwardBase<L extends CpuBaseLayout, W extends CpuCommo
   /** The layers of one sub-pass: x holds the tokens' embeddings before, the residual stream after. */
   protected abstract layers(sp: CpuSubPass): void;
 
-  /** Runs every sub-pass in order and returns the rows asked for: [resultRows, V]. */
-  run(passes: CpuSubPass[], resultRows: number): Float32Array {
-    const out = new Float32Array(resultRows * this.L.V);
-    for (const sp of passes) this.subPass(sp, out);
+  /**
+   * Runs every sub-pass in order and returns the rows asked for, [resultRows, V], and the 'top' reductions
+   * (segments with out 'top' point into them; tops[i] is the i-th's mask and adjustments).
+   */
+  run(passes: CpuSubPass[], resultRows: number, tops: (LogitAdjust | undefined)[] = []): { logits: Float32Array; tops: TopLogits[] } {
+    const out = { logits: new Float32Array(resultRows * this.L.V), tops: new Array<TopLogits>(tops.length) };
+    for (const sp of passes) this.subPass(sp, out, tops);
     return out;
   }
 
@@ -196,24 +206,27 @@ export abstract class CpuForwardBase<L extends CpuBaseLayout, W extends CpuCommo
     this.k.gatedAdd(this.L.x, at.r, at.v, T * C);
   }
 
-  private subPass(sp: CpuSubPass, out: Float32Array) {
+  private subPass(sp: CpuSubPass, out: { logits: Float32Array; tops: TopLogits[] }, adjusts: (LogitAdjust | undefined)[]) {
     const { k, L, W } = this;
     const T = sp.ids.length;
     this.i32.set(sp.ids, L.ids >> 2);
     k.embed(W.emb, W.wide, L.ids, T, L.C, L.x);
     this.layers(sp);
 
-    // Output rows: the last token of 'last' segments, every token of 'all' ones.
+    // Output rows: the last token of 'last' and 'top' segments, every token of 'all' ones.
     const rows: number[] = [];
     const dest: number[] = [];
+    const top: boolean[] = [];
     for (const s of sp.segments) {
-      if (s.out === 'last') {
+      if (s.out === 'last' || s.out === 'top') {
         rows.push(s.start + s.count - 1);
         dest.push(s.resultRow);
+        top.push(s.out === 'top');
       } else if (s.out === 'all') {
         for (let i = 0; i < s.count; i++) {
           rows.push(s.start + i);
           dest.push(s.resultRow + i);
+          top.push(false);
         }
       }
     }
@@ -225,6 +238,15 @@ export abstract class CpuForwardBase<L extends CpuBaseLayout, W extends CpuCommo
     this.mm(R, [this.task(W.head, L.xo, L.C, L.logits, L.V)]);
     const V = L.V;
     const base = L.logits >> 2;
-    for (let r = 0; r < R; r++) out.set(this.f32.subarray(base + r * V, base + (r + 1) * V), dest[r] * V);
+    for (let r = 0; r < R; r++) {
+      const row = this.f32.subarray(base + r * V, base + (r + 1) * V);
+      if (!top[r]) {
+        out.logits.set(row, dest[r] * V);
+        continue;
+      }
+      // In place: the row is this sub-pass's scratch.
+      applyAdjust(row, adjusts[dest[r]]);
+      out.tops[dest[r]] = topLogits(reduceRow(k, this.f32.buffer, L.logits + r * V * 4, V, TOP_CAPACITY, L.top));
+    }
   }
 }

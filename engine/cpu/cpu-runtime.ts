@@ -2,17 +2,16 @@
 // worker threads over one shared memory (weights, slot states, scratch), for every version (its planner lays the
 // model out: planRwkv7CpuModel, finchCpuPlanner for RWKV-5.2/6, planRwkv4CpuModel, yielding to the event loop
 // between matrices). This side validates and plans each call (same rules and messages as the GPU runtimes), hands
-// the plan to the compute thread (cpu-worker.ts) and reduces 'top' rows; the host's event loop only waits. Calls
+// the plan to the compute thread (cpu-worker.ts) which also reduces 'top' rows; the host's event loop only waits. Calls
 // run one at a time in order; state reads and writes are ordered with them as a GPU queue orders them.
 
 import { checkJob } from '../job-checks';
 import * as os from 'os';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
-import type { Checkpoint, InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
+import type { Checkpoint, InferenceBackend, JobResult, LogitAdjust, ModelInfo, OutputMode, SlotJob, StateSnapshot, TopLogits } from '../types';
 import { Arena } from './arena';
-import { checkLogitAdjust, reduceTop } from './top-logits-cpu';
-import { RowStatsKernel } from './row-stats';
+import { checkLogitAdjust } from './top-logits-cpu';
 import { type KernelVariant, kernelModule } from './wasm-kernels';
 import { TOP_CAPACITY } from '../rwkv7/top-logits';
 import type { CpuBaseLayout, CpuSegment, CpuSubPass } from './cpu-forward-base';
@@ -80,7 +79,7 @@ function subPassRows(opts: CpuRuntimeOptions): number {
   return Math.max(1, Math.min(opts.maxRows, subPassTokens(opts)));
 }
 
-type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array } | { type: 'rows'; rows: Float32Array } | { type: 'error'; message: string };
+type Reply = { type: 'ready' } | { type: 'done'; logits: Float32Array; tops: TopLogits[] } | { type: 'rows'; rows: Float32Array } | { type: 'error'; message: string };
 
 export class CpuRuntime implements InferenceBackend {
   readonly slots: number;
@@ -94,8 +93,6 @@ export class CpuRuntime implements InferenceBackend {
   /** Which build of the kernels runs: plain SIMD, or with relaxed SIMD's fused multiply-add. */
   readonly kernelVariant: KernelVariant;
   private readonly V: number;
-  /** Output 'top's max, count and softmax sum through the vector kernels (top-logits-cpu.ts). */
-  private readonly rowStats = new RowStatsKernel();
   private readonly TMAX: number;
   private readonly RMAX: number;
   private readonly state: Float32Array;
@@ -223,12 +220,19 @@ export class CpuRuntime implements InferenceBackend {
 
   // ---- planning (the GPU runtime's rules) -----------------------------------------------------------------
 
-  private plan(jobs: SlotJob[]): { passes: CpuSubPass[]; rowsPerJob: number[]; rowBase: number[] } {
+  /**
+   * The call's sub-passes; the full logits rows each job gets back (rowsPerJob, from rowBase) and, for output
+   * 'top', the index of its reduction (topIndex; -1 for other jobs), which the compute thread makes in place.
+   */
+  private plan(jobs: SlotJob[]): { passes: CpuSubPass[]; rowsPerJob: number[]; rowBase: number[]; topIndex: number[]; tops: (LogitAdjust | undefined)[] } {
     const seen = new Set<number>();
     const rowsPerJob: number[] = [];
+    const topIndex: number[] = [];
+    const tops: (LogitAdjust | undefined)[] = [];
     jobs.forEach((j, i) => {
       checkJob(j, i, this.slots, this.V, seen, (a, k) => checkLogitAdjust(a, k, this.V));
-      rowsPerJob.push(j.output === 'all' ? j.tokens.length : j.output === 'none' ? 0 : 1);
+      rowsPerJob.push(j.output === 'all' ? j.tokens.length : j.output === 'last' ? 1 : 0);
+      topIndex.push(j.output === 'top' ? tops.push(j.adjust) - 1 : -1);
       const held = this.rowCounts[j.slot] + j.tokens.length;
       if (this.stateRowFloats > 0 && held > this.maxStateRows)
         throw new RangeError(
@@ -264,15 +268,16 @@ export class CpuRuntime implements InferenceBackend {
           continue;
         }
         const to = Math.min(n, pos + room);
-        const out = j.output === 'all' ? 'all' : needsLastRow && to === n ? 'last' : 'none';
-        segs.push({ slot: j.slot, start: ids.length, count: to - pos, out, resultRow: rowBase[ji] + (j.output === 'all' ? pos : 0) });
+        const out = j.output === 'all' ? 'all' : needsLastRow && to === n ? j.output : 'none';
+        const resultRow = j.output === 'top' ? topIndex[ji] : rowBase[ji] + (j.output === 'all' ? pos : 0);
+        segs.push({ slot: j.slot, start: ids.length, count: to - pos, out, resultRow });
         for (let t = pos; t < to; t++) ids.push(j.tokens[t]);
         rows += out === 'all' ? to - pos : out === 'none' ? 0 : 1;
         pos = to;
       }
     });
     flush();
-    return { passes, rowsPerJob, rowBase };
+    return { passes, rowsPerJob, rowBase, topIndex, tops };
   }
 
   // ---- InferenceBackend -----------------------------------------------------------------------------------
@@ -289,20 +294,20 @@ export class CpuRuntime implements InferenceBackend {
     }
     if (this.stateRowFloats > 0) for (const j of jobs) this.rowCounts[j.slot] += j.tokens.length;
     return this.serialize(async () => {
-      const { passes, rowsPerJob, rowBase } = planned;
+      const { passes, rowsPerJob, rowBase, topIndex, tops } = planned;
       const total = rowsPerJob.reduce((a, b) => a + b, 0);
       if (passes.length === 0) return jobs.map(() => null);
       this.worker.ref();
       const reply = this.await();
-      this.worker.postMessage({ type: 'run', passes, rows: total });
+      this.worker.postMessage({ type: 'run', passes, rows: total, tops });
       const m = await reply;
       if (!this.disposed) this.worker.unref();
       if (m.type !== 'done') throw new Error(m.type === 'error' ? m.message : 'unexpected reply from the CPU backend');
       const V = this.V;
       return jobs.map((j, i) => {
+        if (topIndex[i] >= 0) return m.tops[topIndex[i]];
         if (rowsPerJob[i] === 0) return null;
-        const rows = m.logits.subarray(rowBase[i] * V, (rowBase[i] + rowsPerJob[i]) * V);
-        return j.output === 'top' ? reduceTop(rows, j.adjust, TOP_CAPACITY, (r) => this.rowStats.stats(r)) : rows;
+        return m.logits.subarray(rowBase[i] * V, (rowBase[i] + rowsPerJob[i]) * V);
       });
     });
   }

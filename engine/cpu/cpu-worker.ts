@@ -1,6 +1,6 @@
 // The compute thread of the CPU backend: runs a version's forward pass (cpu-passes.ts) on the kernels over the
 // shared memory, leading the helper threads, so the host's event loop never waits on a forward pass.
-// Messages: {type:'run', passes, rows} → {type:'done', logits} (transferred) or {type:'error', message};
+// Messages: {type:'run', passes, rows, tops} → {type:'done', logits (transferred), tops} or {type:'error', message};
 // {type:'dispose'} stops the helpers and ends the thread. A pass whose state grows (RWKV-7b) keeps those rows here
 // (GrowingRows): {type:'rows-read', slot} → {type:'rows', rows} (transferred); 'rows-write' {slot, rows},
 // 'rows-copy' {from, to}, 'rows-reset' {slot} answer nothing (the host orders them with the calls).
@@ -12,6 +12,7 @@ import type { CpuBaseLayout, CpuSubPass } from './cpu-forward-base';
 import type { CpuCommonWeights } from './cpu-weight-writer';
 import { CPU_PASSES, type CpuPassName } from './cpu-passes';
 import type { GrowingRows } from './growing-rows';
+import type { LogitAdjust, TopLogits } from '../types';
 
 // `module` would shadow CommonJS's own binding (a SyntaxError that Node then retries as ESM).
 const { memory, module: kernelModule, pass, layout, weights, threads } = workerData as {
@@ -25,7 +26,10 @@ const { memory, module: kernelModule, pass, layout, weights, threads } = workerD
 const kernels = instantiateKernels(memory, kernelModule);
 const pool = new ThreadPool(kernels, memory, kernelModule, threads);
 // Each pass reads its own layout and weights (its planner made both); the registry cannot say which goes with which.
-const Pass = CPU_PASSES[pass] as new (...args: unknown[]) => { run(passes: CpuSubPass[], rows: number): Float32Array; readonly growing: GrowingRows | null };
+const Pass = CPU_PASSES[pass] as new (...args: unknown[]) => {
+  run(passes: CpuSubPass[], rows: number, tops: (LogitAdjust | undefined)[]): { logits: Float32Array; tops: TopLogits[] };
+  readonly growing: GrowingRows | null;
+};
 const forward = new Pass(memory, kernels, pool, layout, weights);
 
 type RowsMessage =
@@ -46,7 +50,7 @@ function onRows(msg: RowsMessage) {
   else g.reset(msg.slot);
 }
 
-parentPort!.on('message', (msg: { type: 'run'; passes: CpuSubPass[]; rows: number } | { type: 'dispose' } | RowsMessage) => {
+parentPort!.on('message', (msg: { type: 'run'; passes: CpuSubPass[]; rows: number; tops: (LogitAdjust | undefined)[] } | { type: 'dispose' } | RowsMessage) => {
   if (msg.type === 'dispose') {
     pool.dispose();
     parentPort!.close();
@@ -62,8 +66,8 @@ parentPort!.on('message', (msg: { type: 'run'; passes: CpuSubPass[]; rows: numbe
     return;
   }
   try {
-    const logits = forward.run(msg.passes, msg.rows);
-    parentPort!.postMessage({ type: 'done', logits }, [logits.buffer as ArrayBuffer]);
+    const { logits, tops } = forward.run(msg.passes, msg.rows, msg.tops);
+    parentPort!.postMessage({ type: 'done', logits, tops }, [logits.buffer as ArrayBuffer]);
   } catch (e) {
     parentPort!.postMessage({ type: 'error', message: e instanceof Error ? e.message : String(e) });
   }

@@ -1,14 +1,13 @@
-// The largest value, the count of candidates and the softmax sum of one logits row, on the host thread, through
-// the kernels' vector exp (kernels.ts `softmaxStats`): output 'top' needs them every decode step, and Math.exp
-// over a 65,536-token row cost 1.2-1.5 ms of it. The row is copied into a small memory of this instance's own
-// (the kernels' memory is the compute thread's; the logits arrive as a copy anyway).
+// Output 'top' of one logits row through the kernels (kernels.ts `softmaxStats` and `topEntries`): the largest
+// value, the count of candidates, the softmax sum and the best entries. Every decode step needs them: Math.exp over
+// a 65,536-token row cost 1.2-1.5 ms of it, and the JavaScript heap that picked the best 256 another ~0.5 ms
+// (top-logits-cpu.ts keeps it as the reference). The compute thread reduces its rows where the head wrote them
+// (cpu-forward-base.ts), so a 'top' step sends back ~2 KB instead of a fresh 256 KB buffer (whose allocation
+// page-faulted: ~0.2 ms a step); RowStatsKernel does the same for a row in host memory, in a memory of its own.
 
 import { instantiateKernels, type CpuKernels } from './wasm-kernels';
 
 const PAGE = 65536;
-/** Where the results go and where the row starts (bytes). */
-const OUT = 0;
-const ROW = 64;
 
 export interface RowStats {
   max: number;
@@ -16,21 +15,53 @@ export interface RowStats {
   sum: number;
 }
 
+/** A row's statistics and its best entries, best first (ties by lower row). */
+export interface RowReduction extends RowStats {
+  rows: Int32Array;
+  logits: Float32Array;
+}
+
+/** Bytes of scratch reduceRow needs for `capacity` entries: the statistics (16), then values and rows. */
+export function topScratchBytes(capacity: number): number {
+  return 16 + 8 * capacity;
+}
+
+/**
+ * The statistics and the `capacity` best entries (all candidates when fewer) of the n floats at byte `row` of the
+ * kernels' memory `buffer`, using topScratchBytes(capacity) bytes at `scratch` (16-byte aligned).
+ */
+export function reduceRow(k: CpuKernels, buffer: ArrayBufferLike, row: number, n: number, capacity: number, scratch: number): RowReduction {
+  k.softmaxStats(row, n, scratch);
+  const max = new Float32Array(buffer, scratch, 1)[0];
+  const finite = new Int32Array(buffer, scratch + 4, 1)[0];
+  const sum = new Float64Array(buffer, scratch + 8, 1)[0];
+  const hv = scratch + 16;
+  const hr = hv + capacity * 4;
+  const size = k.topEntries(row, n, Math.min(capacity, finite), hv, hr);
+  return { max, finite, sum, rows: Int32Array.from(new Int32Array(buffer, hr, size)), logits: Float32Array.from(new Float32Array(buffer, hv, size)) };
+}
+
+/** reduceRow for a row in host memory: copied into a small memory of this instance's own. */
 export class RowStatsKernel {
   private memory: WebAssembly.Memory | null = null;
   private kernels: CpuKernels | null = null;
   private pages = 0;
 
-  stats(row: Float32Array): RowStats {
-    const bytes = ROW + row.length * 4;
+  reduce(row: Float32Array, capacity: number): RowReduction {
+    const scratch = 0;
+    const at = Math.ceil(topScratchBytes(capacity) / 64) * 64;
+    const bytes = at + row.length * 4;
     if (!this.memory || bytes > this.pages * PAGE) {
       this.pages = Math.ceil(bytes / PAGE);
       this.memory = new WebAssembly.Memory({ initial: this.pages, maximum: this.pages, shared: true });
       this.kernels = instantiateKernels(this.memory);
     }
-    const buf = this.memory.buffer;
-    new Float32Array(buf, ROW, row.length).set(row);
-    this.kernels!.softmaxStats(ROW, row.length, OUT);
-    return { max: new Float32Array(buf, OUT, 1)[0], finite: new Int32Array(buf, OUT + 4, 1)[0], sum: new Float64Array(buf, OUT + 8, 1)[0] };
+    new Float32Array(this.memory.buffer, at, row.length).set(row);
+    return reduceRow(this.kernels!, this.memory.buffer, at, row.length, capacity, scratch);
+  }
+
+  stats(row: Float32Array): RowStats {
+    const { max, finite, sum } = this.reduce(row, 0);
+    return { max, finite, sum };
   }
 }

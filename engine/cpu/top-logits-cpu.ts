@@ -5,7 +5,7 @@
 // and its count of finite values (NaN and -Infinity carry no probability and are never candidates).
 
 import type { LogitAdjust, TopLogits } from '../types';
-import type { RowStats } from './row-stats';
+import type { RowReduction, RowStats } from './row-stats';
 
 /** Throws when an adjustment is malformed (the messages match the GPU backend's). */
 export function checkLogitAdjust(adjust: LogitAdjust | undefined, job: number, V: number): void {
@@ -25,15 +25,11 @@ export function checkLogitAdjust(adjust: LogitAdjust | undefined, job: number, V
   }
 }
 
-/**
- * Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries. `stats` computes the max,
- * candidate count and softmax sum of the adjusted row (the CPU backend passes its vector kernel,
- * RowStatsKernel; without it they are computed here in float64).
- */
-export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, capacity: number, stats?: (row: Float32Array) => RowStats): TopLogits {
-  const V = row.length;
+/** Masks the rows the grammar forbids (-Infinity), then adds the sparse adjustments, in place. */
+export function applyAdjust(row: Float32Array, adjust: LogitAdjust | undefined): void {
   const allowed = adjust?.allowed;
   if (allowed) {
+    const V = row.length;
     for (let w = 0; w < allowed.length; w++) {
       const bits = allowed[w];
       if (bits === 0xffffffff) continue;
@@ -42,9 +38,27 @@ export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, ca
     }
   }
   if (adjust) for (let i = 0; i < adjust.rows.length; i++) row[adjust.rows[i]] += adjust.deltas[i];
+}
 
+/** Output 'top' from a row's reduction: the normalizer as ln of the softmax sum. */
+export function topLogits(r: RowReduction): TopLogits {
+  return { kind: 'top', rows: r.rows, logits: r.logits, max: r.max, logZ: r.finite > 0 ? Math.log(r.sum) : -Infinity, finite: r.finite };
+}
+
+/**
+ * Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries. `reduce` computes the max,
+ * candidate count, softmax sum and best entries of the adjusted row (the CPU backend passes its kernels,
+ * RowStatsKernel.reduce); without it they are computed here, the sum in float64 and the entries by the heap below,
+ * which is what the kernels' entries must equal (test/cpu-row-stats.test.ts).
+ */
+export function reduceTop(
+  row: Float32Array, adjust: LogitAdjust | undefined, capacity: number, reduce?: (row: Float32Array, capacity: number) => RowReduction,
+): TopLogits {
+  const V = row.length;
+  applyAdjust(row, adjust);
+  if (reduce) return topLogits(reduce(row, capacity));
   // Max and count of candidates, then the normalizer.
-  const { max, finite, sum } = stats ? stats(row) : rowStats(row);
+  const { max, finite, sum } = rowStats(row);
 
   // The `capacity` best in a min-heap keyed by value: rows arrive in ascending order, so an equal value never
   // displaces an entry, which keeps ties by the lower row.

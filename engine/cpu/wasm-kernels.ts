@@ -33,6 +33,8 @@ export interface CpuKernels {
   rwkv4Wkv(tm: number, region: number, C: number, c0: number, cn: number, t0: number, n: number, s: number, decay: number, out: number): void;
   /** Largest value, count above -Infinity and sum of exp(x - largest) of n floats at x, into out (f32, i32, f64). */
   softmaxStats(x: number, n: number, out: number): void;
+  /** The cap best of n floats at x, best first, ties by lower row: values at hv, rows at hr; returns how many. */
+  topEntries(x: number, n: number, cap: number, hv: number, hr: number): number;
   /** exp of n floats (n a multiple of 4): the kernels' vector exp, for its accuracy test. */
   expInto(x: number, n: number, out: number): void;
 }

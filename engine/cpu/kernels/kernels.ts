@@ -131,6 +131,90 @@ export function softmaxStats(x: usize, n: i32, out: usize): void {
   store<f64>(out, sum, 8);
 }
 
+// Output 'top's best entries of a logits row (top-logits-cpu.ts reduceTop, which this replaced on the host: its
+// JavaScript heap over 65,536 logits took ~0.5 ms of a ~4 ms int8 decode step). A min-heap of `cap` (value, row)
+// pairs, the worst (smallest value, then highest row) at its root, filled with the first `cap` candidates in row
+// order; after that four values at a time are compared with the root, and only a block holding a larger one is
+// looked at value by value. An equal value never displaces (rows come in ascending order), so ties keep the lower
+// row, as reduceTop's. NaN and -Infinity are never candidates.
+
+/** Whether (v1, r1) ranks below (v2, r2): a smaller value, or the same value at a higher row. */
+@inline function worse(v1: f32, r1: i32, v2: f32, r2: i32): bool {
+  return v1 < v2 || (v1 == v2 && r1 > r2);
+}
+
+/** Puts (v, r) at the heap's root position and sifts it down among the first `size` entries. */
+@inline function siftDown(hv: usize, hr: usize, size: i32, v: f32, r: i32): void {
+  let j = 0;
+  for (;;) {
+    const a = 2 * j + 1;
+    if (a >= size) break;
+    const b = a + 1;
+    let c = a;
+    if (b < size && worse(load<f32>(hv + (<usize>b << 2)), load<i32>(hr + (<usize>b << 2)), load<f32>(hv + (<usize>a << 2)), load<i32>(hr + (<usize>a << 2)))) c = b;
+    const cv = load<f32>(hv + (<usize>c << 2));
+    const cr = load<i32>(hr + (<usize>c << 2));
+    if (!worse(cv, cr, v, r)) break; // the worse child already ranks above (v, r)
+    store<f32>(hv + (<usize>j << 2), cv);
+    store<i32>(hr + (<usize>j << 2), cr);
+    j = c;
+  }
+  store<f32>(hv + (<usize>j << 2), v);
+  store<i32>(hr + (<usize>j << 2), r);
+}
+
+/** Row i of a full heap: replaces the root when the value is larger than the root's. */
+@inline function offer(x: usize, i: i32, hv: usize, hr: usize, cap: i32): void {
+  const v = load<f32>(x + (<usize>i << 2));
+  if (v > load<f32>(hv)) siftDown(hv, hr, cap, v, i);
+}
+
+/**
+ * The `cap` best entries of the n floats at x (all candidates when fewer), best first, ties by lower row: values
+ * at hv (f32) and rows at hr (i32), cap entries of room each. Returns how many there are.
+ */
+export function topEntries(x: usize, n: i32, cap: i32, hv: usize, hr: usize): i32 {
+  let size = 0;
+  let i = 0;
+  // Filling: every candidate goes in, sifted up (a parent ranks below its children).
+  for (; i < n && size < cap; i++) {
+    const v = load<f32>(x + (<usize>i << 2));
+    if (!(v > -Infinity)) continue;
+    let j = size++;
+    while (j > 0) {
+      const parent = (j - 1) >> 1;
+      const pv = load<f32>(hv + (<usize>parent << 2));
+      const pr = load<i32>(hr + (<usize>parent << 2));
+      if (worse(pv, pr, v, i)) break;
+      store<f32>(hv + (<usize>j << 2), pv);
+      store<i32>(hr + (<usize>j << 2), pr);
+      j = parent;
+    }
+    store<f32>(hv + (<usize>j << 2), v);
+    store<i32>(hr + (<usize>j << 2), i);
+  }
+  if (size == cap && cap > 0) {
+    for (; i + 4 <= n; i += 4) {
+      // NaN compares false, so a block of NaN and -Infinity is skipped here too.
+      if (!v128.any_true(f32x4.gt(v128.load(x + (<usize>i << 2)), f32x4.splat(load<f32>(hv))))) continue;
+      offer(x, i, hv, hr, cap);
+      offer(x, i + 1, hv, hr, cap);
+      offer(x, i + 2, hv, hr, cap);
+      offer(x, i + 3, hv, hr, cap);
+    }
+    for (; i < n; i++) offer(x, i, hv, hr, cap);
+  }
+  // Best first: the root (the worst left) goes to the end, the last entry sifts down from the root.
+  for (let end = size - 1; end > 0; end--) {
+    const v = load<f32>(hv);
+    const r = load<i32>(hr);
+    siftDown(hv, hr, end, load<f32>(hv + (<usize>end << 2)), load<i32>(hr + (<usize>end << 2)));
+    store<f32>(hv + (<usize>end << 2), v);
+    store<i32>(hr + (<usize>end << 2), r);
+  }
+  return size;
+}
+
 /** act: 0 none, 1 tanh, 2 sigmoid, 3 relu squared. */
 @inline function activate(v: v128, act: i32): v128 {
   if (act == 1) return vtanh(v);
