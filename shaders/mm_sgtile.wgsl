@@ -61,7 +61,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
     }
   }
   // Results go straight to the partial sums (sgtile_layout.wgsl part_index), whole 16×16 tiles, and
-  // mm_sgtile_reduce.wgsl applies activation, accumulation and bounds: no workgroup memory at all, which on the
+  // mm_split_reduce.wgsl applies activation, accumulation and bounds: no workgroup memory at all, which on the
   // H200 keeps the L1 cache the strided weight loads need (an epilogue through workgroup memory took the 2048²
   // product at 512 tokens from 94 to 169 µs, 8192×2048 from 390 to 3,100).
   for (var i = 0u; i < MT; i++) {

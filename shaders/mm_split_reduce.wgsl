@@ -1,7 +1,6 @@
-// Second pass of a split-K product (mm_split.wgsl): output (t, virtual row) is the sum of its SPLIT partial
-// sums, added in split order, then stored as the single-pass kernels store it (activation, accumulation).
-const SPLIT: u32 = {{SPLIT}}u;
-@group(0) @binding(5) var<storage, read_write> part: array<f32>;
+// Second pass of a split-K product (mm_split.wgsl, which declares SPLIT and `part`), and of every tiled product
+// (mm_sgtile.wgsl): output (t, virtual row) is the sum of its SPLIT partial sums (part_index of the layout part),
+// added in split order, then stored as the single-pass kernels store it (activation, accumulation).
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
@@ -13,6 +12,6 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let o = vrow - s.row0;
   if (o >= s.n) { return; }
   var acc = 0.0;
-  for (var z = 0u; z < SPLIT; z++) { acc += part[(z * rows + t) * grp.p1 + vrow]; }
+  for (var z = 0u; z < SPLIT; z++) { acc += part[part_index(z, t, vrow)]; }
   store(s, t, o, acc);
 }

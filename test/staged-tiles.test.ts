@@ -85,7 +85,7 @@ describe('staged subgroup-matrix tiles', () => {
     const v = { kind: 'sgstage' as const, mt: 2 as const, nt: 2 as const, sgm: 2 as const, sgn: 2 as const, kc: 64 as const, split: 2 };
     const s = matmulShader(v, c);
     assert.strictEqual(s.key, 'mm_sgstage2x2x2x2k64s2:weights_f16_staged');
-    assert.deepStrictEqual(s.parts, ['weights_f16_staged', 'mm_common', 'mm_split', 'mm_sgstage']);
+    assert.deepStrictEqual(s.parts, ['weights_f16_staged', 'mm_common', 'split_layout', 'mm_split', 'mm_sgstage']);
     assert.strictEqual(s.bindings.length, 6); // the partial sums of the split
     const src = shaderSource(s.parts, s.constants);
     assert.doesNotMatch(src, /\{\{/);

@@ -59,7 +59,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.variant, split: 1 });
     assert.strictEqual(chooseMatmul(512, H200, { k: 2048, virtualRows: 8192, scratchFloats: 512 * 8192 - 1, tileable: true }).kind, 'sgstage');
     const r = splitReduceShader({ ...t, split: 1 }, H200);
-    assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile_reduce']);
+    assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce']);
     assert.strictEqual(r.bindings.length, 7);
   });
 
@@ -72,7 +72,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
 
   it('the shader: tiled inputs at binding 6, the split part before the layout, refused off the subgroup-matrix path', () => {
     const s = matmulShader({ ...DEFAULT_TILED.variant, split: 4 }, H200);
-    assert.deepStrictEqual(s.parts, ['weights_f16_matrix', 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile']);
+    assert.deepStrictEqual(s.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile']);
     assert.deepStrictEqual(s.bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'read']);
     assert.deepStrictEqual(tileInputShader().bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'rw']);
     const src = shaderSource(s.parts, s.constants);

@@ -336,26 +336,26 @@ export function matmulShader(
   // A split product also binds its partial sums (binding 5).
   // The tiled product also binds its tiled inputs (binding 6; binding 5 is bound, unused, when unsplit).
   const bindings: BindingKind[] = v.kind === 'sgtile' ? TILED_PRODUCT_BINDINGS : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
-  const kPart = split > 1 ? 'mm_split' : 'mm_whole';
+  const kParts = split > 1 ? ['split_layout', 'mm_split'] : ['mm_whole'];
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
     case 'vec':
       return { key: `mm_vec${v.tb}${v.lpr && v.lpr !== 32 ? `l${v.lpr}` : ''}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb, LPR: v.lpr ?? 32 }, bindings };
     case 'gemm': {
       if (v.tile === 16) return { key: `mm_gemm16:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', 'mm_gemm16'], constants: { TB: 8 }, bindings };
-      return { key: `mm_gemm${splitName}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', kPart, 'mm_gemm'], constants: { TB: 8, SPLIT: split }, bindings };
+      return { key: `mm_gemm${splitName}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', ...kParts, 'mm_gemm'], constants: { TB: 8, SPLIT: split }, bindings };
     }
     case 'sgmat':
       return {
         key: `mm_sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${splitName}`,
-        parts: [w, 'mm_common', kPart, 'mm_sgmat'],
+        parts: [w, 'mm_common', ...kParts, 'mm_sgmat'],
         constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc, SPLIT: split },
         bindings,
       };
     case 'sgstage':
       return {
         key: `mm_sgstage${v.mt}x${v.nt}x${v.sgm}x${v.sgn}k${v.kc}${splitName}:${w}`,
-        parts: [w, 'mm_common', kPart, 'mm_sgstage'],
+        parts: [w, 'mm_common', ...kParts, 'mm_sgstage'],
         constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, KC: v.kc, SPLIT: split },
         bindings,
       };
@@ -363,7 +363,7 @@ export function matmulShader(
       return {
         key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}`,
         // Always through the partial sums (mm_split.wgsl, SPLIT 1 when unsplit) and the reduction pass.
-        parts: [w, 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile'],
+        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile'],
         constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split },
         bindings,
       };
@@ -391,9 +391,9 @@ export function splitReduceShader(
   const split = splitOf(v);
   const w = weightPrelude(v, c);
   if (v.kind === 'sgtile')
-    return { key: `mm_sgtile_reduce${split}`, parts: [w, 'mm_common', 'mm_split', 'sgtile_layout', 'mm_sgtile_reduce'], constants: { SPLIT: split }, bindings: TILED_PRODUCT_BINDINGS };
+    return { key: `mm_split_reduce${split}:tiled`, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: TILED_PRODUCT_BINDINGS };
   if (split <= 1) throw new Error('only a split-K product has a reduction pass');
-  return { key: `mm_split_reduce${split}:${w}`, parts: [w, 'mm_common', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: [...PRODUCT_BINDINGS, 'rw'] };
+  return { key: `mm_split_reduce${split}:${w}`, parts: [w, 'mm_common', 'split_layout', 'mm_split', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: [...PRODUCT_BINDINGS, 'rw'] };
 }
 
 /** Workgroups of the reduction pass of a split product. */
