@@ -11,7 +11,9 @@ import { collapsedPositions } from '../engine/grammar/counted-repetition';
 import { deterministicRegex } from '../engine/grammar/regex-automata';
 import { regexBranches } from '../engine/grammar/regex-to-expr';
 import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
+import { DEAD } from '../engine/grammar/stack-automaton';
 import type { TokenMasks } from '../engine/grammar/token-masks';
+import { mulberry32 } from './grammar-sampler';
 import { worldTokenizer } from './grammar-vocab';
 
 /** Steps through a value's JSON computing every mask; returns the automaton and the parses (stacks) per step. */
@@ -299,6 +301,26 @@ describe('token mask work is bounded by counts', function () {
     }
     assert.strictEqual(perElement.length, tags.length);
     for (const n of perElement.slice(1)) assert.ok(n <= 2_000, `${n} trie nodes walked at a later element's key value (${perElement.join(', ')})`);
+  });
+
+  it('the recognizer grows without copying what it built: a step adds at most a page of transition rows', () => {
+    // The rows were one buffer doubled by copying: the step that built the 8,192nd, 16,384th,
+    // 32,768th or 65,536th state copied 8-64 MiB (20-80 ms inside one mask in detekt's schema).
+    const rand = mulberry32(5);
+    const words = [...new Set(Array.from({ length: 4000 }, () => Array.from({ length: 8 }, () => String.fromCharCode(97 + Math.floor(rand() * 26))).join('')))];
+    const c = compileConstraint({ grammar: `root ::= ${words.map((w) => `"${w}"`).join(' | ')}` }, worldTokenizer()) as CompiledGrammarConstraint;
+    const a = c.automaton;
+    let most = 0;
+    for (const w of words) {
+      const before = a.transitionBytes;
+      assert.notStrictEqual(a.run(a.initial, Buffer.from(w)), DEAD);
+      most = Math.max(most, a.transitionBytes - before);
+    }
+    // Every prefix is a state of its own: past 16,384, where the buffer doubled from 16 to 32 MiB.
+    assert.ok(a.stateCount > 20000, `${a.stateCount} states`);
+    // 8 new states a word: one page of 64 rows (64 KiB), or two where they straddle pages.
+    assert.ok(most <= 2 * 64 * 1024, `${most} bytes of transition rows allocated by one word`);
+    assert.ok(a.transitionBytes <= (a.stateCount + 64) * 1024, `${a.transitionBytes} bytes of rows for ${a.stateCount} states`);
   });
 
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {
