@@ -363,6 +363,18 @@ describe('token masks equal the reference masks', function () {
     ['{"', '{"k', '{"k1', '{"kk11x":"ab","', '{"kq', '{"k0":0,"other":'].forEach((p, k) => compareAlongWalk(open, 720 + k, 8, p));
   });
 
+  it('while the recognizer grows across transition pages and pair-table doublings', () => {
+    // Thousands of states built first, so the walks read rows from many pages of the transition
+    // table (64 states a page) and stack nodes interned while the pair table moved its slots.
+    const rand = mulberry32(9);
+    const words = [...new Set(Array.from({ length: 1500 }, () => Array.from({ length: 2 + Math.floor(rand() * 9) }, () => String.fromCharCode(97 + Math.floor(rand() * 26))).join('')))];
+    const c = compiled({ grammar: `root ::= word (" " word)* ;\nword ::= ${words.map((w) => `"${w}"`).join(' | ')} ;` });
+    const a = c.automaton;
+    for (const w of words.slice(0, 1000)) assert.notStrictEqual(a.run(a.initial, Buffer.from(w)), DEAD);
+    assert.ok(a.stateCount > 3000, `${a.stateCount} states`);
+    for (let seed = 0; seed < 4; seed++) compareAlongWalk(c, 900 + seed, 25, `${words[seed * 7]} ${words[seed * 11].slice(0, 1)}`);
+  });
+
   it('where one token closes many nesting levels (crossings re-walked down to the whole stack)', () => {
     // Arrays of objects twelve deep: a token such as "}]}]" pops more frames than any cut keeps.
     let inner: object = { type: 'object', properties: { s: { type: 'string' }, n: { type: 'integer' } }, required: ['s'] };

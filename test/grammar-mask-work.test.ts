@@ -11,7 +11,11 @@ import { collapsedPositions } from '../engine/grammar/counted-repetition';
 import { deterministicRegex } from '../engine/grammar/regex-automata';
 import { regexBranches } from '../engine/grammar/regex-to-expr';
 import { schemaKeyRank } from '../engine/grammar/schema-to-grammar';
+import { DEAD } from '../engine/grammar/stack-automaton';
 import type { TokenMasks } from '../engine/grammar/token-masks';
+import { StringSlice } from '../engine/grammar/string-slice';
+import { TokenTrie } from '../engine/grammar/token-trie';
+import { mulberry32 } from './grammar-sampler';
 import { worldTokenizer } from './grammar-vocab';
 
 /** Steps through a value's JSON computing every mask; returns the automaton and the parses (stacks) per step. */
@@ -174,6 +178,28 @@ describe('token mask work is bounded by counts', function () {
     assert.ok(perState < 850, `${perState.toFixed(0)} heap bytes per state (${states} states)`);
   });
 
+  it("the vocabulary's tries keep their tokens' bytes in one pool, not two heap objects per token", () => {
+    // Built once per vocabulary and alive for the process: every full collection marked the
+    // 65,000 Uint8Arrays and buffers of the World vocabulary's tokens (130,000 of 320,000 heap
+    // objects after 400 MaskBench schemas), and those pauses landed inside masks.
+    v8.setFlagsFromString('--expose-gc');
+    const gc = vm.runInNewContext('gc') as () => void;
+    const tok = worldTokenizer();
+    // A vocabulary object of its own, so the trie and its slice are built here, not taken from the caches.
+    const vocab = { vocabSize: tok.vocabSize, tokenBytes: (id: number) => tok.tokenBytes(id) };
+    gc();
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const trie = TokenTrie.of(vocab);
+    const slice = StringSlice.of(trie);
+    gc();
+    gc();
+    const kept = process.memoryUsage().heapUsed - before;
+    assert.deepStrictEqual(Array.from(trie.tokenBytes(tok.encode(' hello')[0])!), Array.from(tok.tokenBytes(tok.encode(' hello')[0])!));
+    assert.ok(slice.safe.nodeCount > 60000);
+    assert.ok(kept < 2_000_000, `${(kept / 1e6).toFixed(1)} MB of heap kept by the tries of one vocabulary`);
+  });
+
   it('so do the chains of counted strings and the top-frame walks of objects in arrays', () => {
     // What masks keep besides states: per state the chains' runs (7 bytes, twice: whole states
     // and cut ones), per stack node its cuts and the state after it pops, and top-frame walks in
@@ -299,6 +325,26 @@ describe('token mask work is bounded by counts', function () {
     }
     assert.strictEqual(perElement.length, tags.length);
     for (const n of perElement.slice(1)) assert.ok(n <= 2_000, `${n} trie nodes walked at a later element's key value (${perElement.join(', ')})`);
+  });
+
+  it('the recognizer grows without copying what it built: a step adds at most a page of transition rows', () => {
+    // The rows were one buffer doubled by copying: the step that built the 8,192nd, 16,384th,
+    // 32,768th or 65,536th state copied 8-64 MiB (20-80 ms inside one mask in detekt's schema).
+    const rand = mulberry32(5);
+    const words = [...new Set(Array.from({ length: 4000 }, () => Array.from({ length: 8 }, () => String.fromCharCode(97 + Math.floor(rand() * 26))).join('')))];
+    const c = compileConstraint({ grammar: `root ::= ${words.map((w) => `"${w}"`).join(' | ')}` }, worldTokenizer()) as CompiledGrammarConstraint;
+    const a = c.automaton;
+    let most = 0;
+    for (const w of words) {
+      const before = a.transitionBytes;
+      assert.notStrictEqual(a.run(a.initial, Buffer.from(w)), DEAD);
+      most = Math.max(most, a.transitionBytes - before);
+    }
+    // Every prefix is a state of its own: past 16,384, where the buffer doubled from 16 to 32 MiB.
+    assert.ok(a.stateCount > 20000, `${a.stateCount} states`);
+    // 8 new states a word: one page of 64 rows (64 KiB), or two where they straddle pages.
+    assert.ok(most <= 2 * 64 * 1024, `${most} bytes of transition rows allocated by one word`);
+    assert.ok(a.transitionBytes <= (a.stateCount + 64) * 1024, `${a.transitionBytes} bytes of rows for ${a.stateCount} states`);
   });
 
   it('collapses counted repetitions only past the given number of copies, and never loops', () => {

@@ -143,7 +143,7 @@ export class GrammarMatcher implements ConstraintMatcher {
     if (token === 0) return this.automaton.accepting(this.state);
     const p = this.plan;
     if (p && p.tokens[p.at] === token && p.tokens.length - p.at - 1 <= budget) return true;
-    const bytes = this.masks.trie.bytesOf[token];
+    const bytes = this.masks.trie.tokenBytes(token);
     const next = bytes ? this.automaton.run(this.state, bytes) : DEAD;
     if (next === DEAD) return false;
     const tokens = this.fitsFrom(next, budget);
@@ -205,7 +205,7 @@ export class GrammarMatcher implements ConstraintMatcher {
       this.ended = true;
       return;
     }
-    const bytes = this.masks.trie.bytesOf[token];
+    const bytes = this.masks.trie.tokenBytes(token);
     if (!bytes) throw new ConstraintError(`token ${token} is not in the vocabulary`, `token ${this.tokensAccepted}`);
     const next = this.automaton.run(this.state, bytes);
     if (next === DEAD)

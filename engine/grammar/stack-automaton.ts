@@ -16,6 +16,10 @@ export const DEAD = -1;
 const MAX_GROUPS = 8;
 /** The node standing for an unknown rest of the stack. */
 const CONTEXT = 1;
+/** Transition rows per page (see transPages): 64 rows of 256 bytes, 64 KiB a page. */
+const TRANS_PAGE_BITS = 6;
+const TRANS_PAGE_STATES = 1 << TRANS_PAGE_BITS;
+const TRANS_PAGE_MASK = TRANS_PAGE_STATES - 1;
 
 export class StackAutomaton {
   /**
@@ -40,10 +44,13 @@ export class StackAutomaton {
   private stateHash = new Int32Array(1024);
   private stateSlots = new Int32Array(2048).fill(-1);
   /**
-   * Next state per (state, byte) at state * 256 + byte (UNKNOWN until computed, DEAD when none):
-   * one buffer grown by doubling, not a small array per state for the collector to track.
+   * Next state per (state, byte) (UNKNOWN until computed, DEAD when none), in pages of
+   * TRANS_PAGE_STATES rows of 256: a page a few thousand states, not a small array per state for
+   * the collector to track, and never copied. One buffer grown by doubling copied every row built
+   * so far at 8,192, 16,384, 32,768 and 65,536 states: 16–64 MiB inside the one mask that
+   * crossed it (the slowest masks of MaskBench, 20–80 ms in detekt's schema).
    */
-  private trans = new Int32Array(256 * 64);
+  private transPages: Int32Array[] = [];
   /**
    * Bytes of one class are in the same byte sets of the whole grammar, so from any state they
    * lead to the same next state: one computed transition fills its whole class (the 64
@@ -92,14 +99,20 @@ export class StackAutomaton {
   }
 
   next(state: number, byte: number): number {
-    const at = state * 256 + byte;
-    const t = this.trans[at];
+    const page = this.transPages[state >>> TRANS_PAGE_BITS];
+    const base = (state & TRANS_PAGE_MASK) << 8;
+    const t = page[base + byte];
     if (t !== UNKNOWN) return t;
+    // computeNext may add pages, never replaces one: `page` stays this state's.
     const next = this.computeNext(state, byte);
-    // computeNext may have grown (replaced) the buffer.
-    const trans = this.trans, cls = this.byteClass, base = state * 256, c = cls[byte];
-    for (let b = 0; b < 256; b++) if (cls[b] === c) trans[base + b] = next;
+    const cls = this.byteClass, c = cls[byte];
+    for (let b = 0; b < 256; b++) if (cls[b] === c) page[base + b] = next;
     return next;
+  }
+
+  /** Bytes of transition rows allocated so far (pages; for tests). */
+  get transitionBytes(): number {
+    return this.transPages.length * TRANS_PAGE_STATES * 256 * 4;
   }
 
   /** Runs bytes from a state; DEAD if any byte is refused. */
@@ -517,13 +530,10 @@ export class StackAutomaton {
    * UNKNOWN for the rest.
    */
   private initRow(state: number, stacks: Int32Array, n: number): void {
-    if ((state + 1) * 256 > this.trans.length) {
-      const grown = new Int32Array(this.trans.length * 2);
-      grown.set(this.trans);
-      this.trans = grown;
-    }
-    const base = state * 256;
-    const row = this.trans;
+    // States are numbered in order: a new page starts at its first state.
+    if (state >>> TRANS_PAGE_BITS === this.transPages.length) this.transPages.push(new Int32Array(TRANS_PAGE_STATES * 256));
+    const base = (state & TRANS_PAGE_MASK) << 8;
+    const row = this.transPages[state >>> TRANS_PAGE_BITS];
     row.fill(DEAD, base, base + 256);
     const { arg } = this.g;
     // Many stacks of a state read the same byte set (a character in each of its strings): once each.

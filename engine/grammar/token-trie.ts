@@ -25,8 +25,13 @@ export class TokenTrie {
   /** 1 at the nodes `duplicates` has (a typed-array test in the mask walk's inner loop). */
   readonly hasDuplicates: Uint8Array;
   readonly vocabSize: number;
-  /** Bytes per token id, for accept() and completions. */
-  readonly bytesOf: (Uint8Array | undefined)[];
+  /**
+   * Every token's bytes in one pool (token id's at bytePool[byteStart[id] .. byteStart[id + 1])):
+   * a Uint8Array per token was 65,000 typed arrays and their buffers, 130,000 of the heap's
+   * objects, marked by every full collection of the process (pauses inside masks).
+   */
+  private bytePool: Uint8Array;
+  private byteStart: Int32Array;
   /** Single-byte token id per byte value, or -1. */
   readonly byteToken: Int32Array;
   /** Every byte value is a token of its own (true of the full World vocabulary). */
@@ -35,26 +40,37 @@ export class TokenTrie {
   /** `keep` picks the tokens of a partial trie (see string-slice.ts); ids stay the vocabulary's. */
   private constructor(vocab: VocabLike, keep?: (bytes: Uint8Array) => boolean) {
     this.vocabSize = vocab.vocabSize;
-    this.bytesOf = new Array(vocab.vocabSize);
     this.byteToken = new Int32Array(256).fill(-1);
     const ids: number[] = [];
+    // Only while building: the kept tokens' bytes by id.
+    const bytesOf: Uint8Array[] = new Array(vocab.vocabSize);
+    let total = 0;
     // Id 0 is the end of text, never a byte string.
     for (let id = 1; id < vocab.vocabSize; id++) {
       const b = vocab.tokenBytes(id);
       if (b && b.length > 0 && (!keep || keep(b))) {
-        this.bytesOf[id] = b;
+        bytesOf[id] = b;
+        total += b.length;
         ids.push(id);
         if (b.length === 1 && this.byteToken[b[0]] < 0) this.byteToken[b[0]] = id;
       }
     }
+    this.bytePool = new Uint8Array(total);
+    this.byteStart = new Int32Array(vocab.vocabSize + 1);
+    for (let id = 1, at = 0; id < vocab.vocabSize; id++) {
+      this.byteStart[id] = at;
+      if (bytesOf[id]) this.bytePool.set(bytesOf[id], at);
+      at += bytesOf[id]?.length ?? 0;
+      this.byteStart[id + 1] = at;
+    }
     this.hasAllBytes = this.byteToken.every((id) => id >= 0);
-    ids.sort((x, y) => compareBytes(this.bytesOf[x]!, this.bytesOf[y]!));
+    ids.sort((x, y) => compareBytes(bytesOf[x], bytesOf[y]));
     const byte: number[] = [], depth: number[] = [], token: number[] = [], skip: number[] = [], parent: number[] = [];
     const path: number[] = []; // node index per depth-1
     let prev: Uint8Array = new Uint8Array(0);
     let maxDepth = 0;
     for (const id of ids) {
-      const b = this.bytesOf[id]!;
+      const b = bytesOf[id];
       let common = 0;
       while (common < prev.length && common < b.length && prev[common] === b[common]) common++;
       // Close the nodes of the previous token below the shared prefix.
@@ -87,9 +103,14 @@ export class TokenTrie {
     for (const node of this.duplicates.keys()) this.hasDuplicates[node] = 1;
   }
 
-  /** The trie is a VocabLike itself, so partial tries can be built from it. */
+  /**
+   * A token's bytes (a view of the pool: read, never written), undefined for ids that are not
+   * in the trie. The trie is a VocabLike itself, so partial tries can be built from it.
+   */
   tokenBytes(id: number): Uint8Array | undefined {
-    return this.bytesOf[id];
+    if (!(id >= 1 && id < this.vocabSize)) return undefined;
+    const from = this.byteStart[id], to = this.byteStart[id + 1];
+    return to > from ? this.bytePool.subarray(from, to) : undefined;
   }
 
   /** The bytes on the path from the root to a node, the node's own byte included. */
