@@ -19,6 +19,7 @@ import {
   modelSignature,
 } from './conversation-file';
 import { AbortError, EngineClosedError, QueueFullError, RequestCancelledError, RequestError } from './errors';
+import { setMaxListeners } from 'events';
 import { EventChannel } from './event-channel';
 import { END_OF_TEXT, GenerateTask } from './generate-task';
 import { DEFAULT_MAX_STATES, InitialStateRegistry, type InitialState } from './initial-states';
@@ -298,6 +299,9 @@ export class RwkvEngine implements Engine {
     const room = this.scheduler.options.maxQueue + this.scheduler.pool.idleCount - this.scheduler.queued;
     if (rows.length > room) throw new QueueFullError(this.scheduler.options.maxQueue);
     const parts = new AbortController();
+    // Every row's task listens on this one signal (the scheduler removes each listener when its task ends): many
+    // choices are not a leak, so Node must not print its leak warning into the host's log for them.
+    setMaxListeners(rows.length + 10, parts.signal);
     const forward = () => parts.abort();
     if (signal.aborted) parts.abort();
     else signal.addEventListener('abort', forward, { once: true });

@@ -221,6 +221,24 @@ describe('n8n nodes (fake engine)', function () {
       assert.strictEqual(out[1].json.usage.completionTokens, 8);
     });
 
+    it('a batch of many items warns of no listener leak: every item listens on the execution’s one signal by design', async () => {
+      // Scheduled batch generation: 40 items, each request listening on the shared cancel signal. Node would print
+      // "MaxListenersExceededWarning: Possible EventTarget memory leak" into n8n's log on every such run.
+      const real = fakeBackendEngineProvider();
+      setEngineProvider(real.provide);
+      const warnings: string[] = [];
+      const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+      process.on('warning', onWarning);
+      try {
+        const { out } = await run(new RwkvGenerate(), { items: items(40), params: { ...GENERATE, prompt: 'hi', maxTokens: 2 } });
+        assert.strictEqual(out.length, 40);
+        await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on a later tick
+      } finally {
+        process.off('warning', onWarning);
+      }
+      assert.deepStrictEqual(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')), []);
+    });
+
     it('ends a generation past the deadline of the credential with a timeout error', async () => {
       const real = fakeBackendEngineProvider({ slots: 1, delayMs: 2 });
       setEngineProvider(real.provide);

@@ -330,6 +330,24 @@ describe('scheduler: choose, embed, states', () => {
     await engine.close();
   });
 
+  it('choose over many choices warns of no listener leak: one signal serves every choice’s task by design', async () => {
+    // Node prints "MaxListenersExceededWarning: Possible EventTarget memory leak" into an operator's n8n or Node-RED log
+    // when more than 10 listeners sit on one AbortSignal; a choose puts one per choice on its shared signal.
+    const { engine } = makeEngine({ slots: 2 });
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(`${w.name}: ${w.message}`);
+    process.on('warning', onWarning);
+    try {
+      const choices = Array.from({ length: 40 }, (_, i) => `choice ${i}`);
+      assert.strictEqual((await engine.choose('Pick one:', choices)).ranking.length, 40);
+      await new Promise((resolve) => setImmediate(resolve)); // warnings are emitted on a later tick
+    } finally {
+      process.off('warning', onWarning);
+      await engine.close();
+    }
+    assert.deepStrictEqual(warnings.filter((w) => w.startsWith('MaxListenersExceededWarning')), []);
+  });
+
   it('embed returns a layer vector that depends on the text', async () => {
     const { engine } = makeEngine({ slots: 2 });
     const a = await engine.embed('hello');

@@ -4,6 +4,7 @@
 // the rest (freeing their GPU slots) and fails the node. Cancelling the execution aborts everything.
 // Generation runs in-process: no HTTP call, hence no client-side timeout to run into, however long it takes.
 
+import { setMaxListeners } from 'events';
 import { NodeOperationError, type IDataObject, type IExecuteFunctions, type INodeExecutionData } from 'n8n-workflow';
 import type { Engine } from '../../engine/api';
 import { modelConfigFor } from './credential-config';
@@ -19,6 +20,9 @@ export async function executeItems(ctx: IExecuteFunctions, work: ItemWork): Prom
   });
 
   const controller = new AbortController();
+  // Every item's request listens on this one signal (each listener goes when its request ends): a batch of many
+  // items is not a leak, so Node must not print its leak warning into n8n's log for it.
+  setMaxListeners(items.length + 10, controller.signal);
   const cancel = ctx.getExecutionCancelSignal();
   const onCancel = () => controller.abort();
   if (cancel?.aborted) controller.abort();
