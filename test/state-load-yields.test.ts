@@ -107,6 +107,41 @@ describe('loading a large RWKV-7b state yields to the event loop', function () {
     assert.equal(checked, 4);
   });
 
+  describe('[cpu] reading and writing a slot of many rows', () => {
+    let be: Backend;
+    before(async () => {
+      be = await createBackend({ model: CK, slots: 2, precision: 'f32', device: 'cpu', maxContext: ROWS });
+    });
+    after(() => be?.dispose());
+
+    it('the event loop copies no more than a piece at a time: the write copies in pieces, the compute thread builds the read', async () => {
+      const state = randomState(shape.stateSize, ROWS, shape.stateRowFloats);
+      // Every typed-array copy on this thread while the state goes in and comes back, by its length.
+      const proto = Object.getPrototypeOf(Float32Array.prototype) as { set: (...a: unknown[]) => void; slice: (...a: unknown[]) => ArrayLike<number> };
+      const { set, slice } = proto;
+      let largest = 0;
+      proto.set = function (this: unknown, ...args: unknown[]) {
+        largest = Math.max(largest, (args[0] as ArrayLike<number>).length);
+        return set.apply(this, args);
+      };
+      proto.slice = function (this: unknown, ...args: unknown[]) {
+        const out = slice.apply(this, args);
+        largest = Math.max(largest, out.length);
+        return out;
+      };
+      let read: Float32Array;
+      try {
+        be.writeState(1, state);
+        read = await be.readState(1);
+      } finally {
+        proto.set = set;
+        proto.slice = slice;
+      }
+      assert.deepEqual(read, state);
+      assert.ok(largest <= Math.max(YIELD_FLOATS, shape.stateSize), `the event loop copied ${largest} floats at once (rows: ${ROWS * shape.stateRowFloats})`);
+    });
+  });
+
   describe('[gpu] reading and writing a slot of many rows', () => {
     let gpu: GpuContext;
     let be: Backend;

@@ -20,6 +20,7 @@ import { int8ScratchBytes } from './int8-quant';
 import { i16ScratchBytes } from './i16-quant';
 import type { CpuPassName } from './cpu-passes';
 import { DEFAULT_MAX_CONTEXT, MAX_CONTEXT, snapshotRows } from '../state-shape';
+import { inPieces, YIELD_FLOATS } from '../yield-chunks';
 
 /** Most floats of one slot's rows (one Float32Array; 4 GiB). */
 const MAX_ROW_FLOATS = 2 ** 30;
@@ -331,18 +332,17 @@ export class CpuRuntime implements InferenceBackend {
     this.checkSlot(slot);
     return this.serialize(async () => {
       if (this.stateRowFloats === 0 || opts?.fixedOnly) return Float32Array.from(this.slotState(slot));
-      // The fixed part from the shared memory, the rows from the compute thread (state-shape.ts: rows follow).
+      // The compute thread builds the whole snapshot, the fixed part from the shared memory and then the rows
+      // (state-shape.ts), and hands it over: the event loop copies none of it (up to hundreds of MiB).
       // Referenced while the reply is awaited, as for a call: an idle process must not exit under a read.
       this.worker.ref();
       const reply = this.await();
-      this.worker.postMessage({ type: 'rows-read', slot });
+      const fixed = this.slotState(slot);
+      this.worker.postMessage({ type: 'rows-read', slot, fixedAt: fixed.byteOffset, fixedFloats: fixed.length });
       const m = await reply;
       if (!this.disposed) this.worker.unref();
       if (m.type !== 'rows') throw new Error(m.type === 'error' ? m.message : 'unexpected reply from the CPU backend');
-      const out = new Float32Array(this.stateSize + m.rows.length);
-      out.set(this.slotState(slot));
-      out.set(m.rows, this.stateSize);
-      return out;
+      return m.rows;
     });
   }
 
@@ -355,11 +355,16 @@ export class CpuRuntime implements InferenceBackend {
     const fixed = this.stateRowFloats > 0 ? state.slice(0, this.stateSize) : state.subarray(0, this.stateSize);
     if (this.stateRowFloats > 0) {
       this.rowCounts[slot] = rows;
-      const grown = state.slice(this.stateSize);
-      this.ordered(() => {
+      // The rows (up to hundreds of MiB) are copied for the compute thread a piece at a time, with event-loop turns
+      // between, behind the calls and state changes made so far; the ones made after this queue behind it. The
+      // caller leaves the snapshot unchanged meanwhile (InferenceBackend.writeState).
+      void this.serialize(async () => {
+        const grown = new Float32Array(state.length - this.stateSize);
+        await inPieces(grown.length, YIELD_FLOATS, (from, to) => grown.set(state.subarray(this.stateSize + from, this.stateSize + to), from));
+        this.checkAlive();
         this.slotState(slot).set(fixed);
         this.worker.postMessage({ type: 'rows-write', slot, rows: grown }, [grown.buffer as ArrayBuffer]);
-      });
+      }).catch(() => undefined);
     } else if (this.busy === 0) this.slotState(slot).set(fixed);
     else {
       const copy = Float32Array.from(fixed);

@@ -2,7 +2,8 @@
 // shared memory, leading the helper threads, so the host's event loop never waits on a forward pass.
 // Messages: {type:'run', passes, rows, tops} → {type:'done', logits (transferred), tops} or {type:'error', message};
 // {type:'dispose'} stops the helpers and ends the thread. A pass whose state grows (RWKV-7b) keeps those rows here
-// (GrowingRows): {type:'rows-read', slot} → {type:'rows', rows} (transferred); 'rows-write' {slot, rows},
+// (GrowingRows): {type:'rows-read', slot, fixedAt, fixedFloats} → {type:'rows', rows: the whole snapshot, the slot's
+// fixed part (read from the shared memory at byte fixedAt) then its rows} (transferred); 'rows-write' {slot, rows},
 // 'rows-copy' {from, to}, 'rows-reset' {slot} answer nothing (the host orders them with the calls).
 
 import { parentPort, workerData } from 'worker_threads';
@@ -33,7 +34,7 @@ const Pass = CPU_PASSES[pass] as new (...args: unknown[]) => {
 const forward = new Pass(memory, kernels, pool, layout, weights);
 
 type RowsMessage =
-  | { type: 'rows-read'; slot: number }
+  | { type: 'rows-read'; slot: number; fixedAt: number; fixedFloats: number }
   | { type: 'rows-write'; slot: number; rows: Float32Array }
   | { type: 'rows-copy'; from: number; to: number }
   | { type: 'rows-reset'; slot: number };
@@ -43,8 +44,12 @@ function onRows(msg: RowsMessage) {
   const g = forward.growing;
   if (!g) throw new Error(`internal: ${msg.type} for a state that does not grow`);
   if (msg.type === 'rows-read') {
+    // The host's event loop copies none of a snapshot that grows with the context: it is put together here.
     const rows = g.read(msg.slot);
-    parentPort!.postMessage({ type: 'rows', rows }, [rows.buffer as ArrayBuffer]);
+    const snapshot = new Float32Array(msg.fixedFloats + rows.length);
+    snapshot.set(new Float32Array(memory.buffer, msg.fixedAt, msg.fixedFloats));
+    snapshot.set(rows, msg.fixedFloats);
+    parentPort!.postMessage({ type: 'rows', rows: snapshot }, [snapshot.buffer as ArrayBuffer]);
   } else if (msg.type === 'rows-write') g.write(msg.slot, msg.rows);
   else if (msg.type === 'rows-copy') g.copy(msg.from, msg.to);
   else g.reset(msg.slot);
