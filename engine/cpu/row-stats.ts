@@ -3,11 +3,9 @@
 // a 65,536-token row cost 1.2-1.5 ms of it, and the JavaScript heap that picked the best 256 another ~0.5 ms
 // (top-logits-cpu.ts keeps it as the reference). The compute thread reduces its rows where the head wrote them
 // (cpu-forward-base.ts), so a 'top' step sends back ~2 KB instead of a fresh 256 KB buffer (whose allocation
-// page-faulted: ~0.2 ms a step); RowStatsKernel does the same for a row in host memory, in a memory of its own.
+// page-faulted: ~0.2 ms a step).
 
-import { instantiateKernels, type CpuKernels } from './wasm-kernels';
-
-const PAGE = 65536;
+import type { CpuKernels } from './wasm-kernels';
 
 export interface RowStats {
   max: number;
@@ -39,29 +37,4 @@ export function reduceRow(k: CpuKernels, buffer: ArrayBufferLike, row: number, n
   const hr = hv + capacity * 4;
   const size = k.topEntries(row, n, Math.min(capacity, finite), hv, hr);
   return { max, finite, sum, rows: Int32Array.from(new Int32Array(buffer, hr, size)), logits: Float32Array.from(new Float32Array(buffer, hv, size)) };
-}
-
-/** reduceRow for a row in host memory: copied into a small memory of this instance's own. */
-export class RowStatsKernel {
-  private memory: WebAssembly.Memory | null = null;
-  private kernels: CpuKernels | null = null;
-  private pages = 0;
-
-  reduce(row: Float32Array, capacity: number): RowReduction {
-    const scratch = 0;
-    const at = Math.ceil(topScratchBytes(capacity) / 64) * 64;
-    const bytes = at + row.length * 4;
-    if (!this.memory || bytes > this.pages * PAGE) {
-      this.pages = Math.ceil(bytes / PAGE);
-      this.memory = new WebAssembly.Memory({ initial: this.pages, maximum: this.pages, shared: true });
-      this.kernels = instantiateKernels(this.memory);
-    }
-    new Float32Array(this.memory.buffer, at, row.length).set(row);
-    return reduceRow(this.kernels!, this.memory.buffer, at, row.length, capacity, scratch);
-  }
-
-  stats(row: Float32Array): RowStats {
-    const { max, finite, sum } = this.reduce(row, 0);
-    return { max, finite, sum };
-  }
 }

@@ -46,17 +46,13 @@ export function topLogits(r: RowReduction): TopLogits {
 }
 
 /**
- * Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries. `reduce` computes the max,
- * candidate count, softmax sum and best entries of the adjusted row (the CPU backend passes its kernels,
- * RowStatsKernel.reduce); without it they are computed here, the sum in float64 and the entries by the heap below,
- * which is what the kernels' entries must equal (test/cpu-row-stats.test.ts).
+ * Reduces `row` (modified in place: masked and adjusted) to its top `capacity` entries, the sum in float64 and the
+ * entries by the heap below: the reference the compute thread's kernels (row-stats.ts reduceRow) must equal
+ * (test/cpu-row-stats.test.ts).
  */
-export function reduceTop(
-  row: Float32Array, adjust: LogitAdjust | undefined, capacity: number, reduce?: (row: Float32Array, capacity: number) => RowReduction,
-): TopLogits {
+export function reduceTop(row: Float32Array, adjust: LogitAdjust | undefined, capacity: number): TopLogits {
   const V = row.length;
   applyAdjust(row, adjust);
-  if (reduce) return topLogits(reduce(row, capacity));
   // Max and count of candidates, then the normalizer.
   const { max, finite, sum } = rowStats(row);
 
