@@ -2,8 +2,8 @@
 // blocks that mm_sgtile_x.wgsl wrote (one contiguous 512-byte load per left matrix, sgtile_layout.wgsl), the
 // weights row-major ([out, in], so the right operand column-major with stride K). A workgroup of SGM × SGN
 // subgroups computes BM = 16·MT·SGM tokens × BN = 16·NT·SGN outputs; subgroup (m, n) owns MT×NT result tiles.
-// No workgroup memory at all: against mm_sgstage.wgsl, which copies both tiles there one f16 at a time,
-// 2–4× faster on the H200's 1.5B products (bench/RESULTS.md "Tiled activations").
+// No workgroup memory at all: against mm_sgstage.wgsl, which copies both tiles there one f16 at a time, 1.8× faster
+// on the 1.5B 2048² product at 512 tokens on the H200 (94 against 168 µs; bench/RESULTS.md "Tiled activations").
 // The K range (SPLIT ranges, or all of K when SPLIT is 1) and the partial sums come from mm_split.wgsl.
 // Offsets depend on subgroup_id, uniform within a subgroup (what the matrix operations need) but not within a
 // workgroup (what the default uniformity check proves), hence the diagnostic.
@@ -28,9 +28,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
     if (wid.x * BN >= grp.segs[i].row0) { si = i; }
   }
   let s = grp.segs[si];
-  // The segment's width and offsets through subgroupBroadcastFirst: they are uniform anyway, but read from a
-  // segment chosen by a loop the compiler cannot prove uniform, and matrix loads with a stride it cannot prove
-  // uniform ran several times slower on the H200 (bench/RESULTS.md "Tiled activations").
+  // The segment's width and the offsets pass through subgroupBroadcastFirst, which tells the compiler they are
+  // uniform within the subgroup (the matrix operations need that). On the H200 this measured the same as without it
+  // (bench/RESULTS.md "Tiled activations", run 9); it is kept because the figures were taken with it.
   let k = subgroupBroadcastFirst(s.k);
   // The workgroup's first output row within its segment and first token.
   let o0 = wid.x * BN - s.row0;
@@ -42,8 +42,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
   let wbase = subgroupBroadcastFirst(s.w_off * 8u + (o0 + sn * NT * 16u) * k);
   var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;
   let span = k_span(k, wid.z, 16u);
-  // Where the result tiles go, computed before the K loop from uniforms alone (part_index in sgtile_layout.wgsl).
-  let part0 = subgroupBroadcastFirst((wid.z * padded_rows() + t0 + sm * MT * 16u) * part_stride() + wid.x * BN + sn * NT * 16u);
+  // Where the subgroup's first result tile goes (sgtile_layout.wgsl), computed before the K loop.
+  let part0 = subgroupBroadcastFirst(part_index(wid.z, t0 + sm * MT * 16u, wid.x * BN + sn * NT * 16u));
   let pstride = part_stride();
   for (var k0 = span.x; k0 < span.y; k0 += 16u) {
     let kb = k0 / 16u;
@@ -60,10 +60,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
       }
     }
   }
-  // Results go straight to the partial sums (sgtile_layout.wgsl part_index), whole 16×16 tiles, and
-  // mm_split_reduce.wgsl applies activation, accumulation and bounds: no workgroup memory at all, which on the
-  // H200 keeps the L1 cache the strided weight loads need (an epilogue through workgroup memory took the 2048²
-  // product at 512 tokens from 94 to 169 µs, 8192×2048 from 390 to 3,100).
+  // Results go straight to the partial sums as whole 16×16 tiles, and mm_split_reduce.wgsl applies activation,
+  // accumulation and bounds. (Their address once went through row_count() while it had a branch: that alone ran the
+  // 2048² product at 512 tokens at 175 µs instead of 94 on the H200; row_count() is branch-free now.)
   for (var i = 0u; i < MT; i++) {
     for (var j = 0u; j < NT; j++) {
       subgroupMatrixStore(&part, part0 + i * 16u * pstride + j * 16u, acc[i * NT + j], false, pstride);

@@ -1,7 +1,7 @@
 // Where mm_sgtile reads its activations: each segment's inputs as f16 in 16×16 blocks, every block 512 contiguous
 // bytes, so a subgroup loads a whole left matrix with one contiguous read (a strided 16×16 load from row-major
-// storage, or a copy through workgroup memory one f16 at a time, ran 2–4× slower on the H200; bench/RESULTS.md
-// "Tiled activations"). Segment i's block (token block tb, input block kb) starts at
+// storage ran 1.5–1.7× slower in the H200 probe, a copy through workgroup memory one f16 at a time 1.8× or more;
+// bench/RESULTS.md "Tiled activations"). Segment i's block (token block tb, input block kb) starts at
 // tile_base(i) + (tb · k/16 + kb) · 256 halves, rows of 16 tokens × 16 inputs inside; tokens are padded with
 // zeros to a multiple of TILE_TOKENS, so a workgroup's token tile never reads past its segment.
 const TILE_TOKENS: u32 = 64u;

@@ -333,8 +333,8 @@ export function matmulShader(
   const split = splitOf(v);
   if (split < 1 || split > MAX_SPLIT || !Number.isInteger(split)) throw new RangeError(`K split ${split} is outside 1..${MAX_SPLIT}`);
   if (v.kind === 'gemm' && v.tile === 16 && split > 1) throw new Error('split K runs on the 64-token tiles only');
-  // A split product also binds its partial sums (binding 5).
-  // The tiled product also binds its tiled inputs (binding 6; binding 5 is bound, unused, when unsplit).
+  // A split product also binds its partial sums (binding 5); the tiled product always does (it writes whole tiles
+  // there even unsplit), and binds its tiled inputs too (binding 6).
   const bindings: BindingKind[] = v.kind === 'sgtile' ? TILED_PRODUCT_BINDINGS : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
   const kParts = split > 1 ? ['split_layout', 'mm_split'] : ['mm_whole'];
   const splitName = split > 1 ? `s${split}` : '';
@@ -381,7 +381,8 @@ const TILED_PRODUCT_BINDINGS: BindingKind[] = [...PRODUCT_BINDINGS, 'rw', 'read'
 const TILE_INPUT_BINDINGS: BindingKind[] = [...PRODUCT_BINDINGS, 'rw', 'rw'];
 
 /**
- * The second dispatch of a split product (mm_split_reduce.wgsl): its bindings are the product's, so one bind
+ * The second dispatch of a split product, and of every tiled product (mm_split_reduce.wgsl, over the partial-sum
+ * layout of split_layout.wgsl or sgtile_layout.wgsl): its bindings are the product's, so one bind
  * group serves both. It stores through mm_common's store(), which reads the weight prelude's row scale.
  */
 export function splitReduceShader(

@@ -16,7 +16,7 @@ import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { tileableGroup, tiledInputCapacity } from './tiled-inputs';
 import {
-  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, splitOf, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -452,9 +452,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     const variant = chooseMatmul(rows, config, shape);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
-    const split = reducesAfter(variant);
+    const reduce = reducesAfter(variant);
     const tiledProduct = variant.kind === 'sgtile';
-    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(split ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
+    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     if (tiledProduct) {
       // First the inputs as f16 16×16 blocks (tokens past the batch as zeros), which the product reads.
@@ -469,9 +469,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, resources));
     pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
-    if (!split) return;
-    const reduce = splitReduceShader(variant, config);
-    const r = this.kernel(reduce.key, () => makeKernel(this.device, reduce.parts, reduce.constants, reduce.bindings));
+    if (!reduce) return;
+    const rs = splitReduceShader(variant, config);
+    const r = this.kernel(rs.key, () => makeKernel(this.device, rs.parts, rs.constants, rs.bindings));
     pass.setPipeline(r.pipeline);
     pass.setBindGroup(0, this.group(`${r.name}:${key}`, r, resources));
     pass.label(`${label}:reduce`);
