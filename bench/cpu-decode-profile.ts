@@ -9,21 +9,13 @@
 //   node dist/bench/cpu-decode-profile.js [--precision int8] [--model default-world|default|0.1b] [--threads 1]
 //     [--rounds 5] [--steps 128]
 
-import * as path from 'path';
-import { Arena } from '../engine/cpu/arena';
 import { ThreadPool, type MatmulTask } from '../engine/cpu/thread-pool';
-import { instantiateKernels, kernelModule } from '../engine/cpu/wasm-kernels';
-import { int8ScratchBytes } from '../engine/cpu/int8-quant';
-import { i16ScratchBytes } from '../engine/cpu/i16-quant';
-import { planRwkv7CpuModel, Rwkv7CpuForward } from '../engine/rwkv7/cpu-forward';
-import { describeModel } from '../engine/model-spec';
-import { randomRwkv7Checkpoint } from '../engine/random-model';
-import { loadCheckpoint } from '../engine/loader/checkpoint';
-import { packageRoot } from '../engine/package-root';
+import { instantiateKernels } from '../engine/cpu/wasm-kernels';
+import { Rwkv7CpuForward } from '../engine/rwkv7/cpu-forward';
 import { createBackend } from '../engine/backend';
 import type { CpuPrecision } from '../engine/cpu/cpu-weight-writer';
 import { median } from './cpu';
-import { worldVocabCheckpoint } from './cpu-baseline';
+import { planProfileModel } from './cpu-profile-model';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,21 +28,8 @@ async function main() {
   const threads = Number(arg('threads', '1'));
   const rounds = Number(arg('rounds', '5'));
   const steps = Number(arg('steps', model === '0.1b' ? '32' : '128'));
-  const bundled = () => loadCheckpoint(path.join(packageRoot(), 'models', 'default.st'));
-  const ck = model === '0.1b'
-    ? randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 })
-    : model === 'default-world' ? worldVocabCheckpoint(bundled()) : bundled();
-  const info = describeModel(ck);
   const T = 16;
-  const arena = new Arena();
-  const plan = await planRwkv7CpuModel(arena, ck, info, { precision, quantLayers: 0, slots: 1, TMAX: T, RMAX: 1 });
-  const L = plan.layout;
-  const need = Math.max(plan.widestInput * 32, plan.weights.hasInt8 ? int8ScratchBytes(T, plan.widestInput) : 0, plan.weights.hasI16 ? i16ScratchBytes(T, plan.widestInput) : 0);
-  L.scratchBytes = Math.ceil(need / 64) * 64;
-  L.scratch = arena.alloc(threads * L.scratchBytes);
-  const { module } = kernelModule();
-  const memory = arena.createMemory();
-  plan.write(memory);
+  const { ck, info, plan, L, module, memory } = await planProfileModel(model, precision, T, threads);
   const kernels = instantiateKernels(memory, module);
   const pool = new ThreadPool(kernels, memory, module, threads);
   const times: Record<string, number> = {};

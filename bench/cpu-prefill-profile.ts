@@ -11,19 +11,12 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
-import { Arena } from '../engine/cpu/arena';
 import { ThreadPool } from '../engine/cpu/thread-pool';
-import { instantiateKernels, kernelModule } from '../engine/cpu/wasm-kernels';
-import { int8ScratchBytes } from '../engine/cpu/int8-quant';
-import { i16ScratchBytes } from '../engine/cpu/i16-quant';
-import { planRwkv7CpuModel, Rwkv7CpuForward } from '../engine/rwkv7/cpu-forward';
-import { describeModel } from '../engine/model-spec';
-import { randomRwkv7Checkpoint } from '../engine/random-model';
-import { loadCheckpoint } from '../engine/loader/checkpoint';
-import { packageRoot } from '../engine/package-root';
+import { instantiateKernels } from '../engine/cpu/wasm-kernels';
+import { Rwkv7CpuForward } from '../engine/rwkv7/cpu-forward';
 import type { CpuPrecision } from '../engine/cpu/cpu-weight-writer';
 import { median } from './cpu';
-import { worldVocabCheckpoint } from './cpu-baseline';
+import { planProfileModel } from './cpu-profile-model';
 
 function arg(name: string, fallback: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -36,22 +29,8 @@ async function main() {
   const threadCounts = arg('threads', '1,2').split(',').map(Number);
   const rounds = Number(arg('rounds', '3'));
   const T = 512;
-  const bundled = () => loadCheckpoint(path.join(packageRoot(), 'models', 'default.st'));
-  const ck = model === '0.1b'
-    ? randomRwkv7Checkpoint({ nLayer: 12, nEmbd: 768, vocabSize: 65536, seed: 7 })
-    : model === 'default-world' ? worldVocabCheckpoint(bundled()) : bundled();
   const decodeSteps = Number(arg('decode-steps', model === '0.1b' ? '32' : '128'));
-  const info = describeModel(ck);
-  const maxThreads = Math.max(...threadCounts);
-  const arena = new Arena();
-  const plan = await planRwkv7CpuModel(arena, ck, info, { precision, quantLayers: 0, slots: 1, TMAX: T, RMAX: 1 });
-  const L = plan.layout;
-  const need = Math.max(plan.widestInput * 32, plan.weights.hasInt8 ? int8ScratchBytes(T, plan.widestInput) : 0, plan.weights.hasI16 ? i16ScratchBytes(T, plan.widestInput) : 0);
-  L.scratchBytes = Math.ceil(need / 64) * 64;
-  L.scratch = arena.alloc(maxThreads * L.scratchBytes);
-  const { module } = kernelModule();
-  const memory = arena.createMemory();
-  plan.write(memory);
+  const { info, plan, L, module, memory } = await planProfileModel(model, precision, T, Math.max(...threadCounts));
   // Wall ms per kind of work, and this process's CPU ms (all threads, spinning included) under `cpu <kind>`: on a
   // machine shared with other work, the one-thread CPU times are the steadier comparison.
   const times: Record<string, number> = {};
