@@ -7,22 +7,13 @@ import { createBackend, type Backend } from '../engine/backend';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { GrowingRows } from '../engine/cpu/growing-rows';
 import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { worstRelL2 } from './metrics';
 
 const MODEL = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, variant: 'v7b', dtype: 'f32', seed: 7 });
 const tokens = (n: number, from = 1) => Array.from({ length: n }, (_, i) => (from + i * 7) % 300);
 
 /** Row-cache bytes the GPU runtime holds (all layers, all slots, the copy scratch). */
 const held = (be: Backend) => (be as unknown as Rwkv7Runtime).rowCacheBytes();
-
-function relDiff(a: Float32Array, b: Float32Array): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num / den);
-}
 
 describe('[gpu] RWKV-7b row caches shrink when their long context goes', function () {
   this.timeout(600_000);
@@ -61,7 +52,7 @@ describe('[gpu] RWKV-7b row caches shrink when their long context goes', functio
     be.writeState(1, state);
     be.resetState(0);
     const [afterShrink] = await be.run([{ slot: 1, tokens: [5, 9], output: 'last' }]);
-    const d = relDiff(afterShrink!, before!);
+    const d = worstRelL2(afterShrink!, before!, before!.length);
     assert.ok(d < 1e-4, `relative difference ${d}`);
   });
 });

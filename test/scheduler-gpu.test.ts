@@ -10,6 +10,7 @@ import type { SlotTask } from '../engine/slot-task';
 import { WorldTokenizer } from '../engine/tokenizer';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
+import { worstRelL2 } from './metrics';
 import { prefillLogits } from './prefill-probe';
 
 const MODEL = path.join(GOLDEN, 'v7-tiny.st');
@@ -20,16 +21,6 @@ async function run(it: AsyncIterable<GenerateEvent>) {
   const events: GenerateEvent[] = [];
   for await (const e of it) events.push(e);
   return { stop: events[events.length - 1] as Stop, tokens: events.flatMap((e) => (e.type === 'delta' ? e.tokens : [])), events };
-}
-
-function relError(a: Float32Array, b: Float32Array): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < a.length; i++) {
-    num += (a[i] - b[i]) ** 2;
-    den += b[i] ** 2;
-  }
-  return Math.sqrt(num / den);
 }
 
 describe('scheduler on the WebGPU backend (tiny golden model)', function () {
@@ -71,7 +62,8 @@ describe('scheduler on the WebGPU backend (tiny golden model)', function () {
     await logitsAfter(ids('something unrelated to evict the slot')); // slot now holds other tokens
     const hit = await logitsAfter(full);
     assert.strictEqual(hit.cached, base.length);
-    assert.ok(relError(hit.logits, coldFull) < 1e-5, `relative error ${relError(hit.logits, coldFull)}`);
+    const err = worstRelL2(hit.logits, coldFull, coldFull.length);
+    assert.ok(err < 1e-5, `relative error ${err}`);
     await Promise.all([e.close(), cold.close()]);
   });
 
