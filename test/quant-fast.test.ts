@@ -10,6 +10,7 @@ import { f16BitsAtLeast } from '../engine/quant/f16-scale';
 import { quantizeRowsInt8, quantizeRowsInt8Yielding } from '../engine/quant/int8-rows';
 import { NF4_CODES, quantizeNf4, quantizeNf4Yielding } from '../engine/quant/nf4-blocks';
 import { WEIGHTS_PER_YIELD } from '../engine/quant/weight-values';
+import { turnsDuring } from './event-loop-turns';
 
 // ---- The reference: the quantisers as they were before the fast paths (commit b8412d6), unchanged. ----
 
@@ -231,24 +232,10 @@ describe('fast quantisers: yielding to the event loop', function () {
   const k = WEIGHTS_PER_YIELD / 4;
   const w = asF16(matrix(n, k, 31)).bits;
 
-  async function countTurns(work: () => Promise<unknown>): Promise<number> {
-    let turns = 0;
-    let running = true;
-    const tick = () => {
-      if (!running) return;
-      turns++;
-      setImmediate(tick);
-    };
-    setImmediate(tick);
-    await work();
-    running = false;
-    return turns;
-  }
-
   it('int8: the same output as in one piece, with the event loop run between pieces', async () => {
     const want = quantizeRowsInt8(w, n, k);
     let got: Awaited<ReturnType<typeof quantizeRowsInt8Yielding>> | undefined;
-    const turns = await countTurns(async () => (got = await quantizeRowsInt8Yielding(w, n, k)));
+    const { turns } = await turnsDuring(async () => (got = await quantizeRowsInt8Yielding(w, n, k)));
     assert.ok(bytesOf(got!.q).equals(bytesOf(want.q)));
     assert.deepEqual(Array.from(got!.scaleBits), Array.from(want.scaleBits));
     assert.ok(turns >= 3, `the event loop ran ${turns} times during the quantisation`);
@@ -257,7 +244,7 @@ describe('fast quantisers: yielding to the event loop', function () {
   it('nf4: the same output as in one piece, with the event loop run between pieces', async () => {
     const want = quantizeNf4(w);
     let got: Awaited<ReturnType<typeof quantizeNf4Yielding>> | undefined;
-    const turns = await countTurns(async () => (got = await quantizeNf4Yielding(w)));
+    const { turns } = await turnsDuring(async () => (got = await quantizeNf4Yielding(w)));
     assert.ok(bytesOf(got!.words).equals(bytesOf(want.words)));
     assert.deepEqual(Array.from(got!.absmaxBits), Array.from(want.absmaxBits));
     assert.ok(turns >= 3, `the event loop ran ${turns} times during the quantisation`);

@@ -17,29 +17,12 @@ import { StateFolder } from '../engine/state-folder';
 import { deaRowFloats } from '../engine/rwkv7/dea-sizes';
 import { stateFloats } from '../engine/state-layout';
 import { YIELD_FLOATS } from '../engine/yield-chunks';
+import { turnsDuring } from './event-loop-turns';
 
 const CK = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, variant: 'v7b', dtype: 'f32', seed: 11 });
 const INFO = describeModel(CK);
 /** Many rows: 16,384 tokens of 2 · (256 + 128) floats, 48 MiB of rows. */
 const ROWS = 16384;
-
-/** Event-loop turns (setImmediate callbacks) while `work` runs, and its result. */
-async function turnsDuring<T>(work: () => Promise<T>): Promise<{ turns: number; result: T }> {
-  let turns = 0;
-  let running = true;
-  const tick = () => {
-    if (!running) return;
-    turns++;
-    setImmediate(tick);
-  };
-  setImmediate(tick);
-  try {
-    const result = await work();
-    return { turns, result };
-  } finally {
-    running = false;
-  }
-}
 
 /** A random 7b state of `rows` cached rows (finite values; `poisonLast` makes its last value NaN). */
 function randomState(stateSize: number, rows: number, rowFloats: number, poisonLast = false): Float32Array {
