@@ -22,14 +22,30 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
   // 'tiled': every product on the prefill kernel (subgroup matrices on that path), even single tokens.
   // 'int8': per-row int8 codes (on subgroup matrices, widened to f16 on the staged tiles above 4 rows).
   // 'sgtile': every product on the tiled subgroup-matrix kernel (mm_sgtile, normally from 64 rows), even single
-  // tokens, so the golden sequences (24 tokens) reach it.
-  const modes = [['f32', 'f32', undefined], ['f16', 'f16', undefined], ['f16-tiled', 'f16', 0], ['f16-sgtile', 'f16', 0], ['int8', 'int8', undefined]] as const;
-  for (const [label, precision, vecMaxRows] of modes) {
-    const before = process.env.RWKV_MATMUL_TILED;
-    if (label === 'f16-sgtile') process.env.RWKV_MATMUL_TILED = '2x2x2x2@1';
+  // tokens, so the golden sequences (24 tokens) reach it. 'staged': the same on the staged tiles (mm_sgstage).
+  // On a subgroup-matrix device f16 products are stored as 16×16 blocks; the '-rows' modes keep the checkpoint's rows.
+  const sgtile = { RWKV_MATMUL_TILED: '2x2x2x2@1' };
+  const staged = { RWKV_MATMUL_TILED: 'off', RWKV_MATMUL_STAGED: '2x2x2x2k64@1' };
+  const rows = { RWKV_WEIGHT_BLOCKS: 'off' };
+  const modes: [string, 'f32' | 'f16' | 'int8', number | undefined, Record<string, string>][] = [
+    ['f32', 'f32', undefined, {}],
+    ['f16', 'f16', undefined, {}],
+    ['f16-rows', 'f16', undefined, rows],
+    ['f16-tiled', 'f16', 0, {}],
+    ['f16-sgtile', 'f16', 0, sgtile],
+    ['f16-sgtile-rows', 'f16', 0, { ...sgtile, ...rows }],
+    ['f16-staged', 'f16', 0, staged],
+    ['int8', 'int8', undefined, {}],
+  ];
+  for (const [label, precision, vecMaxRows, env] of modes) {
+    // Kernel switches are read when the backend is built; set only around that.
+    const before = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, env);
     const be = await createBackend({ model: path.join(GOLDEN, `${name}.pth`), slots: 2, precision, gpu, vecMaxRows });
-    if (before === undefined) delete process.env.RWKV_MATMUL_TILED;
-    else process.env.RWKV_MATMUL_TILED = before;
+    for (const [k, v] of Object.entries(before)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
     if (label !== 'f32') console.log(`${label}: ${be.kernelPath}`);
     const [seq] = await be.run([{ slot: 0, tokens, output: 'all' }]);
     const steps = new Float32Array(want.length);

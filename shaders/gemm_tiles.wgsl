@@ -15,7 +15,7 @@ fn load_weight_tile(s: Seg, o0: u32, k0: u32, lid: u32) {
   let o = lid / 4u;
   let kc = (lid % 4u) * 8u;
   var m = mat2x4<f32>();
-  if (o0 + o < s.n) { m = load_w8(s.w_off + ((o0 + o) * s.k + k0 + kc) / 8u); }
+  if (o0 + o < s.n) { m = load_w8(w8_at(s, o0 + o, k0 + kc)); }
   for (var q = 0u; q < 4u; q++) {
     ws[kc + q][o / 4u][o % 4u] = m[0][q];
     ws[kc + 4u + q][o / 4u][o % 4u] = m[1][q];

@@ -54,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       }
       for (var j = 0u; j < NT; j++) {
         let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(
-          &W, s.w_off * 8u + (o0 + j * 16u) * s.k + k0 + kk, true, s.k);
+          &W, w_tile_at(s, o0 + j * 16u, k0 + kk), true, w_tile_stride(s));
         for (var i = 0u; i < MT; i++) {
           acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]);
         }

@@ -36,7 +36,7 @@ const XPT: u32 = (BM * (KC / 4u) + LANES - 1u) / LANES;
 fn load_w_part(s: Seg, o0: u32, k0: u32, kend: u32, e: u32) -> mat2x4<f16> {
   let r = e / (KC / 8u);
   let q = e % (KC / 8u);
-  if (e < BN * (KC / 8u) && o0 + r < s.n && k0 + q * 8u < kend) { return load_w8h(s.w_off + ((o0 + r) * s.k + k0) / 8u + q); }
+  if (e < BN * (KC / 8u) && o0 + r < s.n && k0 + q * 8u < kend) { return load_w8h(w8_at(s, o0 + r, k0 + q * 8u)); }
   return mat2x4<f16>();
 }
 

@@ -39,7 +39,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
   let sn = sg % SGN;
   let kblocks = k / 16u;
   let xbase = subgroupBroadcastFirst(tile_base(si) + (t0 / 16u + sm * MT) * kblocks * 256u);
-  let wbase = subgroupBroadcastFirst(s.w_off * 8u + (o0 + sn * NT * 16u) * k);
+  let wbase = subgroupBroadcastFirst(w_tile_at(s, o0 + sn * NT * 16u, 0u));
   var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;
   let span = k_span(k, wid.z, 16u);
   // Where the subgroup's first result tile goes (sgtile_layout.wgsl), computed before the K loop.
@@ -54,7 +54,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
     for (var j = 0u; j < NT; j++) {
       // Rows past the segment read its neighbour's weights (or are clamped at the buffer's end): their results
       // are never stored.
-      let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, wbase + j * 16u * k + k0, true, k);
+      let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, wbase + j * 16u * k + w_tile_k(k0), true, w_tile_stride(s));
       for (var i = 0u; i < MT; i++) {
         acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]);
       }

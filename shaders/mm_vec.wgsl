@@ -50,12 +50,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   let t0 = wid.y * TB;
   var acc: array<vec4<f32>, TQ>;
   if (o < s.n) {
-    let wrow = s.w_off + (o * s.k) / 8u;
     var k = lane * 8u;
     // Two weight loads per trip keep more memory requests in flight per lane.
     for (; k + STRIDE < s.k; k += 2u * STRIDE) {
-      let m = load_w8(wrow + k / 8u);
-      let m2 = load_w8(wrow + (k + STRIDE) / 8u);
+      let m = load_w8(w8_at(s, o, k));
+      let m2 = load_w8(w8_at(s, o, k + STRIDE));
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + k) / 4u;
@@ -64,7 +63,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
       }
     }
     if (k < s.k) {
-      let m = load_w8(wrow + k / 8u);
+      let m = load_w8(w8_at(s, o, k));
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + k) / 4u;

@@ -11,7 +11,8 @@ struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 struct Seg { row0: u32, n: u32, k: u32, w_off: u32, x_off: u32, y_off: u32, act: u32, flags: u32 }
 struct Group { segs: array<Seg, 8>, count: u32, use_r: u32, p0: u32, p1: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
-// binding 1: W, the second LoRA stages w2, a2, g2 (, v2), through the weight prelude (weights_*.wgsl).
+// binding 1: W, the second LoRA stages w2, a2, g2 (, v2), through the weight prelude (weights_*.wgsl) and the
+// group's layout part (wlayout_*.wgsl).
 @group(0) @binding(2) var<uniform> layer: Layer;
 @group(0) @binding(3) var<uniform> grp: Group;
 @group(0) @binding(4) var<storage, read> jobs: array<vec4<u32>>;
@@ -65,11 +66,10 @@ fn row_sum(v: f32, lid: u32, i: u32) -> f32 {
 
 /** Output row `o` of LoRA segment `s` for token `t`: its weights against the first stage's output. */
 fn lora_out(s: Seg, t: u32, o: u32) -> f32 {
-  let wrow = s.w_off + (o * s.k) / 8u;
   let xb = s.x_off * 4u + t * s.k;
   var acc = 0.0;
   for (var k = 0u; k < s.k; k += 8u) {
-    let m = load_w8(wrow + k / 8u);
+    let m = load_w8(w8_at(s, o, k));
     let x0 = vec4<f32>(tm[xb + k], tm[xb + k + 1u], tm[xb + k + 2u], tm[xb + k + 3u]);
     let x1 = vec4<f32>(tm[xb + k + 4u], tm[xb + k + 5u], tm[xb + k + 6u], tm[xb + k + 7u]);
     acc += dot(m[0], x0) + dot(m[1], x1);

@@ -115,7 +115,16 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a/7b l
     gemmTile?: 16 | 64;
     /** Run on a device of this kernel path (default: the adapter's own; CPU drivers run 'f32'). */
     kernelPath?: KernelPath;
+    /** f16 products stored as 16×16 blocks (RWKV_WEIGHT_BLOCKS=on; engine/rwkv7/weight-blocks.ts), read by every kernel. */
+    blocks?: true;
   }[] = [
+    // Weights as 16×16 blocks (the subgroup-matrix default) through the streaming, f32-tile and fused decode
+    // kernels, on both f16 paths; RWKV-7a's s_emb_x and 7b's DEA products too.
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, blocks: true },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, blocks: true },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f32', blocks: true },
+    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f16', tol: TOL.f16, blocks: true },
+    { model: 'v7b-tiny.pth', golden: 'v7b-tiny', precision: 'f16', tol: TOL.f16, blocks: true },
     // The 'f16' path (native f16 weight loads, shader-f16 without subgroup matrices), streaming and tiled.
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f16' },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, kernelPath: 'f16' },
@@ -154,18 +163,28 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a/7b l
     { model: 'v4-tiny.st', golden: 'v4-tiny', precision: 'f16', tol: TOL_V4.f16 },
   ];
   // The kernel-choice variants exist only on the GPU.
-  const cases = device === 'gpu' ? allCases : allCases.filter((c) => c.vecMaxRows === undefined && !c.kernelPath);
+  const cases = device === 'gpu' ? allCases : allCases.filter((c) => c.vecMaxRows === undefined && !c.kernelPath && !c.blocks);
 
   for (const c of cases) {
     const onPath = c.kernelPath ? ` on the '${c.kernelPath}' kernel path` : '';
-    describe(`${c.model} with ${c.precision} weights${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}${onPath}`, () => {
+    const blocks = c.blocks ? ', stored as 16×16 blocks' : '';
+    describe(`${c.model} with ${c.precision} weights${blocks}${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}${onPath}`, () => {
       let be: Backend;
       let g: Golden;
       before(async () => {
         g = loadGolden(c.golden);
         const on = device === 'gpu' ? await deviceFor(c.kernelPath) : gpu;
-        be = await make({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile }, on);
+        // The layout is chosen when the weights load (weightBlocksFor), so the switch is set around the load only.
+        const was = process.env.RWKV_WEIGHT_BLOCKS;
+        process.env.RWKV_WEIGHT_BLOCKS = c.blocks ? 'on' : 'off';
+        try {
+          be = await make({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile }, on);
+        } finally {
+          if (was === undefined) delete process.env.RWKV_WEIGHT_BLOCKS;
+          else process.env.RWKV_WEIGHT_BLOCKS = was;
+        }
         if (device === 'gpu') assert.match(be.kernelPath, new RegExp(`^${c.kernelPath ?? on.kernelPath} path`));
+        if (device === 'gpu') assert.equal(/product weights stored as 16×16 blocks/.test(be.kernelPath), !!c.blocks, `weights stored as blocks: ${be.kernelPath}`);
         else assert.match(be.adapterName, /^CPU: /);
       });
       after(() => be?.dispose());

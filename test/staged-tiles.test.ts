@@ -75,7 +75,7 @@ describe('staged subgroup-matrix tiles', () => {
     assert.strictEqual(product(512, 2048, 8192, { ...int8, splitK: false }).kind, 'gemm');
     assert.match(describeKernels(int8), /int8 codes widened to f16 on subgroup matrices/);
     const s = matmulShader({ ...small, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'int8', subgroup32: true });
-    assert.deepStrictEqual(s.parts, ['weights_i8_staged', 'mm_common', 'mm_whole', 'mm_sgstage']);
+    assert.deepStrictEqual(s.parts, ['weights_i8_staged', 'mm_common', 'wlayout_rows', 'mm_whole', 'mm_sgstage']);
     assert.strictEqual(s.key, 'mm_sgstage1x2x4x2k32:weights_i8_staged');
     assert.throws(() => matmulShader({ ...large, split: 1 }, { kernelPath: 'subgroup-matrix', precision: 'nf4', subgroup32: true }), /needs f16 or int8 weights/);
   });
@@ -85,7 +85,7 @@ describe('staged subgroup-matrix tiles', () => {
     const v = { kind: 'sgstage' as const, mt: 2 as const, nt: 2 as const, sgm: 2 as const, sgn: 2 as const, kc: 64 as const, split: 2 };
     const s = matmulShader(v, c);
     assert.strictEqual(s.key, 'mm_sgstage2x2x2x2k64s2:weights_f16_staged');
-    assert.deepStrictEqual(s.parts, ['weights_f16_staged', 'mm_common', 'split_layout', 'mm_split', 'mm_sgstage']);
+    assert.deepStrictEqual(s.parts, ['weights_f16_staged', 'mm_common', 'wlayout_rows', 'split_layout', 'mm_split', 'mm_sgstage']);
     assert.strictEqual(s.bindings.length, 6); // the partial sums of the split
     const src = shaderSource(s.parts, s.constants);
     assert.doesNotMatch(src, /\{\{/);

@@ -72,13 +72,18 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
 
   it('the shader: tiled inputs at binding 6, the split part before the layout, refused off the subgroup-matrix path', () => {
     const s = matmulShader({ ...DEFAULT_TILED.variant, split: 4 }, H200);
-    assert.deepStrictEqual(s.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile']);
+    assert.deepStrictEqual(s.parts, ['weights_f16_matrix', 'mm_common', 'wlayout_rows', 'sgtile_layout', 'mm_split', 'mm_sgtile']);
     assert.deepStrictEqual(s.bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'read']);
     assert.deepStrictEqual(tileInputShader().bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'rw']);
     const src = shaderSource(s.parts, s.constants);
     assert.match(src, /@binding\(6\) var<storage, read> xt: array<f16>/);
     assert.match(src, /const SPLIT: u32 = 4u;/);
     assert.deepStrictEqual(matmulShader(DEFAULT_TILED.variant, H200).bindings, s.bindings);
+    // Weights stored as 16×16 blocks: their own layout part and pipeline, each weight tile one contiguous load.
+    const b = matmulShader({ ...DEFAULT_TILED.variant, split: 4 }, { ...H200, layout: 'blocks' });
+    assert.deepStrictEqual(b.parts, ['weights_f16_matrix', 'mm_common', 'wlayout_blocks', 'sgtile_layout', 'mm_split', 'mm_sgtile']);
+    assert.notStrictEqual(b.key, s.key);
+    assert.match(shaderSource(b.parts, b.constants), /fn w_tile_stride\(s: Seg\) -> u32 \{\s*return 16u;/);
     assert.throws(() => matmulShader(DEFAULT_TILED.variant, { ...H200, precision: 'int8' }), /tiled subgroup-matrix kernel needs f16 weights/);
     assert.match(describeKernels(H200), /from 64 rows with inputs tiled as f16 16×16 blocks/);
   });

@@ -25,7 +25,7 @@ function kernelFromCode(device: GPUDevice, code: string, bindings: BindingKind[]
   });
   const module = device.createShaderModule({ code });
   const pipeline = device.createComputePipeline({ layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module, entryPoint: 'main' } });
-  return { name: 'probe', pipeline, layout };
+  return { name: 'probe', pipeline, layout, bindings };
 }
 import {
   groupUniform, matmulDispatch, matmulShader, splitReduceDispatch, splitReduceShader, tileInputDispatch, tileInputShader, type MatmulVariant,

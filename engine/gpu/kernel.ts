@@ -7,6 +7,8 @@ export interface Kernel {
   name: string;
   pipeline: GPUComputePipeline;
   layout: GPUBindGroupLayout;
+  /** The layout's bindings: a bind group made for one kernel serves another only where these agree. */
+  bindings: readonly BindingKind[];
 }
 
 /** A compute pipeline with an explicit layout, so one bind group serves every variant of a kernel. */
@@ -33,7 +35,7 @@ export function makeKernel(
     layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
     compute: { module, entryPoint: 'main' },
   });
-  return { name, pipeline, layout };
+  return { name, pipeline, layout, bindings };
 }
 
 /** A buffer range to bind; a bare buffer binds whole. */

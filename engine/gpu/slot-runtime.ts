@@ -10,7 +10,8 @@ import { lnShiftSplit } from './ln-shift-split';
 import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
-import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
+import { BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
+import { BindGroupCache } from './bind-group-cache';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from '../rwkv7/top-logits';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
@@ -107,7 +108,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   protected readonly layerUniforms: GPUBuffer[] = [];
   private readonly kernels = new Map<string, Kernel>();
   private readonly matUniforms = new Map<string, { buffer: GPUBuffer; virtualRows: number }>();
-  private readonly groups = new Map<string, GPUBindGroup>();
+  private readonly groups: BindGroupCache;
   private readonly recorded = new Map<string, Op[]>();
   private staging: GPUBuffer | null = null;
   private stateStaging: GPUBuffer | null = null;
@@ -127,6 +128,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     opts: SlotRuntimeOptions,
   ) {
     this.device = gpu.device;
+    this.groups = new BindGroupCache(gpu.device);
     this.slots = opts.slots;
     this.C = info.nEmbd;
     this.V = common.head.segs[0].n;
@@ -176,9 +178,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   protected group(key: string, kernel: Kernel, res: BufferRange[]): GPUBindGroup {
-    let g = this.groups.get(key);
-    if (!g) this.groups.set(key, (g = bindGroup(this.device, kernel, res)));
-    return g;
+    return this.groups.get(key, kernel, res);
   }
 
   /** Weight access of the embedding (f16 or f32 whatever the precision). */

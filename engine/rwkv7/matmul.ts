@@ -13,11 +13,14 @@
 // dispatch adds (mm_split_reduce.wgsl): on unless RWKV_MATMUL_SPLIT_K=0 (splitKFromEnv).
 // Each reads its weights through a prelude chosen by the group's storage format (shaders/weights_*.wgsl): f16,
 // f32, int8 (row scales applied once per output) or nf4; mm_vec and mm_gemm run every format, mm_sgmat f16 only.
+// Where a weight lies comes from the group's layout part (shaders/wlayout_*.wgsl): the checkpoint's rows, or
+// 16×16 blocks (weight-blocks.ts), which every kernel reads.
 
 import type { KernelPath } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
 import type { MatrixGroup, WeightPrecision } from './weights';
 import { VEC_LANES, type VecLanes } from './vec-lanes';
+import { weightLayoutPart, type WeightLayout } from './weight-blocks';
 
 export type MatmulVariant =
   /** lpr: lanes per output row (vec-lanes.ts), 32 when absent. */
@@ -189,6 +192,10 @@ export interface MatmulConfig {
   staged?: StagedTiles | null;
   /** Tiled subgroup-matrix products (mm_sgtile) for f16 groups of many rows (with split K; tiledFromEnv). */
   tiled?: TiledChoice | null;
+  /** How the group's buffer orders its weights (MatrixGroup.layout); absent: rows. */
+  layout?: WeightLayout;
+  /** The model's f16 products are stored as 16×16 blocks (weight-blocks.ts), for describeKernels. */
+  blocks?: boolean;
 }
 
 /** What the split-K choice needs of a group: its widest input and its virtual output rows. */
@@ -318,6 +325,18 @@ export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPat
 
 /** Name, shader parts, constants and bindings of a variant's kernel on a configuration. */
 export function matmulShader(
+  v: MatmulVariant,
+  c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32' | 'layout'>,
+): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+  const shader = layoutFree(v, c);
+  // Every product reads its weights through its group's layout part; blocks get their own pipelines.
+  const at = shader.parts.indexOf('mm_common') + 1;
+  const parts = [...shader.parts.slice(0, at), weightLayoutPart(c.layout), ...shader.parts.slice(at)];
+  return { ...shader, key: c.layout === 'blocks' ? `${shader.key}:blocks` : shader.key, parts };
+}
+
+/** matmulShader before the layout part. */
+function layoutFree(
   v: MatmulVariant,
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
 ): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
@@ -482,5 +501,6 @@ export function describeKernels(c: MatmulConfig): string {
     ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
-  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}`;
+  const blocks = c.blocks ? '; f16 product weights stored as 16×16 blocks (RWKV_WEIGHT_BLOCKS=off: rows)' : '';
+  return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}${blocks}`;
 }

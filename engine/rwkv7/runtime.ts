@@ -10,11 +10,13 @@ import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
-import { bindGroup, BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
+import { BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
+import { BindGroupCache } from '../gpu/bind-group-cache';
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
-import { tileableGroup, tiledInputCapacity } from './tiled-inputs';
+import { weightLayoutPart } from './weight-blocks';
+import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
 import {
   chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
@@ -160,6 +162,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   readonly tiled: TiledChoice | null;
   /** Halves of the tiled products' f16 inputs (tiled-inputs.ts), 0 without tiled products. */
   private readonly tiledInputHalves: number;
+  /** Some f16 products are stored as 16×16 blocks (weight-blocks.ts): said in kernelPath. */
+  private readonly weightBlocks: boolean;
   /** Floats of the split products' partial sums (0 without split-K). */
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
@@ -171,7 +175,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly buf: Record<string, GPUBuffer> = {};
   private readonly layerUniforms: GPUBuffer[] = [];
   private readonly matUniforms = new Map<string, { buffer: GPUBuffer; virtualRows: number }>();
-  private readonly groups = new Map<string, GPUBindGroup>();
+  private readonly groups: BindGroupCache;
   private readonly recorded = new Map<string, Op[]>();
   private staging: GPUBuffer | null = null;
   private stateStaging: GPUBuffer | null = null;
@@ -205,6 +209,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     opts: RuntimeOptions,
   ) {
     this.device = gpu.device;
+    this.groups = new BindGroupCache(gpu.device);
     this.slots = opts.slots;
     this.C = info.nEmbd;
     this.V = weights.head.segs[0].n;
@@ -219,6 +224,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const tiled = this.splitK && gpu.kernelPath === 'subgroup-matrix' ? tiledFromEnv() : null;
     this.tiledInputHalves = tiled ? tiledInputCapacity(weights, this.TMAX) : 0;
     this.tiled = this.tiledInputHalves > 0 ? tiled : null;
+    this.weightBlocks = matrixGroupsOf(weights).some((g) => g.layout === 'blocks');
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
     // int8 too where its codes run on the staged tiles.
     const kernels = { kernelPath: gpu.kernelPath, precision: weights.precision, splitK: this.splitK, staged: this.staged };
@@ -376,9 +382,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   private group(key: string, kernel: Kernel, res: BufferRange[]): GPUBindGroup {
-    let g = this.groups.get(key);
-    if (!g) this.groups.set(key, (g = bindGroup(this.device, kernel, res)));
-    return g;
+    return this.groups.get(key, kernel, res);
   }
 
   /** Weight access of the non-matrix kernels (the embedding, f16 or f32 whatever the precision): native f16 where the device has it. */
@@ -426,12 +430,12 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   private get matmulConfig() {
     const { kernelPath, subgroup32 } = this.gpu;
-    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged, tiled: this.tiled };
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged, tiled: this.tiled, blocks: this.weightBlocks };
   }
 
   /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */
   private matmulConfigOf(g: MatrixGroup) {
-    return { ...this.matmulConfig, precision: g.format };
+    return { ...this.matmulConfig, precision: g.format, layout: g.layout };
   }
 
   /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
@@ -461,19 +465,19 @@ export class Rwkv7Runtime implements InferenceBackend {
       const t = tileInputShader();
       const tk = this.kernel(t.key, () => makeKernel(this.device, t.parts, t.constants, t.bindings));
       pass.setPipeline(tk.pipeline);
-      pass.setBindGroup(0, this.group(`${tk.name}:${key}`, tk, resources));
+      pass.setBindGroup(0, this.group(`${t.key}:${key}`, tk, resources));
       pass.label(`${label}:tile`);
       pass.dispatchWorkgroups(...tileInputDispatch(ks, rows));
     }
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${k.name}:${key}`, k, resources));
+    pass.setBindGroup(0, this.group(`${shader.key}:${key}`, k, resources));
     pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
     if (!reduce) return;
     const rs = splitReduceShader(variant, config);
     const r = this.kernel(rs.key, () => makeKernel(this.device, rs.parts, rs.constants, rs.bindings));
     pass.setPipeline(r.pipeline);
-    pass.setBindGroup(0, this.group(`${r.name}:${key}`, r, resources));
+    pass.setBindGroup(0, this.group(`${rs.key}:${key}`, r, resources));
     pass.label(`${label}:reduce`);
     pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
   }
@@ -774,8 +778,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     const { buf } = this;
     const first = l === 0;
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
-    const k = this.kernel(`tmixDecode:${prelude},${lanes},${first}`, () =>
-      makeKernel(this.device, [prelude, 'head_common', 'rwkv7_tmix_decode'], { ...this.consts, L: lanes, FIRST: first }, [
+    const layout = weightLayoutPart(L.lora2.layout);
+    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first}`, () =>
+      makeKernel(this.device, [prelude, layout, 'head_common', 'rwkv7_tmix_decode'], { ...this.consts, L: lanes, FIRST: first }, [
         'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw',
       ]),
     );

@@ -20,6 +20,7 @@ import { DEEP_EMBED_ROW } from '../model-spec';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
 import { gpuMatrixFormat } from '../quant/quantised-matrices';
 import { yieldToEventLoop } from '../quant/weight-values';
+import { blockable, writeBlocks, type WeightLayout } from './weight-blocks';
 import type { Precision, WeightStorage } from '../precision';
 import { packDeaVectors } from './dea-vectors';
 
@@ -49,6 +50,8 @@ export interface MatrixGroup {
   format: WeightPrecision;
   /** Quantised formats: the u32 word of the buffer where the scales start (quant/gpu-matrix-group.ts). */
   scaleWord?: number;
+  /** How the buffer orders the weights (weight-blocks.ts); absent: the checkpoint's rows. */
+  layout?: WeightLayout;
 }
 
 export interface LayerWeights {
@@ -169,7 +172,19 @@ export function quantiserInput(t: RawTensor): Uint16Array | Float32Array {
   return t.dtype === 'f16' ? toF16Bits(t) : toF32(t);
 }
 
-export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: ModelInfo, storage: WeightStorage): Promise<ModelWeights> {
+/** How the products' weights are laid out on the device (weight-blocks.ts weightBlocksFor). */
+export interface WeightLayoutChoice {
+  /** f16 groups read only by matrix products, every matrix whole 16×16 blocks, are stored as blocks. */
+  blocks: boolean;
+}
+
+export async function uploadRwkv7(
+  device: GPUDevice,
+  ck: Checkpoint,
+  info: ModelInfo,
+  storage: WeightStorage,
+  layout: WeightLayoutChoice = { blocks: false },
+): Promise<ModelWeights> {
   const { precision } = storage;
   const C = info.nEmbd;
   let bytes = 0;
@@ -215,7 +230,8 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
     for (let i = 0; i < inDim; i++) for (let o = 0; o < outDim; o++) out[o * k + i] = src[i * outDim + o];
     return { name, data: inPrecision(out), n, k, format: small };
   };
-  const group = async (label: string, mats: HostMatrix[]): Promise<MatrixGroup> => {
+  /** One buffer of matrices; `products`: only matrix products read it (so it may be stored as blocks). */
+  const group = async (label: string, mats: HostMatrix[], products = false): Promise<MatrixGroup> => {
     await yieldToEventLoop();
     const format = mats[0].format;
     if (mats.some((m) => m.format !== format)) throw new Error(`${label}: one group holds one storage format`);
@@ -231,7 +247,15 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
     const padRows = format === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
     const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
     let data: Uint16Array | Float32Array;
-    if (mats.length === 1 && padRows === 0) data = mats[0].data;
+    const blocks = products && layout.blocks && format === 'f16' && mats.every(blockable);
+    if (blocks) {
+      data = new Uint16Array(total);
+      let off = 0;
+      for (const m of mats) {
+        await writeBlocks(m.data as Uint16Array, m.n, m.k, data, off);
+        off += m.data.length;
+      }
+    } else if (mats.length === 1 && padRows === 0) data = mats[0].data;
     else {
       data = format === 'f16' ? new Uint16Array(total) : new Float32Array(total);
       let off = 0;
@@ -241,7 +265,8 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
       }
     }
     bytes += data.byteLength - padRows * last.k * data.BYTES_PER_ELEMENT; // the model's bytes, not the padding
-    return { buffer: uploadBuffer(device, label, data, STORAGE), segs, format };
+    const buffer = uploadBuffer(device, label, data, STORAGE);
+    return blocks ? { buffer, segs, format, layout: 'blocks' } : { buffer, segs, format };
   };
 
   /**
@@ -254,10 +279,10 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
     const elementBytes = l1[0].format === 'f16' ? 2 : 4;
     const merged = all.reduce((n, m) => n + m.n * m.k, SEGMENT_ALIGN * l1[l1.length - 1].k) * elementBytes;
     if (!sameFloat || all.length > MAX_SEGS || merged > maxBinding) {
-      return { rkv: await group(`${prefix}rkv`, rkvMats), lora1: await group(`${prefix}lora1`, l1), rkvLora1: undefined };
+      return { rkv: await group(`${prefix}rkv`, rkvMats, true), lora1: await group(`${prefix}lora1`, l1, true), rkvLora1: undefined };
     }
-    const both = await group(`${prefix}rkv+lora1`, all);
-    const view = (from: number, to: number): MatrixGroup => ({ buffer: both.buffer, segs: both.segs.slice(from, to), format: both.format });
+    const both = await group(`${prefix}rkv+lora1`, all, true);
+    const view = (from: number, to: number): MatrixGroup => ({ ...both, segs: both.segs.slice(from, to) });
     return { rkv: view(0, rkvMats.length), lora1: view(rkvMats.length, all.length), rkvLora1: both };
   };
 
@@ -277,7 +302,7 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
     const sx: DeepEmbedWeights['sx'] = [];
     for (let l = 0; l < info.nLayer; l += perGroup) {
       const names = Array.from({ length: Math.min(perGroup, info.nLayer - l) }, (_, i) => `blocks.${l + i}.ffn.s_emb_x.weight`);
-      sx.push({ group: await group(`s_emb_x ${l}..${l + names.length - 1}`, names.map(linear)), firstLayer: l });
+      sx.push({ group: await group(`s_emb_x ${l}..${l + names.length - 1}`, names.map(linear), true), firstLayer: l });
     }
     return { layers, sx };
   }
@@ -300,9 +325,9 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
       if (tableBytes > maxBinding)
         throw new RangeError(`${q}k_emb and v_emb need ${tableBytes} bytes together, more than this GPU binds per buffer (${maxBinding})${precision === 'f32' ? '; try precision f16' : ''}`);
       out.push({
-        proj: await group(`${q}proj`, [plain(`${q}qq.weight`), lora(`${q}k1`, true), lora(`${q}v1`, true)]),
-        expand: await group(`${q}expand`, [lora(`${q}k2`, false), lora(`${q}v2`, false)]),
-        embX: await group(`${q}emb_x`, [plain(`${q}k_emb_x.weight`), plain(`${q}v_emb_x.weight`)]),
+        proj: await group(`${q}proj`, [plain(`${q}qq.weight`), lora(`${q}k1`, true), lora(`${q}v1`, true)], true),
+        expand: await group(`${q}expand`, [lora(`${q}k2`, false), lora(`${q}v2`, false)], true),
+        embX: await group(`${q}emb_x`, [plain(`${q}k_emb_x.weight`), plain(`${q}v_emb_x.weight`)], true),
         tables: await group(`${q}tables`, tables),
         vecs: f32(`${q}vecs`, vecs),
       });
@@ -337,8 +362,8 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
       rkv,
       lora1,
       rkvLora1,
-      lora2: await group(`${a}lora2`, l2),
-      o: await group(`${a}output.weight`, [linear(`${a}output.weight`)]),
+      lora2: await group(`${a}lora2`, l2, true),
+      o: await group(`${a}output.weight`, [linear(`${a}output.weight`)], true),
       prep: stack(`${a}prep`, [
         vals(`${a}w0`),
         vals(`${a}a0`),
@@ -348,15 +373,15 @@ export async function uploadRwkv7(device: GPUDevice, ck: Checkpoint, info: Model
       ]),
       post: stack(`${a}post`, [vals(`${a}r_k`), vals(`${a}ln_x.weight`), vals(`${a}ln_x.bias`)]),
       ffnMix: stack(`${p}ffn.mix`, [vals(`${p}ffn.x_k`)]),
-      ffnK: await group(`${p}ffn.key.weight`, [linear(`${p}ffn.key.weight`)]),
-      ffnV: await group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)]),
+      ffnK: await group(`${p}ffn.key.weight`, [linear(`${p}ffn.key.weight`)], true),
+      ffnV: await group(`${p}ffn.value.weight`, [linear(`${p}ffn.value.weight`)], true),
     });
   }
   // RWKV-7b is 7a plus the DEA attention: both.
   const deepEmbed = info.version === 'v7a' || info.version === 'v7b' ? await uploadDeepEmbed() : undefined;
   const dea = info.version === 'v7b' ? await uploadDea() : undefined;
   const embGroup = await group('emb.weight', [{ name: 'emb.weight', data: inPrecision(emb), n: V, k: C, format: small }]);
-  const head = await group('head.weight', [linear('head.weight')]);
+  const head = await group('head.weight', [linear('head.weight')], true);
   return {
     precision,
     quantLayers: storage.quantLayers,
