@@ -3,7 +3,8 @@
 // size. The runtime and the kernel microbenchmark (bench/matmul.ts) both build their products here.
 //
 // Kernels (shaders/):
-//   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode.
+//   mm_vec    streaming: 8 output rows per workgroup, weights read once per TB (4 or 8) tokens — decode;
+//             mm_vec_blocks the same over weights stored as 16×16 blocks, its loads rearranged to stay contiguous.
 //   mm_gemm   tiled f32 arithmetic, 64 (or 16) tokens × 64 outputs per workgroup — prefill on 'f16'/'f32'.
 //   mm_sgmat  subgroup matrices, f16 × f16 → f32, BM tokens × BN outputs per workgroup — 'subgroup-matrix'.
 //   mm_sgstage  the same arithmetic with both operands staged in workgroup memory — 'subgroup-matrix' int8.
@@ -229,15 +230,15 @@ function stagedFor(staged: StagedTiles, shape: ProductShape): StagedChoice {
   return shape.k < STAGED_LARGE_MIN_K || shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS ? staged.small : staged.large;
 }
 
-/** The streaming kernel for `rows` rows. */
-function streaming(rows: number): MatmulVariant {
-  const lpr = VEC_LANES;
+/** The streaming kernel for `rows` rows (over blocks, mm_vec_blocks: 32 lanes a row's worth, 8 rows a workgroup). */
+function streaming(rows: number, layout?: WeightLayout): MatmulVariant {
+  const lpr = layout === 'blocks' ? 32 : VEC_LANES;
   return lpr === 32 ? { kind: 'vec', tb: rows <= 4 ? 4 : 8 } : { kind: 'vec', tb: rows <= 4 ? 4 : 8, lpr };
 }
 
 /** The kernel for a product over `rows` rows (of a group of `shape`, which the split-K choice reads). */
 export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape): MatmulVariant {
-  if (rows <= c.vecMaxRows) return streaming(rows);
+  if (rows <= c.vecMaxRows) return streaming(rows, c.layout);
   if (shape && usesStagedInt8(c)) {
     // int8 has no other matrix-unit kernel, so every row count above the streaming kernel's takes the tiles; the
     // small products' tiles (1×2 per subgroup, KC 32) won nearly every int8 shape on the H200, large ones too:
@@ -247,7 +248,7 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   }
   if (c.splitK && shape && usesSubgroupMatrix(c)) {
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
-    if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows);
+    if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows, c.layout);
     // Tiled products write whole tiles of partial sums even unsplit: where those do not fit, the staged tiles run.
     const tiledFits = () => splitScratchFloats({ ...c.tiled!.variant, split: 1 }, shape.virtualRows, rows) <= shape.scratchFloats;
     if (c.tiled && shape.tileable && rows >= c.tiled.minRows && tiledFits()) return { ...c.tiled.variant, split: chooseSplit(c.tiled.variant, shape, rows) };
@@ -338,7 +339,7 @@ export function matmulShader(
 /** matmulShader before the layout part. */
 function layoutFree(
   v: MatmulVariant,
-  c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
+  c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32' | 'layout'>,
 ): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
   if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
   if (v.kind === 'sgstage' && !(c.kernelPath === 'subgroup-matrix' && (c.precision === 'f16' || c.precision === 'int8')))
@@ -359,6 +360,10 @@ function layoutFree(
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
     case 'vec':
+      if (c.layout === 'blocks') {
+        if ((v.lpr ?? 32) !== 32) throw new Error('the streaming kernel over blocks runs 8 rows a workgroup (no lanes-per-row choice)');
+        return { key: `mm_vec_blocks${v.tb}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec_blocks'], constants: { TB: v.tb }, bindings };
+      }
       return { key: `mm_vec${v.tb}${v.lpr && v.lpr !== 32 ? `l${v.lpr}` : ''}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb, LPR: v.lpr ?? 32 }, bindings };
     case 'gemm': {
       if (v.tile === 16) return { key: `mm_gemm16:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', 'mm_gemm16'], constants: { TB: 8 }, bindings };
