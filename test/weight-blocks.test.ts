@@ -1,19 +1,43 @@
-// f16 weights as 16×16 blocks (engine/rwkv7/weight-blocks.ts): the host-side reordering the kernels' layout part
+// f16 weights as 16×16 blocks (engine/rwkv7/weight-blocks.ts): the device-side reordering the kernels' layout part
 // (shaders/wlayout_blocks.wgsl) reads, its refusals, and the switch. The golden tests run the model through it.
 import { strict as assert } from 'node:assert';
-import { blockable, blockIndex, weightBlocksFor, writeBlocks } from '../engine/rwkv7/weight-blocks';
+import { blockable, blockIndex, uploadBlocks, weightBlocksFor } from '../engine/rwkv7/weight-blocks';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { readBuffer } from './grouped-product';
 
 describe('weights as 16×16 blocks', () => {
-  it('puts every weight where the blocks layout reads it, matrices side by side, on both copy paths', async () => {
-    for (const [n, k, at] of [[32, 48, 0], [16, 16, 256], [48, 64, 1], [64, 1056, 0]] as const) {
-      const rows = new Uint16Array(n * k).map((_, i) => (i * 7919 + 13) & 0xffff);
-      const out = new Uint16Array(at + n * k + 16).fill(0xabcd);
-      await writeBlocks(rows, n, k, out, at);
-      for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) assert.equal(out[at + blockIndex(o, i, k)], rows[o * k + i], `weight (${o}, ${i}) of ${n}×${k}`);
-      // Nothing outside the matrix's range is written.
-      for (let j = 0; j < at; j++) assert.equal(out[j], 0xabcd);
-      for (let j = at + n * k; j < out.length; j++) assert.equal(out[j], 0xabcd);
-    }
+  let gpu: GpuContext;
+  before(async () => {
+    gpu = await acquireGpu();
+  });
+
+  /** The group buffer's halves as uploadBlocks leaves them. */
+  async function halvesOf(buf: GPUBuffer, halves: number): Promise<Uint16Array> {
+    const words = await readBuffer(gpu.device, buf, Math.ceil(halves / 8) * 16);
+    return new Uint16Array(words.buffer, 0, halves);
+  }
+
+  it('reorders on the device: every weight where the blocks layout reads it, matrices side by side, the rest zeros', async () => {
+    const shapes = [[32, 48], [16, 16], [48, 64], [64, 1056]] as const;
+    let at = 0;
+    const mats = shapes.map(([n, k], i) => {
+      const m = { data: new Uint16Array(n * k).map((_, j) => (j * 7919 + 13 * i + 1) & 0xffff), n, k, wOff: at / 8 };
+      at += n * k;
+      return m;
+    });
+    const halves = at + 16 * 1056; // zero rows after the last matrix, as a group pads to whole segments
+    const got = await halvesOf(await uploadBlocks(gpu.device, 'test', mats, halves), halves);
+    for (const m of mats)
+      for (let o = 0; o < m.n; o++)
+        for (let i = 0; i < m.k; i++) assert.equal(got[8 * m.wOff + blockIndex(o, i, m.k)], m.data[o * m.k + i], `weight (${o}, ${i}) of ${m.n}×${m.k}`);
+    for (let j = at; j < halves; j++) assert.equal(got[j], 0, `padding half ${j}`);
+  });
+
+  it('reorders a matrix dispatched in two dimensions (a 7B head is 65,536 workgroups of runs; here 3 a row)', async () => {
+    const [n, k] = [160, 512]; // 5,120 runs: 20 workgroups, 7 rows of 3, the last row short
+    const data = new Uint16Array(n * k).map((_, j) => (j * 40503 + 7) & 0xffff);
+    const got = await halvesOf(await uploadBlocks(gpu.device, 'two-d', [{ data, n, k, wOff: 0 }], n * k, 3), n * k);
+    for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) assert.equal(got[blockIndex(o, i, k)], data[o * k + i], `weight (${o}, ${i})`);
   });
 
   it('keeps a 16-row strip in place and each block of it contiguous', () => {
@@ -24,12 +48,13 @@ describe('weights as 16×16 blocks', () => {
     assert.equal(blockIndex(15, 63, k), 3 * 256 + 15 * 16 + 15);
   });
 
-  it('refuses matrices that are not whole blocks, and writes that overrun', async () => {
+  it('refuses matrices that are not whole blocks, and ranges that overrun the buffer, before touching the device', async () => {
     assert.equal(blockable({ n: 16, k: 32 }), true);
     assert.equal(blockable({ n: 40, k: 32 }), false);
-    await assert.rejects(writeBlocks(new Uint16Array(40 * 32), 40, 32, new Uint16Array(40 * 32), 0), /40×32 matrix is not whole 16×16 blocks/);
-    await assert.rejects(writeBlocks(new Uint16Array(16 * 32), 16, 32, new Uint16Array(16 * 32), 1), /overruns/);
-    await assert.rejects(writeBlocks(new Uint16Array(10), 16, 32, new Uint16Array(16 * 32), 0), /not a 16×32 matrix/);
+    const m = (n: number, k: number, wOff = 0, len = n * k) => [{ data: new Uint16Array(len), n, k, wOff }];
+    await assert.rejects(uploadBlocks(gpu.device, 'g', m(40, 32), 40 * 32), /g: a 40×32 matrix is not whole 16×16 blocks/);
+    await assert.rejects(uploadBlocks(gpu.device, 'g', m(16, 32, 1), 16 * 32), /overruns 512 halves/);
+    await assert.rejects(uploadBlocks(gpu.device, 'g', m(16, 32, 0, 10), 16 * 32), /10 halves are not a 16×32 matrix/);
   });
 
   it('is on by default on the subgroup-matrix path only; RWKV_WEIGHT_BLOCKS=on|off overrides; other values are refused', () => {

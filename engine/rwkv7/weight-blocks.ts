@@ -5,8 +5,14 @@
 // Every kernel reads weights through the layout part of its group (wlayout_rows / wlayout_blocks), so the streaming,
 // f32-tile and staged kernels run on either layout.
 
-import { inPieces, YIELD_FLOATS } from '../yield-chunks';
+import { bindGroup, createBuffer, makeKernel } from '../gpu/kernel';
 import type { KernelPath } from '../gpu/capabilities';
+
+// GPUBufferUsage bits, spelled out so this file loads before Dawn's globals exist.
+const STORAGE = 0x80;
+const UNIFORM = 0x40;
+const COPY_DST = 0x08;
+const COPY_SRC = 0x04;
 
 /** How a matrix group's buffer orders its weights: the checkpoint's [out, in] rows, or 16×16 blocks. */
 export type WeightLayout = 'rows' | 'blocks';
@@ -35,47 +41,58 @@ export function blockable(m: { n: number; k: number }): boolean {
   return m.n % 16 === 0 && m.k % 16 === 0;
 }
 
-/**
- * The [n, k] row-major halves `rows` as 16×16 blocks, written into `out` from `at` (a group buffer holds several
- * matrices). Works 16-row strips at a time, YIELD_FLOATS halves between two turns of the event loop: the 1.5B head
- * alone is 134 M halves.
- */
-export async function writeBlocks(rows: Uint16Array, n: number, k: number, out: Uint16Array, at: number): Promise<void> {
-  if (!blockable({ n, k })) throw new RangeError(`a ${n}×${k} matrix is not whole 16×16 blocks`);
-  if (rows.length !== n * k) throw new RangeError(`${rows.length} halves are not a ${n}×${k} matrix`);
-  if (at < 0 || at + n * k > out.length) throw new RangeError(`a ${n}×${k} matrix at ${at} overruns ${out.length} halves`);
-  const strip = 16 * k;
-  const stripsPerPiece = Math.max(1, Math.floor(YIELD_FLOATS / strip));
-  await inPieces(n / 16, stripsPerPiece, (from, to) => {
-    for (let s = from; s < to; s++) blockStrip(rows, s * strip, k, out, at + s * strip);
-  });
+/** A matrix to store as blocks: its f16 bits, row-major, and where it starts in its group (units of 8 weights). */
+export interface BlockMatrix {
+  data: Uint16Array;
+  n: number;
+  k: number;
+  wOff: number;
 }
 
-/** One strip of 16 rows: row r's inputs 16·kb.. go to block kb's row r (as 32-bit pairs where both sides allow). */
-function blockStrip(rows: Uint16Array, src: number, k: number, out: Uint16Array, dst: number): void {
-  const blocks = k / 16;
-  const words = (a: Uint16Array, at: number) => (a.byteOffset + at * 2) % 4 === 0;
-  if (words(rows, src) && words(out, dst)) {
-    // Offsets within a strip are multiples of 16 halves, so every piece stays 32-bit aligned.
-    const from = new Uint32Array(rows.buffer, rows.byteOffset + src * 2, 8 * k);
-    const to = new Uint32Array(out.buffer, out.byteOffset + dst * 2, 8 * k);
-    const half = k / 2;
-    for (let r = 0; r < 16; r++) {
-      for (let kb = 0; kb < blocks; kb++) {
-        const a = r * half + kb * 8;
-        const b = kb * 128 + r * 8;
-        for (let j = 0; j < 8; j++) to[b + j] = from[a + j];
-      }
-    }
-    return;
+/**
+ * A group buffer of `halves` f16 weights holding `mats` as 16×16 blocks (the rest zeros): the rows are uploaded to a
+ * scratch buffer and reordered on the device (shaders/rows_to_blocks.wgsl), so loading costs no host time per
+ * weight; the scratch is released once the reordering is submitted. Shapes and ranges are checked first. A matrix of
+ * more than `maxWorkgroupsX` workgroups of runs (a 7B head: 65,536) dispatches in two dimensions.
+ */
+export async function uploadBlocks(device: GPUDevice, label: string, mats: readonly BlockMatrix[], halves: number, maxWorkgroupsX = 65535): Promise<GPUBuffer> {
+  for (const m of mats) {
+    if (!blockable(m)) throw new RangeError(`${label}: a ${m.n}×${m.k} matrix is not whole 16×16 blocks`);
+    if (m.data.length !== m.n * m.k) throw new RangeError(`${label}: ${m.data.length} halves are not a ${m.n}×${m.k} matrix`);
+    if (m.wOff < 0 || 8 * m.wOff + m.n * m.k > halves) throw new RangeError(`${label}: a ${m.n}×${m.k} matrix at ${8 * m.wOff} overruns ${halves} halves`);
   }
-  for (let r = 0; r < 16; r++) {
-    for (let kb = 0; kb < blocks; kb++) {
-      const a = src + r * k + kb * 16;
-      const b = dst + kb * 256 + r * 16;
-      for (let j = 0; j < 16; j++) out[b + j] = rows[a + j];
-    }
+  const bytes = Math.ceil(halves / 8) * 16;
+  // A reordering the device refuses must fail the load, not leave a buffer of zeros.
+  device.pushErrorScope('validation');
+  device.pushErrorScope('out-of-memory');
+  const rows = createBuffer(device, `${label} (rows)`, bytes, STORAGE | COPY_DST);
+  for (const m of mats) device.queue.writeBuffer(rows, 16 * m.wOff, m.data.buffer, m.data.byteOffset, m.data.byteLength);
+  // COPY_SRC: the tests read the reordering back.
+  const out = createBuffer(device, label, bytes, STORAGE | COPY_DST | COPY_SRC);
+  const kernel = makeKernel(device, ['rows_to_blocks'], {}, ['uniform', 'read', 'rw']);
+  const enc = device.createCommandEncoder({ label: `${label}: rows to blocks` });
+  const uniforms: GPUBuffer[] = [];
+  for (const m of mats) {
+    const u = createBuffer(device, `${label} move`, 16, UNIFORM | COPY_DST);
+    device.queue.writeBuffer(u, 0, new Uint32Array([m.wOff, m.n, m.k, 0]));
+    uniforms.push(u);
+    const pass = enc.beginComputePass();
+    pass.setPipeline(kernel.pipeline);
+    pass.setBindGroup(0, bindGroup(device, kernel, [u, rows, out]));
+    const groups = Math.ceil((m.n * m.k) / 16 / 256);
+    pass.dispatchWorkgroups(Math.min(groups, maxWorkgroupsX), Math.ceil(groups / maxWorkgroupsX));
+    pass.end();
   }
+  device.queue.submit([enc.finish()]);
+  // Destroying after the submit frees the memory once the reordering has run.
+  rows.destroy();
+  for (const u of uniforms) u.destroy();
+  const errors = [await device.popErrorScope(), await device.popErrorScope()].filter((e) => e !== null);
+  if (errors.length > 0) {
+    out.destroy();
+    throw new Error(`${label}: reordering the weights into blocks failed on the device: ${errors.map((e) => e!.message).join('; ')}`);
+  }
+  return out;
 }
 
 /** Where weight (o, i) of an [n, k] matrix lies in its blocks (the layout wlayout_blocks.wgsl reads). */

@@ -20,7 +20,7 @@ import { DEEP_EMBED_ROW } from '../model-spec';
 import { packQuantizedGroup } from '../quant/gpu-matrix-group';
 import { gpuMatrixFormat } from '../quant/quantised-matrices';
 import { yieldToEventLoop } from '../quant/weight-values';
-import { blockable, writeBlocks, type WeightLayout } from './weight-blocks';
+import { blockable, uploadBlocks, type WeightLayout } from './weight-blocks';
 import type { Precision, WeightStorage } from '../precision';
 import { packDeaVectors } from './dea-vectors';
 
@@ -246,16 +246,13 @@ export async function uploadRwkv7(
     const last = mats[mats.length - 1];
     const padRows = format === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
     const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
+    if (products && layout.blocks && format === 'f16' && mats.every(blockable)) {
+      bytes += mats.reduce((s, m) => s + m.data.byteLength, 0);
+      const buffer = await uploadBlocks(device, label, mats.map((m, i) => ({ data: m.data as Uint16Array, n: m.n, k: m.k, wOff: segs[i].wOff })), total);
+      return { buffer, segs, format, layout: 'blocks' };
+    }
     let data: Uint16Array | Float32Array;
-    const blocks = products && layout.blocks && format === 'f16' && mats.every(blockable);
-    if (blocks) {
-      data = new Uint16Array(total);
-      let off = 0;
-      for (const m of mats) {
-        await writeBlocks(m.data as Uint16Array, m.n, m.k, data, off);
-        off += m.data.length;
-      }
-    } else if (mats.length === 1 && padRows === 0) data = mats[0].data;
+    if (mats.length === 1 && padRows === 0) data = mats[0].data;
     else {
       data = format === 'f16' ? new Uint16Array(total) : new Float32Array(total);
       let off = 0;
@@ -265,8 +262,7 @@ export async function uploadRwkv7(
       }
     }
     bytes += data.byteLength - padRows * last.k * data.BYTES_PER_ELEMENT; // the model's bytes, not the padding
-    const buffer = uploadBuffer(device, label, data, STORAGE);
-    return blocks ? { buffer, segs, format, layout: 'blocks' } : { buffer, segs, format };
+    return { buffer: uploadBuffer(device, label, data, STORAGE), segs, format };
   };
 
   /**
