@@ -4,6 +4,8 @@ import { strict as assert } from 'node:assert';
 import { blockable, blockIndex, uploadBlocks, weightBlocksFor } from '../engine/rwkv7/weight-blocks';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { readBuffer } from './grouped-product';
+import { DEFAULT_STAGED, DEFAULT_TILED, matmulShader, type MatmulConfig, type MatmulVariant } from '../engine/rwkv7/matmul';
+import { shaderSource } from '../engine/gpu/shader-source';
 
 describe('weights as 16×16 blocks', () => {
   let gpu: GpuContext;
@@ -64,5 +66,25 @@ describe('weights as 16×16 blocks', () => {
     assert.equal(weightBlocksFor('subgroup-matrix', { RWKV_WEIGHT_BLOCKS: 'off' }), false);
     assert.equal(weightBlocksFor('f16', { RWKV_WEIGHT_BLOCKS: 'on' }), true);
     assert.throws(() => weightBlocksFor('f16', { RWKV_WEIGHT_BLOCKS: 'yes' }), /RWKV_WEIGHT_BLOCKS: 'yes' is not 'on' or 'off'/);
+  });
+
+  it('every product kernel reads weights through its group\'s layout: the blocks part, or the streaming kernel\'s blocks form', () => {
+    const h200: MatmulConfig = { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, vecMaxRows: 4, gemmTile: 64, splitK: true, staged: DEFAULT_STAGED, tiled: DEFAULT_TILED };
+    const variants: MatmulVariant[] = [
+      { kind: 'gemm', tile: 64 }, { kind: 'gemm', tile: 64, split: 4 }, { kind: 'gemm', tile: 16 },
+      { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64, split: 8 }, { ...DEFAULT_STAGED.large.variant, split: 2 }, { ...DEFAULT_TILED.variant, split: 2 },
+    ];
+    for (const v of variants) {
+      const rows = matmulShader(v, h200);
+      const blocks = matmulShader(v, { ...h200, layout: 'blocks' });
+      assert.ok(rows.parts.includes('wlayout_rows') && !rows.parts.includes('wlayout_blocks'), `${rows.key}: ${rows.parts}`);
+      assert.ok(blocks.parts.includes('wlayout_blocks') && !blocks.parts.includes('wlayout_rows'), `${blocks.key}: ${blocks.parts}`);
+      assert.notStrictEqual(blocks.key, rows.key);
+      // No kernel addresses weights by the row-major formula itself any more.
+      assert.doesNotMatch(shaderSource(blocks.parts, blocks.constants).replace(/fn w8_at[\s\S]*?\n}\n|fn w_tile_at[\s\S]*?\n}\n/g, ''), /w_off \+ \(|w_off \* 8u \+/, blocks.key);
+    }
+    const vec = matmulShader({ kind: 'vec', tb: 4 }, { ...h200, layout: 'blocks' });
+    assert.ok(vec.parts.includes('mm_vec_blocks'), vec.parts.join());
+    assert.throws(() => matmulShader({ kind: 'vec', tb: 4, lpr: 64 }, { ...h200, layout: 'blocks' }), /8 rows a workgroup/);
   });
 });
