@@ -203,7 +203,8 @@ export abstract class SlotRuntime implements InferenceBackend {
     const w = SlotRuntime.weightInclude(format);
     const key = `${variant === 'mm_vec' ? `${variant}${tb}` : variant}:${w}`;
     return this.kernel(key, () =>
-      makeKernel(this.device, [sub, w, 'mm_common', ...parts], { TB: tb, LPR: 32 }, ['uniform', 'read', 'read', 'rw', 'uniform']),
+      // RWKV-4/5/6 keep the checkpoint's rows (RWKV-7's f16 products may be blocks: engine/rwkv7/weight-blocks.ts).
+      makeKernel(this.device, [sub, w, 'mm_common', 'wlayout_rows', ...parts], { TB: tb, LPR: 32 }, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 
