@@ -16,7 +16,8 @@ import { chars, EMPTY, Expr, GrammarRule, ref, rep, seq, altOf } from './grammar
 import { lowerGrammar } from './lower-grammar';
 import { ANY_CHAR } from './regex-to-expr';
 import { DEAD, StackAutomaton } from './stack-automaton';
-import { loopsOverSafeChars, safeCharSuccessors } from './string-slice';
+import { SafeRunCheck } from './safe-runs';
+import { safeCharSuccessors } from './string-slice';
 
 /** What the derived terminals of one grammar have used so far, against their limits. */
 export interface Budget {
@@ -58,14 +59,16 @@ export function regexComplement(regex: Expr, name: string, place: string, budget
  * A regular expression as the rules of its deterministic automaton, or null when that automaton
  * has more than `limits.states` states (each one explored is taken from `limits.budget.states`,
  * what one schema's patterns may explore together), or more than `limits.walked` states reached by safe
- * characters that do not loop on every safe character (the caller keeps the expression as it
- * is). The language is the same; what changes is the recognizer's work. An unanchored JSON
+ * characters from which some run of safe characters is refused (the caller keeps the expression
+ * as it is). The language is the same; what changes is the recognizer's work. An unanchored JSON
  * Schema `pattern` (`.+` is `.*.+.*`) is one parse per way to split the text so far (24 at a
  * string's first character, 49 after two), each a vocabulary walk per mask; as an automaton it is
- * one state, which takes the string-safe tokens as a block where it loops. But a state that does
- * not loop is a walk of the whole vocabulary of its own (nothing shared with other states), so an
- * automaton that counts (`[0-9]{4}` anywhere: a state per digit seen) costs more than the parses
- * it replaces (measured on MaskBench's unanchored patterns).
+ * one state, which takes the string-safe tokens as a block where it loops. Where no safe run is
+ * refused (any state of an unanchored start: "contains one of these names", `[0-9]{4}` anywhere)
+ * the block is taken too (safe-run-rules.ts). But a state that refuses some is a walk of the whole
+ * vocabulary of its own (nothing shared with other states), so an anchored start that counts
+ * (`^[0-9]{4}`: a state per digit) costs more than the parses it replaces (measured on
+ * MaskBench's unanchored patterns, when only looping states took the block).
  */
 export function deterministicRegex(
   regex: Expr,
@@ -177,15 +180,16 @@ function minimized(d: DfaTable): DfaTable {
   return { trans, accepting };
 }
 
-/** At most `most` states reached from the start by safe characters fail to loop on every safe character. */
+/** At most `most` states reached from the start by safe characters refuse some run of safe characters. */
 function fewWalkedStates(d: DfaTable, most: number): boolean {
   const a = { next: (s: number, b: number) => d.trans[s * 256 + b] };
+  const runs = new SafeRunCheck(a);
   const seen = new Set<number>([0]);
   const todo = [0];
   let walked = 0;
   while (todo.length) {
     const s = todo.pop()!;
-    if (loopsOverSafeChars(a, s)) continue;
+    if (runs.takesEverySafeRun(s)) continue;
     if (++walked > most) return false;
     const next = safeCharSuccessors(a, s);
     if (!next) return false;

@@ -94,9 +94,9 @@ const MAX_INLINED_REFS = 20_000;
 
 /**
  * When an unanchored pattern is written as its deterministic automaton (patternBody): at most
- * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, that
- * do not loop on every safe character (each is a walk of the whole vocabulary). `.+` and `.*:.*`
- * have one; `[0-9]{4}` anywhere has four, and stays an expression. A schema's patterns explore
+ * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, from
+ * which some run of safe characters is refused (each is a walk of the whole vocabulary). `.+`,
+ * `.*:.*` and "contains one of these names" have none; `^[0-9]{4}` has four, and stays an expression. A schema's patterns explore
  * at most 4,000 states together (~40 ms of compile time per 500 states): past that the rest stay
  * expressions, so many patterns cannot make a schema that compiled before time out.
  */
