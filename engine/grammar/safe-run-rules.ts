@@ -17,62 +17,73 @@ const TAKES_ALL = 1;
 const NOT_ALL = 2;
 
 export class SafeRunRules {
-  /** Per position: the rule whose reading alternative starts there, when that rule is automaton-shaped; else -1. */
-  private ruleOfAlt: Int32Array;
-  /** Per automaton-shaped rule: its reading alternatives. */
-  private readingAlts = new Map<number, number>();
-  /** Per rule: its row in `rows` when automaton-shaped, else -1. */
+  /**
+   * Per automaton-shaped rule's reading alternative: its start position → the rule (-1 when two
+   * rules start an alternative there: one stack node for both, counted for neither).
+   */
+  private ruleOfAlt = new Map<number, number>();
+  /** Per rule: its reading alternatives when automaton-shaped, else -1. */
+  private readingAlts: Int32Array;
+  /** Per rule: its row in `rows` once built (-1 before). */
   private rowOf: Int32Array;
-  /** 256 next rules per automaton-shaped rule (-1: byte refused, or taken by two alternatives). */
-  private rows: Int32Array;
+  /** 256 next rules per rule explored (-1: byte refused, or taken by two alternatives), built on use. */
+  private rows: Int32Array[] = [];
   private answers: Uint8Array;
   private check: SafeRunCheck;
 
-  constructor(g: PackedGrammar) {
-    const { kind, arg, byteSets, altStarts, ruleAltIndex } = g;
+  constructor(private readonly g: PackedGrammar) {
+    const { kind, altStarts, ruleAltIndex } = g;
     const rules = ruleAltIndex.length - 1;
-    this.ruleOfAlt = new Int32Array(kind.length).fill(-1);
-    // A position starting alternatives of two rules would be one stack node for both: counted for neither.
-    const starts = new Uint8Array(kind.length);
-    for (let k = 0; k < altStarts.length; k++) starts[altStarts[k]]++;
     this.answers = new Uint8Array(rules);
     this.rowOf = new Int32Array(rules).fill(-1);
-    const rows: Int32Array[] = [];
+    this.readingAlts = new Int32Array(rules).fill(-1);
     for (let r = 0; r < rules; r++) {
       let shaped = true;
+      let reading = 0;
       for (let k = ruleAltIndex[r]; k < ruleAltIndex[r + 1] && shaped; k++) {
         const p = altStarts[k];
         shaped = kind[p] === END || (kind[p] === BYTES && kind[p + 1] === REF && kind[p + 2] === END);
+        if (kind[p] === BYTES) reading++;
       }
       if (!shaped) continue;
-      const row = new Int32Array(256).fill(-1);
-      const taken = new Uint8Array(256);
-      let reading = 0;
+      this.readingAlts[r] = reading;
       for (let k = ruleAltIndex[r]; k < ruleAltIndex[r + 1]; k++) {
         const p = altStarts[k];
-        if (kind[p] === END) continue;
-        reading++;
-        if (starts[p] === 1) this.ruleOfAlt[p] = r;
-        for (let b = 0, at = arg[p] * 256; b < 256; b++) {
-          if (!byteSets[at + b]) continue;
-          // Two alternatives on one byte: not deterministic; the check below then says no.
-          row[b] = taken[b] ? -1 : arg[p + 1];
-          taken[b] = 1;
+        if (kind[p] !== BYTES) continue;
+        const other = this.ruleOfAlt.get(p);
+        this.ruleOfAlt.set(p, other === undefined || other === r ? r : -1);
+      }
+    }
+    this.check = new SafeRunCheck({ next: (r, b) => this.next(r, b) });
+  }
+
+  /** The rule an automaton-shaped rule goes on in after byte b; -1 when refused, not one way, or not shaped. */
+  private next(r: number, b: number): number {
+    if (r < 0 || r >= this.rowOf.length || this.readingAlts[r] < 0) return -1;
+    let at = this.rowOf[r];
+    if (at < 0) {
+      const { kind, arg, byteSets, altStarts, ruleAltIndex } = this.g;
+      const row = new Int32Array(256).fill(-1);
+      const taken = new Uint8Array(256);
+      for (let k = ruleAltIndex[r]; k < ruleAltIndex[r + 1]; k++) {
+        const p = altStarts[k];
+        if (kind[p] !== BYTES) continue;
+        for (let c = 0, set = arg[p] * 256; c < 256; c++) {
+          if (!byteSets[set + c]) continue;
+          // Two alternatives on one byte: not deterministic; the check then says no.
+          row[c] = taken[c] ? -1 : arg[p + 1];
+          taken[c] = 1;
         }
       }
-      this.rowOf[r] = rows.length;
-      rows.push(row);
-      this.readingAlts.set(r, reading);
+      at = this.rowOf[r] = this.rows.length;
+      this.rows.push(row);
     }
-    this.rows = new Int32Array(rows.length * 256);
-    rows.forEach((row, k) => this.rows.set(row, k * 256));
-    const { rowOf } = this;
-    this.check = new SafeRunCheck({ next: (r, b) => (rowOf[r] < 0 ? -1 : this.rows[rowOf[r] * 256 + b]) });
+    return this.rows[at][b];
   }
 
   /** Every run of safe characters is accepted from rule r (false for a rule not shaped as an automaton). */
   takesEverySafeRun(r: number): boolean {
-    if (this.answers[r] === UNKNOWN) this.answers[r] = this.rowOf[r] >= 0 && this.check.takesEverySafeRun(r) ? TAKES_ALL : NOT_ALL;
+    if (this.answers[r] === UNKNOWN) this.answers[r] = this.readingAlts[r] >= 0 && this.check.takesEverySafeRun(r) ? TAKES_ALL : NOT_ALL;
     return this.answers[r] === TAKES_ALL;
   }
 
@@ -87,12 +98,12 @@ export class SafeRunRules {
       const n = stacks[k];
       // Node 0 is the empty stack, node 1 the context marker: no position.
       if (n <= 1) continue;
-      const r = this.ruleOfAlt[top(n)];
-      if (r < 0 || !this.takesEverySafeRun(r)) continue;
+      const r = this.ruleOfAlt.get(top(n));
+      if (r === undefined || r < 0 || !this.takesEverySafeRun(r)) continue;
       // Hash-consed nodes: one per (alternative, parent), so counting them counts alternatives.
       const key = rest(n) * rules + r;
       const c = ((counts ??= new Map()).get(key) ?? 0) + 1;
-      if (c === this.readingAlts.get(r)) return true;
+      if (c === this.readingAlts[r]) return true;
       counts.set(key, c);
     }
     return false;

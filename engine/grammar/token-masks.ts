@@ -165,7 +165,7 @@ export class TokenMasks {
     let f = state < this.safeRunFlags.length ? this.safeRunFlags[state] : UNKNOWN;
     if (f === UNKNOWN) {
       const a = this.automaton;
-      const takes = loopsOverSafeChars(a, state) || this.safeRunRules.holdsWholeRule(a.stacksOf(state), (n) => a.nodeTop(n), (n) => a.nodeRest(n));
+      const takes = loopsOverSafeChars(a, state) || this.insideSafeRunRule(state);
       f = takes ? TAKES_ALL : NOT_ALL;
       // The check may have added states: grow to cover them all.
       if (state >= this.safeRunFlags.length) {
@@ -176,6 +176,12 @@ export class TokenMasks {
       this.safeRunFlags[state] = f;
     }
     return f === TAKES_ALL;
+  }
+
+  /** The state holds a whole rule automaton that takes every safe run (safe-run-rules.ts). */
+  private insideSafeRunRule(state: number): boolean {
+    const a = this.automaton;
+    return this.safeRunRules.holdsWholeRule(a.stacksOf(state), (n) => a.nodeTop(n), (n) => a.nodeRest(n));
   }
 
   get(state: number): StateMask {
@@ -226,10 +232,11 @@ export class TokenMasks {
     }
     // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
     const mask = this.scratch.fill(0);
-    // Where the state takes every safe run (a string, a pattern before its match) its stacks
-    // together allow every safe token, though each alone may take few (a pattern's automaton
-    // state is a stack per next letter): only the rest is walked per stack.
-    const restOnly = this.takesSafeRuns(state);
+    // Inside a rule automaton that takes every safe run (a pattern before its match) the stacks
+    // together allow every safe token, though each alone takes few (a stack per next letter):
+    // only the rest is walked per stack. (Whether the state loops is left to its stacks' cuts:
+    // checked on the state itself, it built states with whole stacks under them, 1% more.)
+    const restOnly = this.insideSafeRunRule(state);
     if (restOnly) mask.set(this.slice.safeMask);
     for (const node of a.stacksOf(state)) {
       if (node === 0) continue;
