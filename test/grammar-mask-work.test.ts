@@ -354,6 +354,29 @@ describe('token mask work is bounded by counts', function () {
     }
   });
 
+  it('inside an anchored pattern past its literal start, `.+` and a suffix take the safe tokens as a block', () => {
+    // Github_medium o90224's `^file:.+\\.km[lz]$`: as an expression, after `file:` a parse per
+    // place of the suffix, none looping: two walks of the whole safe trie (234,220 nodes,
+    // 58-81 ms). As its automaton every state there takes every safe run.
+    const schema = { type: 'object', properties: { path: { type: 'string', pattern: '^file:.+\\.km[lz]$' } } };
+    const tok = worldTokenizer();
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const masks = (c as unknown as { masks: TokenMasks }).masks;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    const perMask: number[] = [];
+    let text = '';
+    for (const id of tok.encode('{"path":"file:example.kml"}')) {
+      const n0 = masks.walkedNodes;
+      m.fillMask(mask);
+      if (text.includes('file:')) perMask.push(masks.walkedNodes - n0);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.ok(perMask.length >= 3);
+    for (const n of perMask) assert.ok(n <= 3_000, `${n} trie nodes walked for one mask after file: (${perMask.join(', ')})`);
+  });
+
   it('the recognizer grows without copying what it built: a step adds at most a page of transition rows', () => {
     // The rows were one buffer doubled by copying: the step that built the 8,192nd, 16,384th,
     // 32,768th or 65,536th state copied 8-64 MiB (20-80 ms inside one mask in detekt's schema).

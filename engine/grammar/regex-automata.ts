@@ -17,7 +17,7 @@ import { lowerGrammar } from './lower-grammar';
 import { ANY_CHAR } from './regex-to-expr';
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { SafeRunCheck } from './safe-runs';
-import { safeCharSuccessors } from './string-slice';
+import { holdsEverySafeChar, loopsOverSafeChars, safeCharSuccessors } from './string-slice';
 
 /** What the derived terminals of one grammar have used so far, against their limits. */
 export interface Budget {
@@ -74,7 +74,7 @@ export function deterministicRegex(
   regex: Expr,
   name: string,
   place: string,
-  limits: { states: number; walked: number; budget: { states: number } },
+  limits: { states: number; walked: number; budget: { states: number }; needsTaker?: boolean },
 ): DerivedTerminal | null {
   let a: StackAutomaton;
   try {
@@ -89,7 +89,7 @@ export function deterministicRegex(
   // anywhere is in two states that both accept anything. Merged, the one that accepts anything
   // loops on every character.
   const dfa = minimized(explored);
-  if (!fewWalkedStates(dfa, limits.walked)) return null;
+  if (!fewWalkedStates(dfa, limits.walked, limits.needsTaker ?? false)) return null;
   const rule = (k: number) => `${name}#${k}`;
   const rules: GrammarRule[] = [];
   for (let k = 0; k < dfa.accepting.length; k++) {
@@ -180,17 +180,48 @@ function minimized(d: DfaTable): DfaTable {
   return { trans, accepting };
 }
 
-/** At most `most` states reached from the start by safe characters refuse some run of safe characters. */
-function fewWalkedStates(d: DfaTable, most: number): boolean {
+/**
+ * The expression repeats, without bound, a character class holding every safe character (`.*`,
+ * `.+`, `[\s\S]*`): only then can an anchored pattern's automaton have a state that takes every
+ * safe run without looping, so only then is it worth exploring (exploring `^[a-z0-9-]{1,255}$`
+ * took 600-800 ms of compile time for nothing).
+ */
+export function repeatsAnySafeChar(expr: Expr): boolean {
+  const todo: Expr[] = [expr];
+  while (todo.length) {
+    const e = todo.pop()!;
+    if (e.t === 'rep') {
+      if (e.max === Infinity && e.item.t === 'chars' && holdsEverySafeChar(e.item.set)) return true;
+      todo.push(e.item);
+    } else if (e.t === 'seq' || e.t === 'alt') todo.push(...e.items);
+  }
+  return false;
+}
+
+/** Safe ASCII characters a state may take and still be cheap to walk: the trie is cut at the first byte. */
+const NARROW_STATE_CHARS = 8;
+
+/**
+ * At most `most` states reached from the start by safe characters refuse some run of safe
+ * characters while taking more than a few of them (a state that takes a letter or two, as in a
+ * literal prefix, prunes the walk at its first byte); and, with `needsTaker`, some state takes
+ * every safe run without looping (where the expression's parses walk the whole vocabulary and
+ * the automaton takes a block: `^file:.+\.km[lz]$` after `file:`).
+ */
+function fewWalkedStates(d: DfaTable, most: number, needsTaker: boolean): boolean {
   const a = { next: (s: number, b: number) => d.trans[s * 256 + b] };
   const runs = new SafeRunCheck(a);
   const seen = new Set<number>([0]);
   const todo = [0];
   let walked = 0;
+  let taker = false;
   while (todo.length) {
     const s = todo.pop()!;
-    if (runs.takesEverySafeRun(s)) continue;
-    if (++walked > most) return false;
+    if (runs.takesEverySafeRun(s)) {
+      taker ||= !loopsOverSafeChars(a, s);
+      continue;
+    }
+    if (asciiTaken(a, s) > NARROW_STATE_CHARS && ++walked > most) return false;
     const next = safeCharSuccessors(a, s);
     if (!next) return false;
     for (const t of next)
@@ -199,7 +230,14 @@ function fewWalkedStates(d: DfaTable, most: number): boolean {
         todo.push(t);
       }
   }
-  return true;
+  return taker || !needsTaker;
+}
+
+/** How many safe ASCII characters the state takes. */
+function asciiTaken(a: { next(s: number, b: number): number }, s: number): number {
+  let n = 0;
+  for (let b = 0x20; b < 0x80; b++) if (b !== 0x22 && b !== 0x5c && a.next(s, b) >= 0) n++;
+  return n;
 }
 
 /** #substrs"S": every substring of S (empty included), as S's suffix automaton. */
