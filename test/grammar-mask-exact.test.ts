@@ -14,6 +14,8 @@ import { BYTES, END, REF } from '../engine/grammar/flat-grammar';
 import { DEAD, StackAutomaton } from '../engine/grammar/stack-automaton';
 import { TokenMasks } from '../engine/grammar/token-masks';
 import { utf8Sequences } from '../engine/grammar/utf8-sequences';
+import { SafeRunRules } from '../engine/grammar/safe-run-rules';
+import { MAX_SAFE_RUN_STATES, SafeRunCheck } from '../engine/grammar/safe-runs';
 import { isStringSafe, loopsOverSafeChars, StringSlice } from '../engine/grammar/string-slice';
 import { TokenTrie } from '../engine/grammar/token-trie';
 import { randomSchema } from './grammar-random-schemas';
@@ -216,6 +218,62 @@ describe('token masks equal the reference masks', function () {
     prefixes.forEach((p, k) => compareAlongWalk(c, 300 + k, 16, p));
   });
 
+  it('in unanchored patterns that contain one of many names (automata that take every safe run before their match)', () => {
+    // Before a match every state takes every safe character though none loops: the safe tokens
+    // are taken as a block there (safe-run-rules.ts). Names with escapes, non-ASCII letters and a
+    // state that refuses characters (an anchored tail) take the other paths.
+    const names = 'Red|Blue|Yellow|Gold|FireRed|LeafGreen|Black 2|White 2|X|Let\'s Go Eevee|Pokémon|日本|say "hi"|back\\\\slash';
+    const schema = {
+      type: 'object',
+      properties: {
+        game: { type: 'string', pattern: names },
+        // Anchored at the start: before 'x' and a digit, characters are refused (not a block).
+        tail: { type: 'string', pattern: '^x[0-9]' },
+        entries: { type: 'object', patternProperties: { [names]: { type: 'integer' } }, additionalProperties: false },
+      },
+      additionalProperties: false,
+    };
+    const c = compiled({ jsonSchema: schema });
+    const rules = new SafeRunRules(c.automaton.g);
+    const takers = Array.from({ length: c.automaton.g.ruleAltIndex.length - 1 }, (_, r) => r).filter((r) => rules.takesEverySafeRun(r));
+    assert.ok(takers.length >= 20, `${takers.length} rules take every safe run: the patterns are written as automata`);
+    const prefixes = ['{"game":"', '{"game":"Re', '{"game":"Red', '{"game":"xLet\'s G', '{"game":"Pok\u00e9', '{"game":"\u65e5', '{"game":"say \\"h', '{"game":"back\\\\',
+      '{"tail":"', '{"tail":"x', '{"tail":"x7', '{"entries":{"', '{"entries":{"Gol', '{"entries":{"GoldX":1,"', '{"entries":{"Black 2":1,"W'];
+    prefixes.forEach((p, k) => compareAlongWalk(c, 700 + k, 14, p));
+    // A state holding only some of a rule's reading alternatives is not inside the rule.
+    const a = c.automaton;
+    const m = c.newMatcher();
+    for (const id of worldTokenizer().encode('{"game":"')) m.accept(id);
+    const stacks = Array.from(a.stacksOf(stateOf(m)));
+    const top = (n: number) => a.nodeTop(n), rest = (n: number) => a.nodeRest(n);
+    assert.ok(rules.holdsWholeRule(stacks, top, rest));
+    assert.ok(!rules.holdsWholeRule(stacks.slice(1), top, rest));
+  });
+
+  it('says every safe run is accepted exactly when no state that safe characters reach refuses one', () => {
+    // Table automata: state s on byte b goes to t[s][b] (-1 refused). Safe characters are
+    // ASCII 0x20.. and multi-byte; every non-ASCII byte here goes back to where it came from.
+    const table = (n: number, edge: (s: number, b: number) => number) => ({ next: (s: number, b: number) => (s < n ? edge(s, b) : -1) });
+    // A cycle of three states, each taking every character: accepted.
+    const cycle = table(3, (s, b) => (b >= 0x80 ? s : (s + (b === 0x41 ? 1 : 0)) % 3));
+    assert.ok(new SafeRunCheck(cycle).takesEverySafeRun(0));
+    // A chain of 40 states taking every character, the last refusing 'z': refused from every one of them.
+    const chain = table(41, (s, b) => (s === 40 && b === 0x7a ? -1 : b >= 0x80 ? s : Math.min(40, s + 1)));
+    const check = new SafeRunCheck(chain);
+    assert.ok(!check.takesEverySafeRun(0));
+    assert.ok(!check.takesEverySafeRun(20) && !check.takesEverySafeRun(40));
+    // A continuation byte refused inside a character is a refused run.
+    const noCont = table(1, (_s, b) => (b === 0xbf ? -1 : 0));
+    assert.ok(!new SafeRunCheck(noCont).takesEverySafeRun(0));
+    // Past the bound the check gives up, though this chain ends in a loop (the state is walked
+    // node by node: exact either way).
+    const n = MAX_SAFE_RUN_STATES + 10;
+    const long = table(n, (s, b) => (b >= 0x80 ? s : b === 0x41 ? Math.min(n - 1, s + 1) : s));
+    const longCheck = new SafeRunCheck(long);
+    assert.ok(!longCheck.takesEverySafeRun(0));
+    assert.ok(longCheck.explored <= MAX_SAFE_RUN_STATES + 1, `${longCheck.explored} states explored`);
+  });
+
   it('where a counted string and other parses share a state (maxLength without a type under anyOf)', () => {
     const owner = (key: string) => ({ properties: { [key]: { maxLength: 5 } }, required: [key], additionalProperties: true });
     const schema = { type: 'object', properties: { owner: { anyOf: [owner('name'), owner('login')], type: 'object' } } };
@@ -226,8 +284,10 @@ describe('token masks equal the reference masks', function () {
 
   it('a pattern written as its automaton accepts exactly the strings the regex matches', () => {
     const tok = worldTokenizer();
-    const patterns = ['.+', '.*:.*', '^file:.+\\.km[lz]$', '[0-9]{3}', 'é|^x', 'a\\d?b$'];
-    const texts = ['', 'a', 'my-log', ':', 'x:y', 'file:a.kml', 'file:.kml', 'file:a.kmx', 'a123', '12', 'é', 'xé', 'yx', 'ab', 'a1b', 'a12b', 'zab', 'abz', '"\\:', '日本:', 'file:日.kmz'];
+    const patterns = ['.+', '.*:.*', '^file:.+\\.km[lz]$', '[0-9]{3}', 'é|^x', 'a\\d?b$', '^x.*y$'];
+    const texts = ['', 'a', 'my-log', ':', 'x:y', 'file:a.kml', 'file:.kml', 'file:a.kmx', 'a123', '12', 'é', 'xé', 'yx', 'ab', 'a1b', 'a12b', 'zab', 'abz', '"\\:', '日本:', 'file:日.kmz',
+      // '.' matches neither line nor paragraph separator (left out of the safe characters for it).
+      'xy', 'xaby', 'x\u2028y', 'x\u2029y', 'file:\u2028.kml'];
     for (const pattern of patterns) {
       const c = compiled({ jsonSchema: { type: 'string', pattern } });
       const re = new RegExp(pattern, 'u');

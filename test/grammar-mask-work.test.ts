@@ -327,6 +327,56 @@ describe('token mask work is bounded by counts', function () {
     for (const n of perElement.slice(1)) assert.ok(n <= 2_000, `${n} trie nodes walked at a later element's key value (${perElement.join(', ')})`);
   });
 
+  it('the first key of an object whose keys contain one of many names takes the safe tokens as a block', () => {
+    // MaskBench's Github_hard o48423: a key is any text containing one of 30 game names. As an
+    // expression (its automaton's 200 states before a match do not loop) the first key walked
+    // 32,000 trie nodes and built 487 states (50-80 ms); as its automaton, whose every state
+    // before the match takes every safe character, only the tokens outside the safe slice are walked.
+    const games = 'Red|Blue|Yellow|Gold|Silver|Crystal|Ruby|Sapphire|Emerald|FireRed|LeafGreen|Diamond|Pearl|Platinum|HeartGold|SoulSilver|Black|White|Black 2|White 2|X|Y|Omega Ruby|Alpha Sapphire|Sun|Moon|Ultra Sun|Ultra Moon|Let\'s Go Pikachu|Let\'s Go Eevee';
+    const entry = { type: 'object', properties: { en: { type: 'string' }, de: { type: 'string' } }, additionalProperties: false };
+    const schema = { type: 'object', properties: { pokedex_entries: { type: 'object', patternProperties: { [games]: entry }, additionalProperties: false } } };
+    const tok = worldTokenizer();
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const masks = (c as unknown as { masks: TokenMasks }).masks;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    for (const id of tok.encode('{"pokedex_entries":{"')) m.accept(id);
+    const states = c.automaton.stateCount, nodes = masks.walkedNodes;
+    m.fillMask(mask);
+    const built = c.automaton.stateCount - states, walked = masks.walkedNodes - nodes;
+    assert.ok(walked <= 3_000 && built <= 150, `${walked} trie nodes walked and ${built} states built at the first key`);
+    // And the next keys (a name and one letter in) cost as little.
+    for (const text of ['Red', 'Black 2":{"en":"x"},"U']) {
+      for (const id of tok.encode(text)) m.accept(id);
+      const s0 = c.automaton.stateCount, n0 = masks.walkedNodes;
+      m.fillMask(mask);
+      assert.ok(masks.walkedNodes - n0 <= 3_000 && c.automaton.stateCount - s0 <= 150, `${masks.walkedNodes - n0} nodes, ${c.automaton.stateCount - s0} states after ${text}`);
+    }
+  });
+
+  it('inside an anchored pattern past its literal start, `.+` and a suffix take the safe tokens as a block', () => {
+    // Github_medium o90224's `^file:.+\\.km[lz]$`: as an expression, after `file:` a parse per
+    // place of the suffix, none looping: two walks of the whole safe trie (234,220 nodes,
+    // 58-81 ms). As its automaton every state there takes every safe run.
+    const schema = { type: 'object', properties: { path: { type: 'string', pattern: '^file:.+\\.km[lz]$' } } };
+    const tok = worldTokenizer();
+    const c = compileConstraint({ jsonSchema: schema }, tok) as CompiledGrammarConstraint;
+    const masks = (c as unknown as { masks: TokenMasks }).masks;
+    const m = c.newMatcher();
+    const mask = new Uint32Array((tok.vocabSize + 31) >>> 5);
+    const perMask: number[] = [];
+    let text = '';
+    for (const id of tok.encode('{"path":"file:example.kml"}')) {
+      const n0 = masks.walkedNodes;
+      m.fillMask(mask);
+      if (text.includes('file:')) perMask.push(masks.walkedNodes - n0);
+      m.accept(id);
+      text += tok.decode([id]);
+    }
+    assert.ok(perMask.length >= 3);
+    for (const n of perMask) assert.ok(n <= 3_000, `${n} trie nodes walked for one mask after file: (${perMask.join(', ')})`);
+  });
+
   it('the recognizer grows without copying what it built: a step adds at most a page of transition rows', () => {
     // The rows were one buffer doubled by copying: the step that built the 8,192nd, 16,384th,
     // 32,768th or 65,536th state copied 8-64 MiB (20-80 ms inside one mask in detekt's schema).

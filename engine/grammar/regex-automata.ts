@@ -16,7 +16,8 @@ import { chars, EMPTY, Expr, GrammarRule, ref, rep, seq, altOf } from './grammar
 import { lowerGrammar } from './lower-grammar';
 import { ANY_CHAR } from './regex-to-expr';
 import { DEAD, StackAutomaton } from './stack-automaton';
-import { loopsOverSafeChars, safeCharSuccessors } from './string-slice';
+import { SafeRunCheck } from './safe-runs';
+import { holdsEverySafeChar, loopsOverSafeChars, safeCharSuccessors } from './string-slice';
 
 /** What the derived terminals of one grammar have used so far, against their limits. */
 export interface Budget {
@@ -58,20 +59,22 @@ export function regexComplement(regex: Expr, name: string, place: string, budget
  * A regular expression as the rules of its deterministic automaton, or null when that automaton
  * has more than `limits.states` states (each one explored is taken from `limits.budget.states`,
  * what one schema's patterns may explore together), or more than `limits.walked` states reached by safe
- * characters that do not loop on every safe character (the caller keeps the expression as it
- * is). The language is the same; what changes is the recognizer's work. An unanchored JSON
+ * characters from which some run of safe characters is refused (the caller keeps the expression
+ * as it is). The language is the same; what changes is the recognizer's work. An unanchored JSON
  * Schema `pattern` (`.+` is `.*.+.*`) is one parse per way to split the text so far (24 at a
  * string's first character, 49 after two), each a vocabulary walk per mask; as an automaton it is
- * one state, which takes the string-safe tokens as a block where it loops. But a state that does
- * not loop is a walk of the whole vocabulary of its own (nothing shared with other states), so an
- * automaton that counts (`[0-9]{4}` anywhere: a state per digit seen) costs more than the parses
- * it replaces (measured on MaskBench's unanchored patterns).
+ * one state, which takes the string-safe tokens as a block where it loops. Where no safe run is
+ * refused (any state of an unanchored start: "contains one of these names", `[0-9]{4}` anywhere)
+ * the block is taken too (safe-run-rules.ts). But a state that refuses some is a walk of the whole
+ * vocabulary of its own (nothing shared with other states), so an anchored start that counts
+ * (`^[0-9]{4}`: a state per digit) costs more than the parses it replaces (measured on
+ * MaskBench's unanchored patterns, when only looping states took the block).
  */
 export function deterministicRegex(
   regex: Expr,
   name: string,
   place: string,
-  limits: { states: number; walked: number; budget: { states: number } },
+  limits: { states: number; walked: number; budget: { states: number }; needsTaker?: boolean },
 ): DerivedTerminal | null {
   let a: StackAutomaton;
   try {
@@ -86,7 +89,7 @@ export function deterministicRegex(
   // anywhere is in two states that both accept anything. Merged, the one that accepts anything
   // loops on every character.
   const dfa = minimized(explored);
-  if (!fewWalkedStates(dfa, limits.walked)) return null;
+  if (!fewWalkedStates(dfa, limits.walked, limits.needsTaker ?? false)) return null;
   const rule = (k: number) => `${name}#${k}`;
   const rules: GrammarRule[] = [];
   for (let k = 0; k < dfa.accepting.length; k++) {
@@ -177,16 +180,48 @@ function minimized(d: DfaTable): DfaTable {
   return { trans, accepting };
 }
 
-/** At most `most` states reached from the start by safe characters fail to loop on every safe character. */
-function fewWalkedStates(d: DfaTable, most: number): boolean {
+/**
+ * The expression repeats, without bound, a character class holding every safe character (`.*`,
+ * `.+`, `[\s\S]*`): only then can an anchored pattern's automaton have a state that takes every
+ * safe run without looping, so only then is it worth exploring (exploring `^[a-z0-9-]{1,255}$`
+ * took 600-800 ms of compile time for nothing).
+ */
+export function repeatsAnySafeChar(expr: Expr): boolean {
+  const todo: Expr[] = [expr];
+  while (todo.length) {
+    const e = todo.pop()!;
+    if (e.t === 'rep') {
+      if (e.max === Infinity && e.item.t === 'chars' && holdsEverySafeChar(e.item.set)) return true;
+      todo.push(e.item);
+    } else if (e.t === 'seq' || e.t === 'alt') todo.push(...e.items);
+  }
+  return false;
+}
+
+/** Safe ASCII characters a state may take and still be cheap to walk: the trie is cut at the first byte. */
+const NARROW_STATE_CHARS = 8;
+
+/**
+ * At most `most` states reached from the start by safe characters refuse some run of safe
+ * characters while taking more than a few of them (a state that takes a letter or two, as in a
+ * literal prefix, prunes the walk at its first byte); and, with `needsTaker`, some state takes
+ * every safe run without looping (where the expression's parses walk the whole vocabulary and
+ * the automaton takes a block: `^file:.+\.km[lz]$` after `file:`).
+ */
+function fewWalkedStates(d: DfaTable, most: number, needsTaker: boolean): boolean {
   const a = { next: (s: number, b: number) => d.trans[s * 256 + b] };
+  const runs = new SafeRunCheck(a);
   const seen = new Set<number>([0]);
   const todo = [0];
   let walked = 0;
+  let taker = false;
   while (todo.length) {
     const s = todo.pop()!;
-    if (loopsOverSafeChars(a, s)) continue;
-    if (++walked > most) return false;
+    if (runs.takesEverySafeRun(s)) {
+      taker ||= !loopsOverSafeChars(a, s);
+      continue;
+    }
+    if (asciiTaken(a, s) > NARROW_STATE_CHARS && ++walked > most) return false;
     const next = safeCharSuccessors(a, s);
     if (!next) return false;
     for (const t of next)
@@ -195,7 +230,14 @@ function fewWalkedStates(d: DfaTable, most: number): boolean {
         todo.push(t);
       }
   }
-  return true;
+  return taker || !needsTaker;
+}
+
+/** How many safe ASCII characters the state takes. */
+function asciiTaken(a: { next(s: number, b: number): number }, s: number): number {
+  let n = 0;
+  for (let b = 0x20; b < 0x80; b++) if (b !== 0x22 && b !== 0x5c && a.next(s, b) >= 0) n++;
+  return n;
 }
 
 /** #substrs"S": every substring of S (empty included), as S's suffix automaton. */

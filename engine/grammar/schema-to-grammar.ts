@@ -20,7 +20,7 @@ import {
   NUMBER,
 } from './json-text';
 import { multiplesExpr } from './multiple-of';
-import { deterministicRegex } from './regex-automata';
+import { deterministicRegex, repeatsAnySafeChar } from './regex-automata';
 import { regexBranches } from './regex-to-expr';
 import { mergeSchemas, Schema, SchemaObject, typeList } from './schema-merge';
 import { ajvCopy, Draft, draftOf, normalizeDocument, VALIDATION_KEYWORDS } from './schema-drafts';
@@ -94,9 +94,9 @@ const MAX_INLINED_REFS = 20_000;
 
 /**
  * When an unanchored pattern is written as its deterministic automaton (patternBody): at most
- * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, that
- * do not loop on every safe character (each is a walk of the whole vocabulary). `.+` and `.*:.*`
- * have one; `[0-9]{4}` anywhere has four, and stays an expression. A schema's patterns explore
+ * 1,000 states (each is a grammar rule), and at most 2 states, reached by safe characters, from
+ * which some run of safe characters is refused (each is a walk of the whole vocabulary). `.+`,
+ * `.*:.*` and "contains one of these names" have none; `^[0-9]{4}` has four, and stays an expression. A schema's patterns explore
  * at most 4,000 states together (~40 ms of compile time per 500 states): past that the rest stay
  * expressions, so many patterns cannot make a schema that compiled before time out.
  */
@@ -605,8 +605,12 @@ class SchemaConverter {
     const body = (byRef: boolean) =>
       altOf(branches.map((b) => seq(b.anchoredStart ? EMPTY : anyText(byRef), jsonEncodeChars(b.expr), b.anchoredEnd ? EMPTY : anyText(byRef))));
     let out: Expr | null = null;
-    if (branches.some((b) => !b.anchoredStart || !b.anchoredEnd)) {
-      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, { ...PATTERN_AUTOMATON, budget: this.patternBudget });
+    // An anchored pattern is an automaton only where some state takes every safe run without
+    // looping (`.+` then a suffix: every place of it is a parse per suffix position, each
+    // walking the vocabulary); elsewhere its expression's parses do as well.
+    const anchored = branches.every((b) => b.anchoredStart && b.anchoredEnd);
+    if (!anchored || branches.some((b) => repeatsAnySafeChar(b.expr))) {
+      const dfa = deterministicRegex(body(false), `pattern${this.patterns.size}`, place, { ...PATTERN_AUTOMATON, budget: this.patternBudget, needsTaker: anchored });
       if (dfa) {
         for (const r of dfa.rules) this.rules.set(r.name, r);
         out = dfa.expr;

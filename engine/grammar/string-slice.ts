@@ -7,16 +7,26 @@
 // string position costs. Whether a state loops is checked on the automaton itself, so this holds
 // for any grammar (a state that does not loop is walked as before) and masks stay exact.
 
-import { MAX_CODE_POINT, normalizeSet } from './code-point-set';
+import { CodePointSet, MAX_CODE_POINT, normalizeSet, subtractSet } from './code-point-set';
 import { TokenTrie } from './token-trie';
 import { ByteRangeSeq, utf8Sequences } from './utf8-sequences';
 
-/** Characters a JSON string holds raw: all but '"', '\' and the control characters. */
-const SAFE_CHARS = normalizeSet([0x20, 0x21, 0x23, 0x5b, 0x5d, MAX_CODE_POINT]);
+/**
+ * Characters a JSON string holds raw: all but '"', '\' and the control characters; and but the
+ * line and paragraph separators U+2028 and U+2029, which a pattern's `.` does not match (no
+ * World token holds one): without them, `.*` in a pattern loops on every safe character and
+ * takes the safe tokens as a block, as a plain string does.
+ */
+const SAFE_CHARS = normalizeSet([0x20, 0x21, 0x23, 0x5b, 0x5d, 0x2027, 0x202a, MAX_CODE_POINT]);
 
 /** The safe characters as UTF-8 byte-range sequences (ASCII first: most states fail there). */
 const SAFE_SEQUENCES: ByteRangeSeq[] = [];
 for (let i = 0; i < SAFE_CHARS.length; i += 2) utf8Sequences(SAFE_CHARS[i], SAFE_CHARS[i + 1], SAFE_SEQUENCES);
+
+/** The set holds every safe character. */
+export function holdsEverySafeChar(set: CodePointSet): boolean {
+  return subtractSet(SAFE_CHARS, set).length === 0;
+}
 
 /** 1 at every byte that may start a safe character. */
 export const SAFE_FIRST_BYTES = new Uint8Array(256);

@@ -14,7 +14,8 @@
 // cached per real state, so steady-state steps are a copy. Every cache is bounded in bytes.
 //
 // Walks go over two tries (string-slice.ts): the tokens of whole string-safe characters, where
-// a state that loops on every such character takes the whole subtree below it at once, and the
+// a state that loops on every such character (or is inside a pattern's automaton that accepts
+// every run of them: safe-run-rules.ts) takes the whole subtree below it at once, and the
 // thousand other tokens, walked node by node.
 //
 // Counted strings (maxLength, minLength) never loop: there a state whose safe characters lead
@@ -26,6 +27,7 @@
 import { DEAD, StackAutomaton } from './stack-automaton';
 import { collapsedPositions } from './counted-repetition';
 import { SafeCharChains } from './safe-char-chains';
+import { SafeRunRules } from './safe-run-rules';
 import { loopsOverSafeChars, StringSlice } from './string-slice';
 import { TokenTrie } from './token-trie';
 import { WalkStore } from './walk-store';
@@ -100,10 +102,10 @@ function walkResult(tokens: number[], crossings: number[]): number[] {
   return tokens;
 }
 
-/** Per automaton state: whether it loops on every string-safe character (LOOP_UNKNOWN until checked). */
-const LOOP_UNKNOWN = 0;
-const LOOPS = 1;
-const NO_LOOP = 2;
+/** Per automaton state: whether every run of safe characters is accepted from it (see takesSafeRuns). */
+const UNKNOWN = 0;
+const TAKES_ALL = 1;
+const NOT_ALL = 2;
 
 export class TokenMasks {
   private finals = new Map<number, StateMask>();
@@ -120,7 +122,10 @@ export class TokenMasks {
   private slice: StringSlice;
   /** The safe-token trie and the rest, indexed by SAFE and REST. */
   private tries: [TokenTrie, TokenTrie];
-  private loopFlags = new Uint8Array(1024);
+  /** Per state: whether every run of whole safe characters is accepted from it (UNKNOWN until checked). */
+  private safeRunFlags = new Uint8Array(1024);
+  /** The grammar's rules that are automata accepting every safe run (safe-run-rules.ts). */
+  private safeRunRules: SafeRunRules;
   /** Per state: the state whose mask it has (counted-repetition.ts), -1 until known. */
   private canonicalOf: Int32Array = new Int32Array(1024).fill(-1);
   /** Frame positions mapped for masks; null when the grammar has no long counted repetition. */
@@ -145,25 +150,38 @@ export class TokenMasks {
     this.scratch = new Uint32Array(this.words);
     this.sharedScratch = new Uint32Array(this.words);
     this.slice = StringSlice.of(trie);
+    this.safeRunRules = new SafeRunRules(automaton.g);
     this.tries = [this.slice.safe, this.slice.rest];
     this.collapsed = collapsedPositions(automaton.g, Math.max(2, trie.maxDepth));
     this.chains = new SafeCharChains(automaton, this.slice.maxChars, (s) => this.canonical(s));
   }
 
-  /** The state loops on every string-safe character (checked once per state). */
-  private loops(state: number): boolean {
-    let f = state < this.loopFlags.length ? this.loopFlags[state] : LOOP_UNKNOWN;
-    if (f === LOOP_UNKNOWN) {
-      f = loopsOverSafeChars(this.automaton, state) ? LOOPS : NO_LOOP;
+  /**
+   * Every run of whole safe characters is accepted from the state, so every safe token below it
+   * is allowed: it loops on each (inside a string), or it is inside a rule automaton that takes
+   * every safe run (safe-run-rules.ts). Checked once per state.
+   */
+  private takesSafeRuns(state: number): boolean {
+    let f = state < this.safeRunFlags.length ? this.safeRunFlags[state] : UNKNOWN;
+    if (f === UNKNOWN) {
+      const a = this.automaton;
+      const takes = loopsOverSafeChars(a, state) || this.insideSafeRunRule(state);
+      f = takes ? TAKES_ALL : NOT_ALL;
       // The check may have added states: grow to cover them all.
-      if (state >= this.loopFlags.length) {
-        const grown = new Uint8Array(Math.max(2 * this.loopFlags.length, this.automaton.stateCount + 1024));
-        grown.set(this.loopFlags);
-        this.loopFlags = grown;
+      if (state >= this.safeRunFlags.length) {
+        const grown = new Uint8Array(Math.max(2 * this.safeRunFlags.length, this.automaton.stateCount + 1024));
+        grown.set(this.safeRunFlags);
+        this.safeRunFlags = grown;
       }
-      this.loopFlags[state] = f;
+      this.safeRunFlags[state] = f;
     }
-    return f === LOOPS;
+    return f === TAKES_ALL;
+  }
+
+  /** The state holds a whole rule automaton that takes every safe run (safe-run-rules.ts). */
+  private insideSafeRunRule(state: number): boolean {
+    const a = this.automaton;
+    return this.safeRunRules.holdsWholeRule(a.stacksOf(state), (n) => a.nodeTop(n), (n) => a.nodeRest(n));
   }
 
   get(state: number): StateMask {
@@ -214,12 +232,18 @@ export class TokenMasks {
     }
     // Built in a scratch bitset; kept as a list when narrow, so most cached masks are small.
     const mask = this.scratch.fill(0);
+    // Inside a rule automaton that takes every safe run (a pattern before its match) the stacks
+    // together allow every safe token, though each alone takes few (a stack per next letter):
+    // only the rest is walked per stack. (Whether the state loops is left to its stacks' cuts:
+    // checked on the state itself, it built states with whole stacks under them, 1% more.)
+    const restOnly = this.insideSafeRunRule(state);
+    if (restOnly) mask.set(this.slice.safeMask);
     for (const node of a.stacksOf(state)) {
       if (node === 0) continue;
-      let sh = this.sharedWalk(a.topState(node, 1), FEW_CROSSINGS);
+      let sh = this.sharedWalk(a.topState(node, 1), FEW_CROSSINGS, restOnly);
       let level = 0;
       if (sh === MANY_CROSSINGS) {
-        sh = this.sharedWalk(a.topState(node, TOP_FRAMES), Infinity);
+        sh = this.sharedWalk(a.topState(node, TOP_FRAMES), Infinity, restOnly);
         level = 1;
       }
       const m = sh.mask;
@@ -313,27 +337,32 @@ export class TokenMasks {
     if (again) this.resolveCrossings(node, again, level + 1, mask);
   }
 
-  /** The shared walk of a cut state (see compute), cached; MANY_CROSSINGS when it has more than `most` (a cut is always walked with the same `most`). */
-  private sharedWalk(cut: number, most: number): SharedMask {
-    let sh = lruGet(this.shared, cut);
+  /**
+   * The shared walk of a cut state (see compute), cached; MANY_CROSSINGS when it has more than
+   * `most` (a cut is always walked with the same `most`). With `restOnly`, of the tokens outside
+   * the safe slice alone.
+   */
+  private sharedWalk(cut: number, most: number, restOnly: boolean): SharedMask {
+    const key = cut * 2 + (restOnly ? 1 : 0);
+    let sh = lruGet(this.shared, key);
     if (!sh) {
-      sh = this.walkShared(cut, most);
-      lruSet(this.shared, cut, sh);
+      sh = this.walkShared(cut, most, restOnly);
+      lruSet(this.shared, key, sh);
     }
     return sh;
   }
 
-  private walkShared(state: number, most: number): SharedMask {
+  private walkShared(state: number, most: number, restOnly: boolean): SharedMask {
     const literal = this.automaton.literalRun(state);
-    if (literal) return this.walkLiteral(literal.bytes, literal.after);
+    if (literal) return this.walkLiteral(literal.bytes, literal.after, restOnly);
     // Built in a scratch bitset and copied only when wide: most shared walks are narrow, and an
     // 8 KiB buffer each was external memory that made the collector run full collections.
     const mask = this.sharedScratch.fill(0);
     const crossings: number[] = [];
     const a = this.automaton;
     // A state inside a string takes every safe token: only the rest is walked.
-    const allSafe = this.loops(state);
-    if (allSafe) mask.set(this.slice.safeMask);
+    const allSafe = restOnly || this.takesSafeRuns(state);
+    if (allSafe && !restOnly) mask.set(this.slice.safeMask);
     const { boundary } = this.slice;
     const loopFirst = this.loopFirst.fill(0);
     let anyLoopFirst = false;
@@ -342,7 +371,7 @@ export class TokenMasks {
       for (let i = 0; i < nodeCount; i = skip[i]) {
         const t = a.next(state, byte[i]);
         if (t === DEAD) continue;
-        if (which === SAFE && boundary[i] && this.loops(t)) {
+        if (which === SAFE && boundary[i] && this.takesSafeRuns(t)) {
           // The whole subtree is allowed; such first bytes are added together as one block below.
           loopFirst[byte[i] >>> 5] |= 1 << (byte[i] & 31);
           anyLoopFirst = true;
@@ -377,14 +406,14 @@ export class TokenMasks {
    * tries are followed along the bytes without an automaton state per byte; tokens that stop
    * inside them are allowed, and those that go past are walked from `after`, the state after them.
    */
-  private walkLiteral(bytes: Uint8Array, after: number): SharedMask {
+  private walkLiteral(bytes: Uint8Array, after: number, restOnly: boolean): SharedMask {
     const tokens: number[] = [];
     const crossings: number[] = [];
     const take = (trie: TokenTrie, n: number) => {
       if (trie.token[n] >= 0) tokens.push(trie.token[n]);
       if (trie.hasDuplicates[n]) tokens.push(...trie.duplicates.get(n)!);
     };
-    for (let which = SAFE; which <= REST; which++) {
+    for (let which = restOnly ? REST : SAFE; which <= REST; which++) {
       const trie = this.tries[which];
       const { byte, skip } = trie;
       // Siblings [from, to): first the trie's first bytes, then a node's children.
@@ -400,8 +429,8 @@ export class TokenMasks {
           continue;
         }
         if (after === DEAD) break;
-        if (which === SAFE && this.slice.boundary[n] && this.loops(after)) {
-          // As walk(): every token below is whole safe characters, which the loop takes.
+        if (which === SAFE && this.slice.boundary[n] && this.takesSafeRuns(after)) {
+          // As walk(): every token below is whole safe characters, which `after` takes.
           const { tokensInOrder, firstToken } = this.slice;
           for (let k = firstToken[n]; k < firstToken[skip[n]]; k++) tokens.push(tokensInOrder[k]);
           break;
@@ -421,7 +450,7 @@ export class TokenMasks {
 
   /** The tokens (and crossings) of the subtree of first-byte node `root` of a trie, reached in state `t`. */
   private collectSubtree(which: number, t: number, root: number): number[] {
-    // (A safe subtree whose state loops never comes here: walkShared takes it as a block.)
+    // (A safe subtree whose state takes every safe run never comes here: walkShared takes it as a block.)
     const { token, skip, duplicates } = this.tries[which];
     const tokens: number[] = [];
     const crossings: number[] = [];
@@ -460,7 +489,7 @@ export class TokenMasks {
         i = skip[i];
         continue;
       }
-      if (safe && boundary[i] && this.loops(t)) {
+      if (safe && boundary[i] && this.takesSafeRuns(t)) {
         // Every token below is whole safe characters, which lead back to t: all are allowed.
         const end = firstToken[skip[i]];
         for (let k = firstToken[i]; k < end; k++) {
