@@ -6,6 +6,10 @@ import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { readBuffer } from './grouped-product';
 import { DEFAULT_STAGED, DEFAULT_TILED, matmulShader, type MatmulConfig, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { shaderSource } from '../engine/gpu/shader-source';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { describeModel } from '../engine/model-spec';
+import { uploadRwkv7 } from '../engine/rwkv7/weights';
+import { matrixGroupsOf } from '../engine/rwkv7/tiled-inputs';
 
 describe('weights as 16×16 blocks', () => {
   let gpu: GpuContext;
@@ -14,7 +18,8 @@ describe('weights as 16×16 blocks', () => {
   });
 
   /** The group buffer's halves as uploadBlocks leaves them. */
-  async function halvesOf(buf: GPUBuffer, halves: number): Promise<Uint16Array> {
+  async function halvesOf(buf: GPUBuffer | null, halves: number): Promise<Uint16Array> {
+    if (!buf) throw new Error('the reorder returned no buffer');
     const words = await readBuffer(gpu.device, buf, Math.ceil(halves / 8) * 16);
     return new Uint16Array(words.buffer, 0, halves);
   }
@@ -40,6 +45,39 @@ describe('weights as 16×16 blocks', () => {
     const data = new Uint16Array(n * k).map((_, j) => (j * 40503 + 7) & 0xffff);
     const got = await halvesOf(await uploadBlocks(gpu.device, 'two-d', [{ data, n, k, wOff: 0 }], n * k, 3), n * k);
     for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) assert.equal(got[blockIndex(o, i, k)], data[o * k + i], `weight (${o}, ${i})`);
+  });
+
+  /** The real device, except that every out-of-memory error scope reports an error (the scopes still pop in order). */
+  function outOfMemoryDevice(): GPUDevice {
+    const real = gpu.device;
+    const scopes: GPUErrorFilter[] = [];
+    return new Proxy(real, {
+      get(target, prop) {
+        if (prop === 'pushErrorScope') return (filter: GPUErrorFilter) => (scopes.push(filter), target.pushErrorScope(filter));
+        if (prop === 'popErrorScope')
+          return async () => {
+            const filter = scopes.pop();
+            const e = await target.popErrorScope();
+            return filter === 'out-of-memory' ? (e ?? { message: 'test: out of memory' }) : e;
+          };
+        const v = Reflect.get(target, prop, target);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+  }
+
+  it('out of device memory while reordering, a group keeps its rows and the model still loads', async () => {
+    const data = new Uint16Array(32 * 64).fill(0x3c00);
+    assert.equal(await uploadBlocks(outOfMemoryDevice(), 'oom', [{ data, n: 32, k: 64, wOff: 0 }], 32 * 64), null);
+    const ck = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 128, dtype: 'f16', seed: 5 });
+    const info = describeModel(ck);
+    const layouts = async (device: GPUDevice) =>
+      matrixGroupsOf(await uploadRwkv7(device, ck, info, { precision: 'f16', quantLayers: 0 }, { blocks: true })).map((g) => g.layout ?? 'rows');
+    const normal = await layouts(gpu.device);
+    assert.ok(normal.includes('blocks'), normal.join());
+    const short = await layouts(outOfMemoryDevice());
+    assert.deepStrictEqual([...new Set(short)], ['rows']);
+    assert.equal(short.length, normal.length);
   });
 
   it('keeps a 16-row strip in place and each block of it contiguous', () => {

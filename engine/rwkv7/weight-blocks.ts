@@ -54,8 +54,10 @@ export interface BlockMatrix {
  * scratch buffer and reordered on the device (shaders/rows_to_blocks.wgsl), so loading costs no host time per
  * weight; the scratch is released once the reordering is submitted. Shapes and ranges are checked first. A matrix of
  * more than `maxWorkgroupsX` workgroups of runs (a 7B head: 65,536) dispatches in two dimensions.
+ * Null when the device runs out of memory: the reorder holds the group twice for a moment (its rows and its blocks),
+ * so a model that only just fits gets this group as rows instead (uploadRwkv7), which a load needs once.
  */
-export async function uploadBlocks(device: GPUDevice, label: string, mats: readonly BlockMatrix[], halves: number, maxWorkgroupsX = 65535): Promise<GPUBuffer> {
+export async function uploadBlocks(device: GPUDevice, label: string, mats: readonly BlockMatrix[], halves: number, maxWorkgroupsX = 65535): Promise<GPUBuffer | null> {
   for (const m of mats) {
     if (!blockable(m)) throw new RangeError(`${label}: a ${m.n}×${m.k} matrix is not whole 16×16 blocks`);
     if (m.data.length !== m.n * m.k) throw new RangeError(`${label}: ${m.data.length} halves are not a ${m.n}×${m.k} matrix`);
@@ -87,11 +89,12 @@ export async function uploadBlocks(device: GPUDevice, label: string, mats: reado
   // Destroying after the submit frees the memory once the reordering has run.
   rows.destroy();
   for (const u of uniforms) u.destroy();
-  const errors = [await device.popErrorScope(), await device.popErrorScope()].filter((e) => e !== null);
-  if (errors.length > 0) {
-    out.destroy();
-    throw new Error(`${label}: reordering the weights into blocks failed on the device: ${errors.map((e) => e!.message).join('; ')}`);
-  }
+  const outOfMemory = await device.popErrorScope();
+  const invalid = await device.popErrorScope();
+  if (outOfMemory || invalid) out.destroy();
+  // Out of memory, the calls after the failed allocation are invalid too: the caller falls back to rows.
+  if (outOfMemory) return null;
+  if (invalid) throw new Error(`${label}: reordering the weights into blocks failed on the device: ${invalid.message}`);
   return out;
 }
 

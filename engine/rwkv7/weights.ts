@@ -247,9 +247,12 @@ export async function uploadRwkv7(
     const padRows = format === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
     const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
     if (products && layout.blocks && format === 'f16' && mats.every(blockable)) {
-      bytes += mats.reduce((s, m) => s + m.data.byteLength, 0);
       const buffer = await uploadBlocks(device, label, mats.map((m, i) => ({ data: m.data as Uint16Array, n: m.n, k: m.k, wOff: segs[i].wOff })), total);
-      return { buffer, segs, format, layout: 'blocks' };
+      if (buffer) {
+        bytes += mats.reduce((s, m) => s + m.data.byteLength, 0);
+        return { buffer, segs, format, layout: 'blocks' };
+      }
+      // The device ran out of memory reordering this group (it is held twice meanwhile): it keeps its rows.
     }
     let data: Uint16Array | Float32Array;
     if (mats.length === 1 && padRows === 0) data = mats[0].data;
