@@ -26,8 +26,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   var acc: array<vec4<f32>, TQ>;
   if (o0 < s.n) {
     let kblocks = s.k / 16u;
-    // This lane's 8 weights in block 0 of its strip (units of 8 weights): row o0 + r, half h.
-    let base = s.w_off + (o0 / 16u) * 2u * s.k + ((o0 % 16u) + r) * 2u + h;
+    // This lane's 8 weights in block 0 of its strip (wlayout_blocks.wgsl, units of 8 weights): row o0 + r, half h.
+    // Block kb is 32 units (256 weights) further on.
+    let base = w8_at(s, o0 + r, h * 8u);
     // Two loads a trip (blocks kb and kb + 16) keep more memory requests in flight per lane.
     for (var kb = warp * 2u + sub; kb < kblocks; kb += 32u) {
       let two = kb + 16u < kblocks;

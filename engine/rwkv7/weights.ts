@@ -246,10 +246,12 @@ export async function uploadRwkv7(
     const last = mats[mats.length - 1];
     const padRows = format === 'f16' ? Math.ceil(last.n / SEGMENT_ALIGN) * SEGMENT_ALIGN - last.n : 0;
     const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
+    // The model's bytes, not the padding, whichever layout stores them.
+    const modelBytes = mats.reduce((s, m) => s + m.data.byteLength, 0);
     if (products && layout.blocks && format === 'f16' && mats.every(blockable)) {
       const buffer = await uploadBlocks(device, label, mats.map((m, i) => ({ data: m.data as Uint16Array, n: m.n, k: m.k, wOff: segs[i].wOff })), total);
       if (buffer) {
-        bytes += mats.reduce((s, m) => s + m.data.byteLength, 0);
+        bytes += modelBytes;
         return { buffer, segs, format, layout: 'blocks' };
       }
       // The device ran out of memory reordering this group (it is held twice meanwhile): it keeps its rows.
@@ -264,7 +266,7 @@ export async function uploadRwkv7(
         off += m.data.length;
       }
     }
-    bytes += data.byteLength - padRows * last.k * data.BYTES_PER_ELEMENT; // the model's bytes, not the padding
+    bytes += modelBytes;
     return { buffer: uploadBuffer(device, label, data, STORAGE), segs, format };
   };
 
