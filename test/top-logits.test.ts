@@ -39,6 +39,60 @@ function seeded(seed: number) {
   return () => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 2 ** 32);
 }
 
+describe("output 'top': the CPU's reading of a result (TopLogitsReducer.parse)", () => {
+  /** A result as the kernel writes it: count, max, sum, finite, then (row, value bits) pairs in any order. */
+  function result(entries: [number, number][]): Uint32Array {
+    const r = 4 + 2 * TOP_CAPACITY;
+    const words = new Uint32Array(2 * r);
+    words[r] = entries.length; // the second of two results, so the base offset is exercised
+    new Float32Array(words.buffer)[r + 1] = 1;
+    new Float32Array(words.buffer)[r + 2] = 2;
+    words[r + 3] = entries.length;
+    entries.forEach(([row, bits], j) => words.set([row, bits], r + 4 + 2 * j));
+    return words;
+  }
+  const f32bits = (v: number) => new Uint32Array(Float32Array.of(v).buffer)[0];
+  /** Order-preserving u32 of a float's bits (as the kernel and parse compare them). */
+  const ordered = (bits: number) => (bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0);
+
+  it('orders entries by value, largest first, ties by row: exact where values agree in all bits or only the top 24', () => {
+    const rnd = seeded(11);
+    for (let trial = 0; trial < 200; trial++) {
+      const count = trial === 0 ? TOP_CAPACITY : 1 + Math.floor(rnd() * TOP_CAPACITY);
+      const base = 1 + rnd() * 4;
+      const entries: [number, number][] = [];
+      const rows = new Set<number>();
+      while (entries.length < count) {
+        const row = Math.floor(rnd() * 65536);
+        if (rows.has(row)) continue;
+        rows.add(row);
+        const pick = rnd();
+        // Exact ties, values one ulp apart (same top 24 bits), ±0, -inf and NaN bits, and plain values.
+        const bits =
+          pick < 0.2 ? f32bits(base) :
+          pick < 0.4 ? (f32bits(base) + Math.floor(rnd() * 200)) >>> 0 :
+          pick < 0.45 ? f32bits(rnd() < 0.5 ? 0 : -0) :
+          pick < 0.5 ? (rnd() < 0.5 ? f32bits(-Infinity) : 0x7fc00000 + Math.floor(rnd() * 1000)) :
+          f32bits((rnd() - 0.5) * 20);
+        entries.push([row, bits]);
+      }
+      const words = result(entries);
+      const got = TopLogitsReducer.parse(words, 4 + 2 * TOP_CAPACITY, 1);
+      const want = [...entries].sort((a, b) => ordered(b[1]) - ordered(a[1]) || a[0] - b[0]);
+      assert.deepStrictEqual(Array.from(got.rows), want.map((e) => e[0]), `trial ${trial}`);
+      assert.deepStrictEqual(Array.from(new Uint32Array(got.logits.buffer)), want.map((e) => e[1]), `trial ${trial}: the values' bits`);
+      assert.strictEqual(got.max, 1);
+      assert.strictEqual(got.logZ, Math.log(2));
+    }
+  });
+
+  it('refuses a result longer than its capacity', () => {
+    const words = new Uint32Array(4 + 2 * TOP_CAPACITY);
+    words[0] = TOP_CAPACITY + 1;
+    assert.throws(() => TopLogitsReducer.parse(words, 4 + 2 * TOP_CAPACITY, 0), /257 entries exceeds the 256/);
+  });
+});
+
 describe("output 'top': logits reduced on the GPU", function () {
   this.timeout(300000);
   let gpu: GpuContext;

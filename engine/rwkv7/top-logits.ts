@@ -8,8 +8,10 @@ import type { LogitAdjust, TopLogits } from '../types';
 /** Entries a 'top' result holds: enough for ai00's default top_k (128) and any top_k up to it. */
 export const TOP_CAPACITY = 256;
 
-/** Rows are below this (2^20), so (value order, row) packs exactly into one f64 below 2^52. */
-const ROW_SPAN = 1 << 20;
+/** Scratch of TopLogitsReducer.parse (synchronous, so one set serves every call). */
+const PARSE_KEYS = new Uint32Array(TOP_CAPACITY);
+const PARSE_PACKED = new Uint32Array(TOP_CAPACITY);
+const PARSE_ORDER = new Uint8Array(TOP_CAPACITY);
 /** u32 words of one job (shaders/top_logits.wgsl TopJob), and its "no mask" marker. */
 const JOB_WORDS = 5;
 const NO_MASK = 0xffffffff;
@@ -129,23 +131,46 @@ export class TopLogitsReducer {
     const f32 = new Float32Array(words.buffer, words.byteOffset, words.length);
     const count = words[base];
     const finite = words[base + 3];
-    // Sort on one exact f64 per entry (descending value as an order-preserving u32, then row): a native
-    // numeric sort, about 20x faster than sorting with a comparator, and this runs for every request every step.
-    const keys = new Float64Array(count);
+    if (count > TOP_CAPACITY) throw new Error(`a top result of ${count} entries exceeds the ${TOP_CAPACITY} it can hold`);
+    // Order: value descending, then row ascending. Each entry's value as an order-preserving u32, flipped so that
+    // ascending is descending, goes in `key`; its top 24 bits and the entry's index (< 256) pack into one u32, and
+    // a native sort of those (3 µs for 256 on the 2-core CI machine, against 13 µs for packed f64 keys and 28 µs for
+    // the whole parse before) gives the order up to the key's low 8 bits. Runs whose top 24 bits tie are then
+    // put in exact order by insertion: this runs for every request every step, 64 times a step at batch 64.
+    const key = PARSE_KEYS;
+    const packed = PARSE_PACKED.subarray(0, count);
     for (let j = 0; j < count; j++) {
       const bits = words[base + 5 + 2 * j];
       const ordered = bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0;
-      keys[j] = (0xffffffff - ordered) * ROW_SPAN + words[base + 4 + 2 * j];
+      const k = (0xffffffff - ordered) >>> 0;
+      key[j] = k;
+      packed[j] = ((k & 0xffffff00) | j) >>> 0;
     }
-    keys.sort();
+    packed.sort();
+    const order = PARSE_ORDER;
+    for (let j = 0; j < count; j++) order[j] = packed[j] & 0xff;
+    const rowOf = (j: number) => words[base + 4 + 2 * j];
+    for (let start = 0; start < count; ) {
+      let end = start + 1;
+      while (end < count && packed[end] >>> 8 === packed[start] >>> 8) end++;
+      for (let i = start + 1; i < end; i++) {
+        const e = order[i];
+        let p = i - 1;
+        while (p >= start && (key[order[p]] > key[e] || (key[order[p]] === key[e] && rowOf(order[p]) > rowOf(e)))) {
+          order[p + 1] = order[p];
+          p--;
+        }
+        order[p + 1] = e;
+      }
+      start = end;
+    }
     const rows = new Int32Array(count);
     const logits = new Float32Array(count);
-    const bits = new Uint32Array(logits.buffer);
+    const logitBits = new Uint32Array(logits.buffer);
     for (let j = 0; j < count; j++) {
-      const k = keys[j];
-      const ordered = 0xffffffff - Math.floor(k / ROW_SPAN);
-      rows[j] = k % ROW_SPAN;
-      bits[j] = ordered & 0x80000000 ? ordered & 0x7fffffff : ~ordered >>> 0;
+      const e = order[j];
+      rows[j] = rowOf(e);
+      logitBits[j] = words[base + 5 + 2 * e];
     }
     return {
       kind: 'top',
