@@ -16,6 +16,8 @@ const NT: u32 = {{NT}}u;
 const SGM: u32 = {{SGM}}u;
 const SGN: u32 = {{SGN}}u;
 const SGS: u32 = SGM * SGN;
+/** Steps of 16 inputs whose matrices are loaded together (engine/rwkv7/tiled-unroll.ts). */
+const KU: u32 = {{KU}}u;
 const BM: u32 = 16u * MT * SGM;
 const BN: u32 = 16u * NT * SGN;
 
@@ -45,7 +47,31 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
   // Where the subgroup's first result tile goes (sgtile_layout.wgsl), computed before the K loop.
   let part0 = subgroupBroadcastFirst(part_index(wid.z, t0 + sm * MT * 16u, wid.x * BN + sn * NT * 16u));
   let pstride = part_stride();
-  for (var k0 = span.x; k0 < span.y; k0 += 16u) {
+  // KU steps of 16 inputs a trip: every left and right matrix of the trip is loaded before any is multiplied, so a
+  // subgroup's loads are in flight together instead of one round trip to memory per step of 16 (engine/rwkv7/
+  // tiled-unroll.ts); then one step at a time for the rest of the range.
+  var k0 = span.x;
+  for (; k0 + 16u * (KU - 1u) < span.y; k0 += 16u * KU) {
+    var a: array<subgroup_matrix_left<f16, 16, 16>, MT * KU>;
+    var b: array<subgroup_matrix_right<f16, 16, 16>, NT * KU>;
+    for (var u = 0u; u < KU; u++) {
+      let kb = k0 / 16u + u;
+      for (var i = 0u; i < MT; i++) {
+        a[u * MT + i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xt, xbase + (i * kblocks + kb) * 256u, false, 16u);
+      }
+      for (var j = 0u; j < NT; j++) {
+        b[u * NT + j] = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, wbase + j * 16u * k + w_tile_k(k0 + 16u * u), true, w_tile_stride(s));
+      }
+    }
+    for (var u = 0u; u < KU; u++) {
+      for (var j = 0u; j < NT; j++) {
+        for (var i = 0u; i < MT; i++) {
+          acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[u * MT + i], b[u * NT + j], acc[i * NT + j]);
+        }
+      }
+    }
+  }
+  for (; k0 < span.y; k0 += 16u) {
     let kb = k0 / 16u;
     var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
     for (var i = 0u; i < MT; i++) {

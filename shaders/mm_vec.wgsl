@@ -7,6 +7,8 @@
 const TB: u32 = {{TB}}u;
 const TQ: u32 = TB / 4u;
 const LPR: u32 = {{LPR}}u;
+/** Weight loads a lane issues together (engine/rwkv7/vec-loads.ts). */
+const LOADS: u32 = {{LOADS}}u;
 const RPW: u32 = 256u / LPR;
 /** Inputs between a lane's consecutive chunks. */
 const STRIDE: u32 = LPR * 8u;
@@ -51,18 +53,24 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   var acc: array<vec4<f32>, TQ>;
   if (o < s.n) {
     var k = lane * 8u;
-    // Two weight loads per trip keep more memory requests in flight per lane.
-    for (; k + STRIDE < s.k; k += 2u * STRIDE) {
-      let m = load_w8(w8_at(s, o, k));
-      let m2 = load_w8(w8_at(s, o, k + STRIDE));
+    // LOADS weight loads a trip, all issued before any is used: a lane's loads are then in flight together
+    // instead of one round trip to memory each (the read probe needs 4 a trip to pass 4 TB/s from 264
+    // workgroups; bench/RESULTS.md "Device facts").
+    for (; k + (LOADS - 1u) * STRIDE < s.k; k += LOADS * STRIDE) {
+      var m: array<mat2x4<f32>, LOADS>;
+      for (var u = 0u; u < LOADS; u++) { m[u] = load_w8(w8_at(s, o, k + u * STRIDE)); }
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + k) / 4u;
-          acc[tt / 4u][tt % 4u] += dot(m[0], x[xi]) + dot(m[1], x[xi + 1u]) + dot(m2[0], x[xi + STRIDE / 4u]) + dot(m2[1], x[xi + STRIDE / 4u + 1u]);
+          var d = 0.0;
+          for (var u = 0u; u < LOADS; u++) {
+            d += dot(m[u][0], x[xi + u * (STRIDE / 4u)]) + dot(m[u][1], x[xi + u * (STRIDE / 4u) + 1u]);
+          }
+          acc[tt / 4u][tt % 4u] += d;
         }
       }
     }
-    if (k < s.k) {
+    for (; k < s.k; k += STRIDE) {
       let m = load_w8(w8_at(s, o, k));
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {

@@ -8,6 +8,8 @@
 // workgroup memory at the end. TB tokens a pass, each weight read once per TB tokens.
 const TB: u32 = {{TB}}u;
 const TQ: u32 = TB / 4u;
+/** Blocks a lane loads together (engine/rwkv7/vec-loads.ts). */
+const LOADS: u32 = {{LOADS}}u;
 var<workgroup> red: array<array<f32, 256>, TB>;
 
 @compute @workgroup_size(256)
@@ -29,18 +31,27 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     // This lane's 8 weights in block 0 of its strip (wlayout_blocks.wgsl, units of 8 weights): row o0 + r, half h.
     // Block kb is 32 units (256 weights) further on.
     let base = w8_at(s, o0 + r, h * 8u);
-    // Two loads a trip (blocks kb and kb + 16) keep more memory requests in flight per lane.
-    for (var kb = warp * 2u + sub; kb < kblocks; kb += 32u) {
-      let two = kb + 16u < kblocks;
-      let m = load_w8(base + kb * 32u);
-      var m2 = mat2x4<f32>();
-      if (two) { m2 = load_w8(base + (kb + 16u) * 32u); }
+    // LOADS blocks a trip (kb, kb + 16, ...), all loaded before any is used, so a lane's loads are in flight
+    // together (engine/rwkv7/vec-loads.ts); then one block at a time for the rest.
+    var kb = warp * 2u + sub;
+    for (; kb + 16u * (LOADS - 1u) < kblocks; kb += 16u * LOADS) {
+      var m: array<mat2x4<f32>, LOADS>;
+      for (var u = 0u; u < LOADS; u++) { m[u] = load_w8(base + (kb + 16u * u) * 32u); }
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + kb * 16u + h * 8u) / 4u;
-          var d = dot(m[0], x[xi]) + dot(m[1], x[xi + 1u]);
-          if (two) { d += dot(m2[0], x[xi + 64u]) + dot(m2[1], x[xi + 65u]); }
+          var d = 0.0;
+          for (var u = 0u; u < LOADS; u++) { d += dot(m[u][0], x[xi + 64u * u]) + dot(m[u][1], x[xi + 64u * u + 1u]); }
           acc[tt / 4u][tt % 4u] += d;
+        }
+      }
+    }
+    for (; kb < kblocks; kb += 16u) {
+      let m = load_w8(base + kb * 32u);
+      for (var tt = 0u; tt < TB; tt++) {
+        if (t0 + tt < rows) {
+          let xi = s.x_off + ((t0 + tt) * s.k + kb * 16u + h * 8u) / 4u;
+          acc[tt / 4u][tt % 4u] += dot(m[0], x[xi]) + dot(m[1], x[xi + 1u]);
         }
       }
     }

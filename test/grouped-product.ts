@@ -66,7 +66,7 @@ export async function runGroupedProduct(
   const u = groupUniform('test', { ...c.group, buffer: wBuf }, io, false);
   const uBuf = createBuffer(device, 'u', u.words.byteLength, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST);
   device.queue.writeBuffer(uBuf, 0, u.words);
-  const config = { kernelPath: gpu.kernelPath, precision: c.group.format, subgroup32: gpu.subgroup32 };
+  const config = { kernelPath: gpu.kernelPath, precision: c.group.format, subgroup32: gpu.subgroup32, layout: c.group.layout };
   const shader = matmulShader(v, config);
   const kernel = makeKernel(device, shader.parts, shader.constants, shader.bindings);
   // A split-K product: partial sums poisoned too, so a split that writes nothing shows.

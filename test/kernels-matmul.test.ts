@@ -18,6 +18,8 @@ import { shaderSource } from '../engine/gpu/shader-source';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { chooseMatmul, matmulShader, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { uploadRwkv7 } from '../engine/rwkv7/weights';
+import { blockIndex } from '../engine/rwkv7/weight-blocks';
+import { DEFAULT_VEC_LOADS } from '../engine/rwkv7/vec-loads';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { runGroupedProduct, values } from './grouped-product';
 import { describeModel } from '../engine/model-spec';
@@ -70,6 +72,18 @@ describe('kernel paths: chosen from what the adapter offers', () => {
     assert.throws(() => lanes('96'), /RWKV_MATMUL_VEC_LANES=96: give 32, 64, 128 or 256/);
   });
 
+  it('RWKV_MATMUL_VEC_LOADS picks the loads a trip of every streaming kernel, over rows and blocks; other values are refused by name', () => {
+    const shader = (v: string | undefined) =>
+      execFileSync(process.execPath, ['-e', `const m = require(${JSON.stringify(path.join(__dirname, '../engine/rwkv7/matmul.js'))});
+        const c = { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true };
+        const rows = m.matmulShader({ kind: 'vec', tb: 4 }, c), blocks = m.matmulShader({ kind: 'vec', tb: 4 }, { ...c, layout: 'blocks' });
+        console.log(JSON.stringify([rows.key, rows.constants.LOADS, blocks.key, blocks.constants.LOADS]))`],
+      { env: { ...process.env, RWKV_MATMUL_VEC_LOADS: v ?? '' }, encoding: 'utf8', stdio: 'pipe' }).trim();
+    assert.equal(shader(undefined), JSON.stringify([`mm_vec4u${DEFAULT_VEC_LOADS}:weights_f16_native`, DEFAULT_VEC_LOADS, `mm_vec_blocks4u${DEFAULT_VEC_LOADS}:weights_f16_native:blocks`, DEFAULT_VEC_LOADS]));
+    assert.equal(shader('8'), JSON.stringify(['mm_vec4u8:weights_f16_native', 8, 'mm_vec_blocks4u8:weights_f16_native:blocks', 8]));
+    assert.throws(() => shader('3'), /RWKV_MATMUL_VEC_LOADS=3: give 1, 2, 4 or 8/);
+  });
+
   it('subgroup-matrix kernels run only for f16 weights on that path, between the streaming kernel and 128 rows', () => {
     const base = { kernelPath: 'subgroup-matrix' as const, subgroup32: true, vecMaxRows: 8, gemmTile: 64 as const };
     assert.equal(chooseMatmul(8, { ...base, precision: 'f16' }).kind, 'vec');
@@ -98,17 +112,26 @@ describe('kernel paths: chosen from what the adapter offers', () => {
  * 40×4352 and 96×1056) over
  * `rows` tokens; returns y and the float64 reference.
  */
-async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number, wide = false): Promise<{ got: Float32Array; want: Float64Array }> {
-  // wide: K long enough for the two-chunk loop of 256 lanes a row (stride 2,048), with a remainder.
+async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number, wide = false, blocks = false): Promise<{ got: Float32Array; want: Float64Array }> {
+  // wide: K long enough for the two-chunk loop of 256 lanes a row (stride 2,048), with a remainder; and for
+  // several full trips of 8 loads over blocks (128 blocks a trip) with a remainder. Blocks need whole 16×16 blocks.
   const mats = [
-    { n: 40, k: wide ? 4352 : 64 },
+    { n: blocks ? 48 : 40, k: wide ? 4352 : 64 },
     { n: 96, k: wide ? 1056 : 32 },
   ];
   const bits = mats.map((m, i) => f32ToF16(values(m.n * m.k, 3 + i)));
   const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
-  wAll.set(bits[0]);
-  wAll.set(bits[1], bits[0].length);
-  const group = { segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }], format: 'f16' as const };
+  let at = 0;
+  for (const [i, m] of mats.entries()) {
+    if (blocks) for (let o = 0; o < m.n; o++) for (let k = 0; k < m.k; k++) wAll[at + blockIndex(o, k, m.k)] = bits[i][o * m.k + k];
+    else wAll.set(bits[i], at);
+    at += bits[i].length;
+  }
+  const group = {
+    segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }],
+    format: 'f16' as const,
+    ...(blocks ? { layout: 'blocks' as const } : {}),
+  };
   return runGroupedProduct(gpu, {
     variant: v,
     rows,
@@ -127,7 +150,7 @@ describe('matrix kernels on the kernel paths of this device', function () {
 
   // On the 'f16' path lavapipe compiles each matrix kernel for 10–30 s: the 8-token streaming and 16-token tiled
   // kernels are left to golden.test.ts there (the code they share with the f32 path is the weight prelude).
-  const cases: [('f32' | 'f16'), MatmulVariant, number, boolean?][] = [
+  const cases: [('f32' | 'f16'), MatmulVariant, number, boolean?, boolean?][] = [
     ['f32', { kind: 'vec', tb: 4 }, 3],
     ['f32', { kind: 'vec', tb: 8 }, 13],
     // More lanes a row (engine/rwkv7/vec-lanes.ts): rows split across subgroups, short and long K.
@@ -135,6 +158,16 @@ describe('matrix kernels on the kernel paths of this device', function () {
     ['f32', { kind: 'vec', tb: 4, lpr: 32 }, 3, true],
     ['f32', { kind: 'vec', tb: 4, lpr: 128 }, 3, true],
     ['f32', { kind: 'vec', tb: 8, lpr: 256 }, 6, true],
+    // Loads a lane issues together (engine/rwkv7/vec-loads.ts): full trips and the one-load remainder.
+    ['f32', { kind: 'vec', tb: 4, loads: 1 }, 3, true],
+    ['f32', { kind: 'vec', tb: 4, loads: 4 }, 3, true],
+    ['f32', { kind: 'vec', tb: 8, loads: 8 }, 11, true],
+    ['f32', { kind: 'vec', tb: 4, lpr: 128, loads: 8 }, 2, true],
+    // Over weights stored as 16×16 blocks (mm_vec_blocks.wgsl), short K and long.
+    ['f32', { kind: 'vec', tb: 4, loads: 2 }, 3, false, true],
+    ['f32', { kind: 'vec', tb: 4, loads: 1 }, 3, true, true],
+    ['f32', { kind: 'vec', tb: 4, loads: 4 }, 3, true, true],
+    ['f32', { kind: 'vec', tb: 8, loads: 8 }, 13, true, true],
     ['f32', { kind: 'gemm', tile: 64 }, 70],
     ['f32', { kind: 'gemm', tile: 16 }, 21],
     // Split K (mm_split.wgsl + mm_split_reduce.wgsl): 3 splits of K = 64 and 32 leave empty ranges, which must add 0.
@@ -144,15 +177,17 @@ describe('matrix kernels on the kernel paths of this device', function () {
     ['f16', { kind: 'gemm', tile: 64 }, 70],
   ];
   const results = new Map<string, Float32Array>();
-  for (const [path, v, rows, wide] of cases) {
+  for (const [path, v, rows, wide, blocks] of cases) {
     const split = v.kind !== 'vec' && (v.split ?? 1) > 1 ? `, K split ${v.split} ways` : '';
-    const label = (v.kind === 'vec' ? `streaming (${v.tb} tokens a pass, ${v.lpr ?? 32} lanes a row${wide ? ', long K' : ''})` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices') + split;
+    const loads = v.kind === 'vec' && v.loads ? `, ${v.loads} loads a trip` : '';
+    const over = blocks ? ', weights as 16×16 blocks' : '';
+    const label = (v.kind === 'vec' ? `streaming (${v.tb} tokens a pass, ${v.lpr ?? 32} lanes a row${loads}${wide ? ', long K' : ''}${over})` : v.kind === 'gemm' ? `tiled (${v.tile}-token tiles)` : 'subgroup matrices') + split;
     it(`'${path}' path, ${label}, ${rows} tokens: matches float64, every output written`, async () => {
       if (!devices.has(path)) devices.set(path, await acquireGpu({ kernelPath: path }));
       const gpu = devices.get(path)!;
       assert.equal(gpu.kernelPath, path);
       assert.equal(gpu.features.has('shader-f16'), path === 'f16', 'the f32 path must not even request shader-f16');
-      const { got, want } = await groupedProduct(gpu, v, rows, wide);
+      const { got, want } = await groupedProduct(gpu, v, rows, wide, blocks);
       let num = 0;
       let den = 0;
       for (let i = 0; i < want.length; i++) {
@@ -163,7 +198,7 @@ describe('matrix kernels on the kernel paths of this device', function () {
       const err = Math.sqrt(num / den);
       assert.ok(err < 1e-6, `relative L2 error ${err}`);
       // Both paths do f32 arithmetic on the same f16 values: the same kernel gives the same bits.
-      const key = `${JSON.stringify(v)}:${rows}:${!!wide}`;
+      const key = `${JSON.stringify(v)}:${rows}:${!!wide}:${!!blocks}`;
       const other = results.get(key);
       if (other) assert.deepEqual(got, other, `'${path}' differs from the other path`);
       else results.set(key, got);

@@ -13,6 +13,7 @@ import {
   splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, type MatmulConfig,
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
+import { DEFAULT_TILED_KU, tiledUnrollFrom } from '../engine/rwkv7/tiled-unroll';
 import type { MatrixGroup, ModelWeights } from '../engine/rwkv7/weights';
 import { readBuffer, values } from './grouped-product';
 
@@ -86,6 +87,18 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.match(shaderSource(b.parts, b.constants), /fn w_tile_stride\(s: Seg\) -> u32 \{\s*return 16u;/);
     assert.throws(() => matmulShader(DEFAULT_TILED.variant, { ...H200, precision: 'int8' }), /tiled subgroup-matrix kernel needs f16 weights/);
     assert.match(describeKernels(H200), /from 64 rows with inputs tiled as f16 16×16 blocks/);
+  });
+
+  it('RWKV_MATMUL_TILED_KU: steps of 16 inputs loaded together, 1 (as measured best) unless set; other values refused', () => {
+    assert.strictEqual(tiledUnrollFrom(undefined), DEFAULT_TILED_KU);
+    assert.strictEqual(DEFAULT_TILED_KU, 1);
+    assert.strictEqual(tiledUnrollFrom('4'), 4);
+    assert.throws(() => tiledUnrollFrom('3'), /RWKV_MATMUL_TILED_KU=3: give 1, 2 or 4/);
+    // The shader takes the count as a constant; the unrolled trip and the one-step remainder are both in it.
+    const src = shaderSource(matmulShader(DEFAULT_TILED.variant, H200).parts, matmulShader(DEFAULT_TILED.variant, H200).constants);
+    assert.match(src, /const KU: u32 = 1u;/);
+    assert.match(src, /for \(; k0 \+ 16u \* \(KU - 1u\) < span\.y; k0 \+= 16u \* KU\)/);
+    assert.match(src, /for \(; k0 < span\.y; k0 \+= 16u\)/);
   });
 });
 

@@ -6,6 +6,7 @@
 //
 // RWKV-7 predates this file and keeps its own copy of the same machinery (engine/rwkv7/runtime.ts).
 
+import { VEC_LOADS } from '../rwkv7/vec-loads';
 import { lnShiftSplit } from './ln-shift-split';
 import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
@@ -201,10 +202,10 @@ export abstract class SlotRuntime implements InferenceBackend {
     // mm_gemm's K range and output: all of K, through store() (mm_whole.wgsl; split K is RWKV-7's only).
     const parts = variant === 'mm_vec' ? [variant] : variant === 'mm_gemm' ? ['gemm_tiles', 'mm_whole', variant] : ['gemm_tiles', variant];
     const w = SlotRuntime.weightInclude(format);
-    const key = `${variant === 'mm_vec' ? `${variant}${tb}` : variant}:${w}`;
+    const key = `${variant === 'mm_vec' ? `${variant}${tb}u${VEC_LOADS}` : variant}:${w}`;
     return this.kernel(key, () =>
       // RWKV-4/5/6 keep the checkpoint's rows (RWKV-7's f16 products may be blocks: engine/rwkv7/weight-blocks.ts).
-      makeKernel(this.device, [sub, w, 'mm_common', 'wlayout_rows', ...parts], { TB: tb, LPR: 32 }, ['uniform', 'read', 'read', 'rw', 'uniform']),
+      makeKernel(this.device, [sub, w, 'mm_common', 'wlayout_rows', ...parts], { TB: tb, LPR: 32, LOADS: VEC_LOADS }, ['uniform', 'read', 'read', 'rw', 'uniform']),
     );
   }
 

@@ -21,11 +21,13 @@ import type { KernelPath } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
 import type { MatrixGroup, WeightPrecision } from './weights';
 import { VEC_LANES, type VecLanes } from './vec-lanes';
+import { VEC_LOADS, type VecLoads } from './vec-loads';
+import { TILED_KU } from './tiled-unroll';
 import { weightLayoutPart, type WeightLayout } from './weight-blocks';
 
 export type MatmulVariant =
-  /** lpr: lanes per output row (vec-lanes.ts), 32 when absent. */
-  | { kind: 'vec'; tb: 4 | 8; lpr?: VecLanes }
+  /** lpr: lanes per output row (vec-lanes.ts), 32 when absent; loads: a lane's loads a trip (vec-loads.ts), VEC_LOADS when absent. */
+  | { kind: 'vec'; tb: 4 | 8; lpr?: VecLanes; loads?: VecLoads }
   /** split: K over this many workgroups (64-token tiles only), 1 or absent for none. */
   | { kind: 'gemm'; tile: 16 | 64; split?: number }
   /** mt×nt result tiles of 16×16 per subgroup, sgs subgroups side by side along the outputs, kc inputs a stage. */
@@ -359,12 +361,14 @@ function layoutFree(
   const kParts = split > 1 ? ['split_layout', 'mm_split'] : ['mm_whole'];
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
-    case 'vec':
+    case 'vec': {
+      const loads = v.loads ?? VEC_LOADS;
       if (c.layout === 'blocks') {
         if ((v.lpr ?? 32) !== 32) throw new Error('the streaming kernel over blocks runs 8 rows a workgroup (no lanes-per-row choice)');
-        return { key: `mm_vec_blocks${v.tb}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec_blocks'], constants: { TB: v.tb }, bindings };
+        return { key: `mm_vec_blocks${v.tb}u${loads}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec_blocks'], constants: { TB: v.tb, LOADS: loads }, bindings };
       }
-      return { key: `mm_vec${v.tb}${v.lpr && v.lpr !== 32 ? `l${v.lpr}` : ''}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb, LPR: v.lpr ?? 32 }, bindings };
+      return { key: `mm_vec${v.tb}${v.lpr && v.lpr !== 32 ? `l${v.lpr}` : ''}u${loads}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec'], constants: { TB: v.tb, LPR: v.lpr ?? 32, LOADS: loads }, bindings };
+    }
     case 'gemm': {
       if (v.tile === 16) return { key: `mm_gemm16:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', 'mm_gemm16'], constants: { TB: 8 }, bindings };
       return { key: `mm_gemm${splitName}:${w}`, parts: [sub, w, 'mm_common', 'gemm_tiles', ...kParts, 'mm_gemm'], constants: { TB: 8, SPLIT: split }, bindings };
@@ -385,10 +389,10 @@ function layoutFree(
       };
     case 'sgtile':
       return {
-        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}`,
+        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${TILED_KU > 1 ? `k${TILED_KU}` : ''}`,
         // Always through the partial sums (mm_split.wgsl, SPLIT 1 when unsplit) and the reduction pass.
         parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split },
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: TILED_KU },
         bindings,
       };
   }

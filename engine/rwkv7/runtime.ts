@@ -13,6 +13,7 @@ import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device'
 import { BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
 import { BindGroupCache } from '../gpu/bind-group-cache';
 import type { KernelProfiler } from '../gpu/kernel-profiler';
+import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { weightLayoutPart } from './weight-blocks';
@@ -138,6 +139,10 @@ export class Rwkv7Runtime implements InferenceBackend {
   readonly slots: number;
   /** Benchmarks: while set, every dispatch is timed on its own (engine/gpu/kernel-profiler.ts). */
   profiler: KernelProfiler | null = null;
+  /** Benchmarks: while set, each sub-pass is one timed pass, with the kernels it names left out (engine/gpu/step-span.ts). */
+  stepSpan: StepSpan | null = null;
+  /** Benchmarks: host times of each call (performance.now(): start, all submitted, read-back mapped, done). */
+  onHostTimes: ((t: { start: number; submitted: number; mapped: number; done: number }) => void) | null = null;
   readonly stateSize: number;
   /** RWKV-7b: floats each cached token adds to a slot's state (0 for a fixed-size state; state-shape.ts). */
   readonly stateRowFloats: number;
@@ -154,6 +159,11 @@ export class Rwkv7Runtime implements InferenceBackend {
   vecMaxRows: number;
   gemmTile: 16 | 64;
   fuseDecodeJobs: number;
+  /**
+   * When a step's commands go to the GPU: after the first `firstSubmitLayers` layers, then every `layersPerSubmit`,
+   * so the GPU starts while the rest is still encoded (benchmarks compare schedules).
+   */
+  submitSchedule = { firstSubmitLayers: 4, layersPerSubmit: 4 };
   /** Split K of tall products (RuntimeOptions.splitK). */
   readonly splitK: boolean;
   /** Staged subgroup-matrix tiles for many rows (matmul.ts stagedFromEnv). */
@@ -501,7 +511,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -509,6 +519,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       this.recorded.set(key, ops);
     }
     if (this.profiler) return this.encodeProfiled(enc, ops, this.profiler);
+    if (this.stepSpan) return this.encodeSpanned(enc, ops, this.stepSpan);
     let pass = enc.beginComputePass();
     let pipeline: GPUComputePipeline | null = null;
     for (const op of ops) {
@@ -525,6 +536,29 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.dispatchWorkgroups(op.x, op.y, op.z);
     }
     pass.end();
+    return enc;
+  }
+
+  /** The sub-pass as it normally runs, without the dispatches the span leaves out, between two timestamps. */
+  private encodeSpanned(enc: GPUCommandEncoder, ops: Op[], span: StepSpan): GPUCommandEncoder {
+    // The first pass writes the begin timestamp and the last the end one; early submits stay where they are.
+    const stamps = span.nextPass();
+    let pass = enc.beginComputePass(stamps ? { timestampWrites: { querySet: stamps.querySet, beginningOfPassWriteIndex: stamps.beginningOfPassWriteIndex } } : {});
+    for (const op of ops) {
+      if (op === 'submit') {
+        pass.end();
+        this.device.queue.submit([enc.finish()]);
+        enc = this.device.createCommandEncoder();
+        pass = enc.beginComputePass();
+        continue;
+      }
+      if (!span.keeps(op.label)) continue;
+      pass.setPipeline(op.pipeline);
+      pass.setBindGroup(0, op.group);
+      pass.dispatchWorkgroups(op.x, op.y, op.z);
+    }
+    pass.end();
+    if (stamps) enc.beginComputePass({ timestampWrites: { querySet: stamps.querySet, endOfPassWriteIndex: stamps.endOfPassWriteIndex } }).end();
     return enc;
   }
 
@@ -673,7 +707,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     const loraAct = [1, 0, 2, 0];
     const loraOut = [1, 4, 5, 8];
     // Submitting every few layers lets the GPU start while the rest is still being encoded.
-    const layersPerSubmit = 4;
+    const { firstSubmitLayers, layersPerSubmit } = this.submitSchedule;
+    const submitsAfter = (l: number) => l + 1 === firstSubmitLayers || (l + 1 > firstSubmitLayers && (l + 1 - firstSubmitLayers) % layersPerSubmit === 0);
     /** prep, the WKV recurrence, post and the output product: the time mix after its LoRAs. */
     const unfusedTimeMix = (key: string, l: number, L: ModelWeights['layers'][number]) => {
       const pk = prep(l === 0);
@@ -726,7 +761,7 @@ export class Rwkv7Runtime implements InferenceBackend {
         pass.dispatchWorkgroups(T);
       }
       this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
-      if ((l + 1) % layersPerSubmit === 0 && l + 1 < weights.layers.length) pass.submit();
+      if (submitsAfter(l) && l + 1 < weights.layers.length) pass.submit();
     });
 
     if (R > 0) {
@@ -903,6 +938,20 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   private async execute(jobs: SlotJob[], passes: SubPass[], rowsPerJob: number[]): Promise<JobResult[]> {
+    if (!this.onHostTimes) return this.executeTimed(jobs, passes, rowsPerJob, null);
+    const times = { start: performance.now(), submitted: 0, mapped: 0, done: 0 };
+    const out = await this.executeTimed(jobs, passes, rowsPerJob, times);
+    times.done = performance.now();
+    this.onHostTimes?.(times);
+    return out;
+  }
+
+  private async executeTimed(
+    jobs: SlotJob[],
+    passes: SubPass[],
+    rowsPerJob: number[],
+    times: { submitted: number; mapped: number } | null,
+  ): Promise<JobResult[]> {
     const { device, V } = this;
     const totalRows = rowsPerJob.reduce((a, b) => a + b, 0);
     const rowBytes = V * 4;
@@ -964,12 +1013,14 @@ export class Rwkv7Runtime implements InferenceBackend {
       if (spi === passes.length - 1 && tops > 0) this.top.copyOut(enc, staging!, fullBytes, tops);
       q.submit([enc.finish()]);
     });
+    if (times) times.submitted = performance.now();
     if (!staging) {
       await device.queue.onSubmittedWorkDone();
       this.checkAlive();
       return jobs.map(() => null);
     }
     await staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes);
+    if (times) times.mapped = performance.now();
     try {
       // An uncaptured error raised by this call's commands means its results are garbage.
       this.checkAlive();
