@@ -6,7 +6,8 @@
 // values crowd into a few exponents cost the same as any other. One 256-wide workgroup per row.
 //
 // Output per row (STRIDE u32): [count, max (f32 bits), sum exp(x - max) (f32 bits), finite count,
-// then count pairs (row, logit f32 bits)] in no particular order.
+// then count pairs (row, logit f32 bits)], best first, equal values by lower row: the candidates are sorted in
+// workgroup memory (bitonic, CAP entries) so the CPU, which samples 64 rows a step at batch 64, need not.
 
 // mask: word offset of the row's allowed-rows bitset in `allowed`, NO_MASK for none.
 struct TopJob { row: u32, adj_off: u32, adj_count: u32, out: u32, mask: u32 }
@@ -35,6 +36,9 @@ var<workgroup> red_s: array<f32, WG>;
 var<workgroup> n_valid: atomic<u32>;
 var<workgroup> n_out: atomic<u32>;
 var<workgroup> n_tie: atomic<u32>;
+/** The taken candidates: keys (sort_key) and rows, sorted before they are written out. */
+var<workgroup> cand_k: array<u32, CAP>;
+var<workgroup> cand_r: array<u32, CAP>;
 /** (key prefix chosen so far, entries still to take at that prefix); need 0 = take every finite value. */
 var<workgroup> sel: vec2u;
 
@@ -158,13 +162,48 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
     if (!take && k == st.x && st.y > 0u) { take = atomicAdd(&n_tie, 1u) < st.y; }
     if (take) {
       let j = atomicAdd(&n_out, 1u);
-      top[out0 + 4u + 2u * j] = i;
-      top[out0 + 5u + 2u * j] = bitcast<u32>(x);
+      cand_k[j] = k;
+      cand_r[j] = i;
     }
   }
   workgroupBarrier();
+  // Unused entries sort last (key 0 is below every candidate's); then a bitonic sort into best-first order.
+  let n = atomicLoad(&n_out);
+  for (var e = lid; e < CAP; e += WG) {
+    if (e >= n) {
+      cand_k[e] = 0u;
+      cand_r[e] = 0xffffffffu;
+    }
+  }
+  workgroupBarrier();
+  for (var size = 2u; size <= CAP; size <<= 1u) {
+    for (var half = size >> 1u; half > 0u; half >>= 1u) {
+      for (var e = lid; e < CAP; e += WG) {
+        let p = e ^ half;
+        if (p > e) {
+          // In blocks with bit `size` clear the pair goes best first, in the others worst first.
+          let p_first = cand_k[p] > cand_k[e] || (cand_k[p] == cand_k[e] && cand_r[p] < cand_r[e]);
+          if (p_first == ((e & size) == 0u)) {
+            let k = cand_k[e];
+            let r = cand_r[e];
+            cand_k[e] = cand_k[p];
+            cand_r[e] = cand_r[p];
+            cand_k[p] = k;
+            cand_r[p] = r;
+          }
+        }
+      }
+      workgroupBarrier();
+    }
+  }
+  for (var e = lid; e < n; e += WG) {
+    let k = cand_k[e];
+    top[out0 + 4u + 2u * e] = cand_r[e];
+    // sort_key inverted: the value's own bits.
+    top[out0 + 5u + 2u * e] = select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u);
+  }
   if (lid == 0u) {
-    top[out0] = atomicLoad(&n_out);
+    top[out0] = n;
     top[out0 + 1u] = bitcast<u32>(red_m[0]);
     top[out0 + 2u] = bitcast<u32>(red_s[0]);
     top[out0 + 3u] = atomicLoad(&n_valid);

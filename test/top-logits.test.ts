@@ -121,6 +121,16 @@ describe("output 'top': logits reduced on the GPU", function () {
     staging.destroy();
     logits.destroy();
     reducer.dispose();
+    // The kernel sorts its candidates (best first, equal values by lower row), so parse takes them as they are.
+    rows.forEach((_, i) => {
+      const base = (rows.length - 1 - i) * reducer.stride;
+      const f = new Float32Array(words.buffer);
+      for (let j = 1; j < words[base]; j++) {
+        const [a, b] = [f[base + 5 + 2 * (j - 1)], f[base + 5 + 2 * j]];
+        const [ra, rb] = [words[base + 4 + 2 * (j - 1)], words[base + 4 + 2 * j]];
+        assert.ok(a > b || (a === b && ra < rb) || (Object.is(a, 0) && Object.is(b, -0)), `row ${i}: kernel output ${j} out of order (${a}@${ra}, ${b}@${rb})`);
+      }
+    });
     return rows.map((_, i) => TopLogitsReducer.parse(words, reducer.stride, rows.length - 1 - i));
   }
 

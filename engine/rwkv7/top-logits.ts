@@ -7,6 +7,8 @@ import type { LogitAdjust, TopLogits } from '../types';
 
 /** Entries a 'top' result holds: enough for ai00's default top_k (128) and any top_k up to it. */
 export const TOP_CAPACITY = 256;
+// The kernel's bitonic sort needs a power of two.
+if ((TOP_CAPACITY & (TOP_CAPACITY - 1)) !== 0) throw new Error('TOP_CAPACITY must be a power of two');
 
 /** Scratch of TopLogitsReducer.parse (synchronous, so one set serves every call). */
 const PARSE_KEYS = new Uint32Array(TOP_CAPACITY);
@@ -132,11 +134,39 @@ export class TopLogitsReducer {
     const count = words[base];
     const finite = words[base + 3];
     if (count > TOP_CAPACITY) throw new Error(`a top result of ${count} entries exceeds the ${TOP_CAPACITY} it can hold`);
-    // Order: value descending, then row ascending. Each entry's value as an order-preserving u32, flipped so that
-    // ascending is descending, goes in `key`; its top 24 bits and the entry's index (< 256) pack into one u32, and
-    // a native sort of those (3 µs for 256 on the 2-core CI machine, against 13 µs for packed f64 keys and 28 µs for
-    // the whole parse before) gives the order up to the key's low 8 bits. Runs whose top 24 bits tie are then
-    // put in exact order by insertion: this runs for every request every step, 64 times a step at batch 64.
+    const rows = new Int32Array(count);
+    const logits = new Float32Array(count);
+    const logitBits = new Uint32Array(logits.buffer);
+    const result = (): TopLogits => ({
+      kind: 'top',
+      rows,
+      logits,
+      max: finite > 0 ? f32[base + 1] : -Infinity,
+      logZ: finite > 0 ? Math.log(f32[base + 2]) : -Infinity,
+      finite,
+    });
+    // The kernel writes its candidates best first (shaders/top_logits.wgsl): check that in one pass and take them
+    // as they are; only a result out of order is sorted here.
+    let sorted = true;
+    let prev = 0;
+    for (let j = 0; j < count; j++) {
+      const bits = words[base + 5 + 2 * j];
+      const ordered = bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0;
+      const row = words[base + 4 + 2 * j];
+      if (j > 0 && (ordered > prev || (ordered === prev && row < rows[j - 1]))) {
+        sorted = false;
+        break;
+      }
+      prev = ordered;
+      rows[j] = row;
+      logitBits[j] = bits;
+    }
+    if (sorted) return result();
+    // Out of order (not this kernel's output): value descending, then row ascending. Each entry's value as an
+    // order-preserving u32, flipped so that ascending is descending, goes in `key`; its top 24 bits and the entry's
+    // index (< 256) pack into one u32, and a native sort of those (3 µs for 256 on the 2-core CI machine, against
+    // 13 µs for packed f64 keys) gives the order up to the key's low 8 bits. Runs whose top 24 bits tie are then
+    // put in exact order by insertion.
     const key = PARSE_KEYS;
     const packed = PARSE_PACKED.subarray(0, count);
     for (let j = 0; j < count; j++) {
@@ -164,22 +194,12 @@ export class TopLogitsReducer {
       }
       start = end;
     }
-    const rows = new Int32Array(count);
-    const logits = new Float32Array(count);
-    const logitBits = new Uint32Array(logits.buffer);
     for (let j = 0; j < count; j++) {
       const e = order[j];
       rows[j] = rowOf(e);
       logitBits[j] = words[base + 5 + 2 * e];
     }
-    return {
-      kind: 'top',
-      rows,
-      logits,
-      max: finite > 0 ? f32[base + 1] : -Infinity,
-      logZ: finite > 0 ? Math.log(f32[base + 2]) : -Infinity,
-      finite,
-    };
+    return result();
   }
 
   dispose(): void {

@@ -81,17 +81,21 @@ export class Candidates {
   fromTop(top: TopLogits): boolean {
     if (top.finite === 0) return false;
     // Best first, so the ones within LOG_CUTOFF are a prefix; then into row order through one packed
-    // native sort (row * 512 + position; rows < 2^20, positions < 512).
+    // native sort of u32 (row * 512 + position; rows < 2^23, positions < 512): 3–4× faster than the same keys as
+    // f64, and this runs for every sampled request every step.
     const floor = top.max - LOG_CUTOFF;
     let n = 0;
     while (n < top.logits.length && top.logits[n] >= floor) n++;
-    const packed = new Float64Array(n);
-    for (let j = 0; j < n; j++) packed[j] = top.rows[j] * 512 + j;
+    const packed = new Uint32Array(n);
+    for (let j = 0; j < n; j++) {
+      if (top.rows[j] >= 1 << 23) throw new RangeError(`row ${top.rows[j]} of a top result is beyond 2^23`);
+      packed[j] = top.rows[j] * 512 + j;
+    }
     packed.sort();
     // The top arrives best first with ties by lower row: the order mostProbable would compute.
     const presorted = new Int32Array(n);
     for (let i = 0; i < n; i++) {
-      const j = packed[i] % 512;
+      const j = packed[i] & 511;
       presorted[j] = i;
       const d = top.logits[j] - top.max;
       this.rows[i] = top.rows[j];
