@@ -20,19 +20,31 @@ function arg(name: string): string | undefined {
   return i >= 0 ? process.argv[i + 1] : undefined;
 }
 
-export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<Record<string, unknown>> {
+/** The shapes a profiling section runs (--profile-shapes), its steps a case (--profile-steps, default 10). */
+function profileShapes(onGpu: boolean) {
   const wanted = arg('profile-shapes')?.split(',');
-  const shapes = (onGpu ? OFFICIAL_SHAPES : SMOKE_SHAPES).filter((s) => !wanted || wanted.includes(s.name));
-  const steps = Number(arg('profile-steps') ?? 10);
+  return {
+    shapes: (onGpu ? OFFICIAL_SHAPES : SMOKE_SHAPES).filter((s) => !wanted || wanted.includes(s.name)),
+    steps: Number(arg('profile-steps') ?? 10),
+  };
+}
+
+/** A random f16 model of `shape` on the RWKV-7 GPU runtime, and a source of token ids for its jobs. */
+async function profiledRuntime(gpu: GpuContext, onGpu: boolean, shape: (typeof OFFICIAL_SHAPES)[number]) {
+  const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: onGpu ? 65536 : 4096, dtype: 'f16', seed: 7 });
+  const be = await createBackend({ model: ck, slots: 64, precision: 'f16', maxTokens: 512, maxRows: 64, gpu });
+  const runtime = be as unknown as Rwkv7Runtime;
+  if (!('profiler' in runtime)) throw new Error('kernel profiles run on the RWKV-7 GPU runtime only');
+  const V = be.info.vocabSize;
+  let n = 0;
+  return { be, runtime, tok: () => (n++ * 7919) % V };
+}
+
+export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<Record<string, unknown>> {
+  const { shapes, steps } = profileShapes(onGpu);
   const out: Record<string, unknown> = {};
   for (const shape of shapes) {
-    const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: onGpu ? 65536 : 4096, dtype: 'f16', seed: 7 });
-    const be = await createBackend({ model: ck, slots: 64, precision: 'f16', maxTokens: 512, maxRows: 64, gpu });
-    const runtime = be as unknown as Rwkv7Runtime;
-    if (!('profiler' in runtime)) throw new Error('kernel profiling runs on the RWKV-7 GPU runtime only');
-    const V = be.info.vocabSize;
-    let n = 0;
-    const tok = () => (n++ * 7919) % V;
+    const { be, runtime, tok } = await profiledRuntime(gpu, onGpu, shape);
     const decode = (b: number) => () => Array.from({ length: b }, (_, s) => ({ slot: s, tokens: [tok()], output: 'last' as const }));
     const fused = runtime.fuseDecodeJobs;
     const cases: [string, () => SlotJob[], number][] = [
@@ -90,18 +102,10 @@ const ABLATIONS: [string, RegExp][] = [
  * the model's upload, and when the step's commands are submitted (Rwkv7Runtime.submitSchedule).
  */
 export async function ablateKernels(gpu: GpuContext, onGpu: boolean): Promise<Record<string, unknown>> {
-  const wanted = arg('profile-shapes')?.split(',');
-  const shapes = (onGpu ? OFFICIAL_SHAPES : SMOKE_SHAPES).filter((s) => !wanted || wanted.includes(s.name));
-  const steps = Number(arg('profile-steps') ?? 10);
+  const { shapes, steps } = profileShapes(onGpu);
   const out: Record<string, unknown> = {};
   for (const shape of shapes) {
-    const ck = randomRwkv7Checkpoint({ nLayer: shape.nLayer, nEmbd: shape.nEmbd, vocabSize: onGpu ? 65536 : 4096, dtype: 'f16', seed: 7 });
-    const be = await createBackend({ model: ck, slots: 64, precision: 'f16', maxTokens: 512, maxRows: 64, gpu });
-    const runtime = be as unknown as Rwkv7Runtime;
-    if (!('stepSpan' in runtime)) throw new Error('step spans run on the RWKV-7 GPU runtime only');
-    const V = be.info.vocabSize;
-    let n = 0;
-    const tok = () => (n++ * 7919) % V;
+    const { be, runtime, tok } = await profiledRuntime(gpu, onGpu, shape);
     const decode = (b: number, output: 'last' | 'top') => () => Array.from({ length: b }, (_, s) => ({ slot: s, tokens: [tok()], output }));
 
     /** `count` steps of `jobs`: wall ms a step, GPU span µs a step, host µs a step (encode + submit, wait, after). */

@@ -6,24 +6,21 @@
 // change how the step is encoded. Skipping kernels leaves the outputs meaningless, never the timing: no kernel
 // branches on the values it reads.
 
+import { TimestampPairs } from './timestamp-pairs';
+
 export class StepSpan {
-  private readonly querySet: GPUQuerySet;
-  private readonly resolveBuffer: GPUBuffer;
-  private readonly readback: GPUBuffer;
+  private readonly pairs: TimestampPairs;
   private used = 0;
   private micros = 0;
   private passes = 0;
 
   /** `capacity`: most sub-passes one step encodes before collect(). */
   constructor(
-    private readonly device: GPUDevice,
+    device: GPUDevice,
     readonly skip: RegExp | null = null,
-    private readonly capacity = 64,
+    capacity = 64,
   ) {
-    if (!device.features.has('timestamp-query')) throw new Error("step spans need the 'timestamp-query' feature, which this device lacks");
-    this.querySet = device.createQuerySet({ type: 'timestamp', count: capacity * 2 });
-    this.resolveBuffer = device.createBuffer({ size: capacity * 16, usage: GPUBufferUsage.QUERY_RESOLVE | GPUBufferUsage.COPY_SRC });
-    this.readback = device.createBuffer({ size: capacity * 16, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    this.pairs = new TimestampPairs(device, capacity, 'step spans');
   }
 
   /** Whether the dispatch called `label` runs. */
@@ -33,23 +30,13 @@ export class StepSpan {
 
   /** Where the next sub-pass writes its begin and end timestamps, or undefined once the capacity is used. */
   nextPass(): { querySet: GPUQuerySet; beginningOfPassWriteIndex: number; endOfPassWriteIndex: number } | undefined {
-    if (this.used >= this.capacity) return undefined;
-    const i = this.used++;
-    return { querySet: this.querySet, beginningOfPassWriteIndex: 2 * i, endOfPassWriteIndex: 2 * i + 1 };
+    return this.used < this.pairs.capacity ? this.pairs.writes(this.used++) : undefined;
   }
 
   /** After a step's commands are submitted: adds its passes' spans to the total. */
   async collect(): Promise<void> {
-    const n = this.used;
-    if (n === 0) return;
-    const enc = this.device.createCommandEncoder();
-    enc.resolveQuerySet(this.querySet, 0, 2 * n, this.resolveBuffer, 0);
-    enc.copyBufferToBuffer(this.resolveBuffer, 0, this.readback, 0, n * 16);
-    this.device.queue.submit([enc.finish()]);
-    await this.readback.mapAsync(GPUMapMode.READ, 0, n * 16);
-    const ts = new BigUint64Array(this.readback.getMappedRange(0, n * 16).slice(0));
-    this.readback.unmap();
-    for (let i = 0; i < n; i++) if (ts[2 * i + 1] >= ts[2 * i]) this.micros += Number(ts[2 * i + 1] - ts[2 * i]) / 1000;
+    if (this.used === 0) return;
+    for (const us of await this.pairs.spans(this.used)) this.micros += us;
     this.passes++;
     this.used = 0;
   }
@@ -60,8 +47,6 @@ export class StepSpan {
   }
 
   dispose(): void {
-    this.querySet.destroy();
-    this.resolveBuffer.destroy();
-    this.readback.destroy();
+    this.pairs.dispose();
   }
 }

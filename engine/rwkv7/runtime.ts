@@ -519,8 +519,11 @@ export class Rwkv7Runtime implements InferenceBackend {
       this.recorded.set(key, ops);
     }
     if (this.profiler) return this.encodeProfiled(enc, ops, this.profiler);
-    if (this.stepSpan) return this.encodeSpanned(enc, ops, this.stepSpan);
-    let pass = enc.beginComputePass();
+    const span = this.stepSpan;
+    // Spanned (benchmarks): the first pass writes the begin timestamp, an empty pass at the end the end one, and the
+    // dispatches the span leaves out are skipped; early submits stay where they are.
+    const stamps = span?.nextPass();
+    let pass = enc.beginComputePass(stamps ? { timestampWrites: { querySet: stamps.querySet, beginningOfPassWriteIndex: stamps.beginningOfPassWriteIndex } } : {});
     let pipeline: GPUComputePipeline | null = null;
     for (const op of ops) {
       if (op === 'submit') {
@@ -531,29 +534,8 @@ export class Rwkv7Runtime implements InferenceBackend {
         pipeline = null;
         continue;
       }
+      if (span && !span.keeps(op.label)) continue;
       if (op.pipeline !== pipeline) pass.setPipeline((pipeline = op.pipeline));
-      pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y, op.z);
-    }
-    pass.end();
-    return enc;
-  }
-
-  /** The sub-pass as it normally runs, without the dispatches the span leaves out, between two timestamps. */
-  private encodeSpanned(enc: GPUCommandEncoder, ops: Op[], span: StepSpan): GPUCommandEncoder {
-    // The first pass writes the begin timestamp and the last the end one; early submits stay where they are.
-    const stamps = span.nextPass();
-    let pass = enc.beginComputePass(stamps ? { timestampWrites: { querySet: stamps.querySet, beginningOfPassWriteIndex: stamps.beginningOfPassWriteIndex } } : {});
-    for (const op of ops) {
-      if (op === 'submit') {
-        pass.end();
-        this.device.queue.submit([enc.finish()]);
-        enc = this.device.createCommandEncoder();
-        pass = enc.beginComputePass();
-        continue;
-      }
-      if (!span.keeps(op.label)) continue;
-      pass.setPipeline(op.pipeline);
       pass.setBindGroup(0, op.group);
       pass.dispatchWorkgroups(op.x, op.y, op.z);
     }
