@@ -2,6 +2,7 @@
 // injected through the engine-provider seam. The same nodes on the real engine:
 // nodes-real-engine.test.ts.
 
+import { redeploy } from './node-red-redeploy';
 import * as assert from 'assert';
 import { EventEmitter } from 'events';
 import * as fs from 'fs';
@@ -21,7 +22,6 @@ interface TestHelper {
   startServer(): Promise<void>;
   stopServer(): Promise<void>;
   load(nodes: unknown[], flow: object[]): Promise<void>;
-  setFlows(flow: object[], type: 'full' | 'flows' | 'nodes'): Promise<void>;
   unload(): Promise<void>;
   getNode(id: string): TestNode | null;
   /** supertest against the runtime's admin HTTP API. */
@@ -298,9 +298,9 @@ describe('Node-RED nodes (fake engine)', function () {
       assert.strictEqual(provider.engine.maxActive, 3);
     });
 
-    for (const [what, redeploy] of [
-      ['a full redeploy', async () => helper.setFlows(flowWith({ type: 'rwkv-generate' }, 2), 'full')],
-      ['removing the node', async () => helper.setFlows([MODEL], 'full')],
+    for (const [what, closeIt] of [
+      ['a full redeploy', async () => redeploy(helper, flowWith({ type: 'rwkv-generate' }, 2))],
+      ['removing the node', async () => redeploy(helper, [MODEL])],
       ['stopping the runtime', async () => helper.unload()],
     ] as const) {
       it(`${what} during generation cancels it, frees the slot and the lease, and ends the message with done(err)`, async () => {
@@ -315,7 +315,7 @@ describe('Node-RED nodes (fake engine)', function () {
         worker.error = (...args: unknown[]) => (errors.push(args[0]), reportError.apply(worker, args));
         helper.getNode('n1')!.receive({ payload: 'a long prompt with many words to echo back slowly' });
         await until(() => provider.engine.active === 1, 'generation started');
-        await redeploy();
+        await closeIt();
         assert.strictEqual(provider.engine.active, 0, 'slot still held after close');
         assert.strictEqual(provider.engine.aborted, 1);
         assert.ok(provider.released >= 1, 'lease not released');
@@ -334,7 +334,7 @@ describe('Node-RED nodes (fake engine)', function () {
       helper.getNode('n1')!.on('call:error', (c) => errors.push({ err: c.args[0], msg: c.args[1] }));
       for (let i = 0; i < 10; i++) helper.getNode('n1')!.receive({ payload: `a long prompt with many words number ${i}`, topic: `m${i}` });
       await until(() => provider.engine.active === 10, 'ten generations running');
-      await helper.setFlows(flowWith({ type: 'rwkv-generate' }, 2), 'full');
+      await redeploy(helper, flowWith({ type: 'rwkv-generate' }, 2));
       assert.strictEqual(provider.engine.active, 0);
       assert.strictEqual(errors.length, 10);
       assert.deepStrictEqual(errors.map((e) => e.msg.topic).sort(), Array.from({ length: 10 }, (_, i) => `m${i}`).sort());

@@ -3,6 +3,7 @@
 // digits and symbols; the point here is the mechanics (batching, streaming, cancellation, slot and
 // lease release, states), not the text.
 
+import { redeploy } from './node-red-redeploy';
 import * as assert from 'assert';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -94,11 +95,11 @@ describe('nodes on the real engine (tiny model)', function () {
       helper.getNode('n1').receive({ payload: '1+1=', logitBias: { entry: [{ kind: 'id', token: '0', bias: -100 }] } });
       await until(() => tokens >= 2, 'decoding');
       const started = Date.now();
-      await helper.setFlows([MODEL], 'full');
+      await redeploy(helper, [MODEL]);
       assert.ok(Date.now() - started < 10000, 'close took too long');
       assert.deepStrictEqual(sent, []);
       // The config node was redeployed too: a fresh request runs on a fresh slot.
-      await helper.setFlows(flowWith({ type: 'rwkv-generate', maxTokens: '2' }, 2), 'full');
+      await redeploy(helper, flowWith({ type: 'rwkv-generate', maxTokens: '2' }, 2));
       const out = nextInput('out1');
       helper.getNode('n1').receive({ payload: '2+2=' });
       assert.strictEqual((await out).rwkv.usage.completionTokens, 2);
