@@ -3,6 +3,7 @@
 // reads per second as a fraction of the WGSL read probe (a kernel reading a large buffer, the HBM ceiling a
 // kernel can reach) and of Dawn's buffer copy, both measured in the same run.
 
+import { warmUp } from './warm-up';
 import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
@@ -23,9 +24,6 @@ export const OFFICIAL_SHAPES: ModelShape[] = [
 
 /** A tiny shape for a smoke run on a CPU driver. */
 export const SMOKE_SHAPES: ModelShape[] = [{ name: 'tiny', nLayer: 2, nEmbd: 128 }];
-
-/** Seconds of batch-1 steps each shape runs before its first measurement. */
-const WARM_UP_SECONDS = 2;
 
 async function timeIt(minSeconds: number, minReps: number, step: () => Promise<unknown>): Promise<{ reps: number; seconds: number }> {
   await step(); // warm-up (pipelines, caches)
@@ -74,11 +72,8 @@ export async function benchEngine(
     const stepBytes = be.weightBytes - V * C * 2;
     const tok = (i: number) => (i * 7919) % V;
     let n = 0;
-    // The GPU's clocks rise over the first second or two of steady work: on the H200 the first 25 batch-1 steps
-    // after a 1.5B upload ran 8.2 ms of GPU time each, 2.3 ms after 50 (bench section ablation, bench/RESULTS.md
-    // "Where a batch-1 step goes"). Every figure below is of the warm GPU, as the baselines' are.
-    const warm = performance.now();
-    while (performance.now() - warm < WARM_UP_SECONDS * 1000) await be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]);
+    // Every figure below is of the warm GPU (warm-up.ts).
+    await warmUp(() => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
     const dec1 = await timeIt(secs, 10, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
     const dec1Tps = dec1.reps / dec1.seconds;
     const jobs32 = () => Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));

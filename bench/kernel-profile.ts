@@ -6,6 +6,7 @@
 // Decode at batch 1 and 8 runs twice: with the fused decode step (the default up to its job limit) and with the
 // separate kernels ("separate"), so one run shows what the fusion saves in dispatches and step time.
 
+import { warmUp } from './warm-up';
 import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { KernelProfiler } from '../engine/gpu/kernel-profiler';
@@ -45,6 +46,7 @@ export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<R
   const out: Record<string, unknown> = {};
   for (const shape of shapes) {
     const { be, runtime, tok } = await profiledRuntime(gpu, onGpu, shape);
+    await warmUp(() => be.run([{ slot: 0, tokens: [tok()], output: 'last' }]));
     const decode = (b: number) => () => Array.from({ length: b }, (_, s) => ({ slot: s, tokens: [tok()], output: 'last' as const }));
     const fused = runtime.fuseDecodeJobs;
     const cases: [string, () => SlotJob[], number][] = [

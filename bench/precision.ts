@@ -20,6 +20,7 @@
 // scores it (train/RESULTS.md): non-overlapping windows of 512 input tokens, each from the zero state, every
 // next token predicted (N windows spread evenly over the split when --heldout-windows limits them).
 
+import { warmUp } from './warm-up';
 import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
@@ -143,6 +144,8 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
         }
         let fed = 0;
         const tok = (i: number) => (i * 7919) % V;
+        // Each precision's figures of the warm GPU (warm-up.ts): otherwise the first precision measured pays the clocks.
+        await warmUp(() => be.run([{ slot: 0, tokens: [tok(fed++)], output: 'last' }]));
         const b1 = await rate(seconds, 10, 1, () => be.run([{ slot: 0, tokens: [tok(fed++)], output: 'last' }]));
         const b32 = await rate(seconds, 5, 32, () => be.run(Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(fed++)], output: 'last' as const }))));
         const row: Record<string, number | string> = {
