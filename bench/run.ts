@@ -42,7 +42,7 @@ export function registerBenchSection(name: string, section: Section) {
 }
 
 async function main() {
-  for (const mod of ['./grammar', './scheduler', './constrained', './loader', './top-logits', './safety', './schema-coverage', './cpu', './serve', './batch-flow', './flow-cost-model', './kernel-profile', './n8n-queue', './wkv', './precision', './quantise']) {
+  for (const mod of ['./grammar', './scheduler', './constrained', './loader', './top-logits', './safety', './schema-coverage', './cpu', './serve', './batch-flow', './flow-cost-model', './kernel-profile', './n8n-queue', './wkv', './precision', './quantise', './host-cost']) {
     try {
       // Optional sections: present once their part of the engine exists.
       const m = require(mod);
