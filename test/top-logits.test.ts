@@ -12,6 +12,8 @@ import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { createBuffer } from '../engine/gpu/kernel';
 import { TOP_CAPACITY, TopLogitsReducer } from '../engine/rwkv7/top-logits';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
+import { Candidates } from '../engine/samplers/probability';
+import { pickNucleus } from '../engine/samplers/nucleus';
 import { WorldTokenizer } from '../engine/tokenizer';
 import type { Feed, SlotTask } from '../engine/slot-task';
 import type { JobResult, LogitAdjust, SlotJob, TopLogits } from '../engine/types';
@@ -369,6 +371,37 @@ describe("output 'top': logits reduced on the GPU", function () {
       await e.close();
       backend.dispose();
     });
+  });
+
+  it('nucleus draws from a top stored best first are those from the same top in row order (the sort it skips)', () => {
+    const rnd = seeded(23);
+    for (let trial = 0; trial < 300; trial++) {
+      const count = 1 + Math.floor(rnd() * TOP_CAPACITY);
+      const rowsSet = new Set<number>();
+      while (rowsSet.size < count) rowsSet.add(Math.floor(rnd() * 65536));
+      const rows = Int32Array.from(rowsSet);
+      // Best first, ties by lower row (as the kernel writes them); some exact ties, a spread of up to 40 nats.
+      const values = Array.from({ length: count }, () => (rnd() < 0.2 ? 3 : 10 - rnd() * 40)).sort((a, b) => b - a);
+      const entries = values.map((v, i) => [v, rows[i]] as [number, number]).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
+      const top: TopLogits = {
+        kind: 'top',
+        rows: Int32Array.from(entries, (e) => e[1]),
+        logits: Float32Array.from(entries, (e) => e[0]),
+        max: entries[0][0],
+        logZ: entries[0][0] > 0 ? 1 + rnd() * 5 : 0.5,
+        finite: count + 100,
+      };
+      const byRow = new Candidates(65536);
+      const bestFirst = new Candidates(65536);
+      assert.strictEqual(byRow.fromTop(top, 'row'), bestFirst.fromTop(top, 'best'));
+      assert.strictEqual(byRow.count, bestFirst.count);
+      for (const [k, p, t] of [[1, 1, 1], [50, 0.9, 1], [256, 0.5, 0.7], [8, 1, 2], [128, 0.95, 0.3]]) {
+        assert.deepStrictEqual(Array.from(bestFirst.mostProbable(k), (j) => bestFirst.rows[j]), Array.from(byRow.mostProbable(k), (j) => byRow.rows[j]));
+        for (const u of [0, rnd(), rnd(), 0.999999]) {
+          assert.strictEqual(pickNucleus(bestFirst, k, p, t, u), pickNucleus(byRow, k, p, t, u), `trial ${trial}, top_k ${k}, top_p ${p}, T ${t}, u ${u}`);
+        }
+      }
+    }
   });
 
   it('the sampler uses the top only where it is exact', () => {

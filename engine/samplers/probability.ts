@@ -9,6 +9,9 @@ import type { TopLogits } from '../types';
  */
 const LOG_CUTOFF = 30;
 
+/** Positions 0, 1, 2, …: mostProbable() of candidates stored best first (shared, never written). */
+const BEST_FIRST = Int32Array.from({ length: 512 }, (_, i) => i);
+
 const POW2_NEG = Float64Array.from({ length: 64 }, (_, k) => Math.pow(2, -k));
 
 /**
@@ -76,16 +79,32 @@ export class Candidates {
 
   /**
    * The same from a row reduced on the GPU: its largest logits and the normalizer over the whole row.
-   * Candidates keep row order and the LOG_CUTOFF, so draws match those from the full row.
+   * Candidates keep the LOG_CUTOFF, so draws match those from the full row. `order` 'row' stores them in row order,
+   * as fromLogits does, for what sums over all candidates in storage order (min_p's renormalisation, mirostat);
+   * 'best' keeps the top's own order (best first) and skips the sort: a draw that only walks mostProbable() —
+   * nucleus without min_p, the notes of log-probabilities — reads the same values in the same order either way.
    */
-  fromTop(top: TopLogits): boolean {
+  fromTop(top: TopLogits, order: 'row' | 'best' = 'row'): boolean {
     if (top.finite === 0) return false;
-    // Best first, so the ones within LOG_CUTOFF are a prefix; then into row order through one packed
-    // native sort of u32 (row * 512 + position; rows < 2^23, positions < 512): 3–4× faster than the same keys as
-    // f64, and this runs for every sampled request every step.
+    // Best first, so the ones within LOG_CUTOFF are a prefix.
     const floor = top.max - LOG_CUTOFF;
     let n = 0;
     while (n < top.logits.length && top.logits[n] >= floor) n++;
+    if (n > BEST_FIRST.length) throw new RangeError(`a top result of ${n} candidates exceeds ${BEST_FIRST.length}`);
+    if (order === 'best') {
+      for (let j = 0; j < n; j++) {
+        const d = top.logits[j] - top.max;
+        this.rows[j] = top.rows[j];
+        this.offsets[j] = d;
+        this.probs[j] = Math.exp(d - top.logZ);
+      }
+      this.logZ = top.logZ;
+      this.count = n;
+      this.presorted = BEST_FIRST.subarray(0, n);
+      return n > 0;
+    }
+    // Into row order through one packed native sort of u32 (row * 512 + position; rows < 2^23, positions < 512):
+    // 3–4× faster than the same keys as f64.
     const packed = new Uint32Array(n);
     for (let j = 0; j < n; j++) {
       if (top.rows[j] >= 1 << 23) throw new RangeError(`row ${top.rows[j]} of a top result is beyond 2^23`);

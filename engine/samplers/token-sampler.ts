@@ -156,7 +156,9 @@ export class TokenSampler {
       row = top.rows[0];
       if (this.logProbTop !== null && candidates.fromTop(top)) this.note(candidates, row);
     } else {
-      if (!candidates.fromTop(top)) throw new Error('no token is allowed at this point (all logits masked)');
+      // Plain nucleus reads the candidates only through mostProbable(): best-first storage skips the row sort.
+      const order = !this.mirostat && this.options.kind === 'nucleus' && !(this.options.minP > 0) ? 'best' : 'row';
+      if (!candidates.fromTop(top, order)) throw new Error('no token is allowed at this point (all logits masked)');
       if (this.mirostat) {
         row = this.mirostat.pick(candidates, u);
         this.note(candidates, row);
