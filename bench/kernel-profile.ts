@@ -89,7 +89,6 @@ export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<R
 
 /** Kernel classes the ablation leaves out, by label (runtime.ts labels: mm_*:<product>[:reduce|:tile], rwkv7_*, ...). */
 const ABLATIONS: [string, RegExp][] = [
-  ['everything', /$^/],
   ['without products', /^mm_/],
   ['without split reductions', /:reduce$/],
   ['without WKV / fused time mix', /^rwkv7_(wkv|tmix)/],
@@ -162,7 +161,7 @@ export async function ablateKernels(gpu: GpuContext, onGpu: boolean): Promise<Re
       const labels = runtime.dispatchLabels(tokens, count, count);
       for (let i = 0; i < steps; i++) await be.run(jobs());
       const row: Record<string, unknown> = { all: await measure(jobs, steps) };
-      for (const [what, skip] of ABLATIONS.slice(1)) {
+      for (const [what, skip] of ABLATIONS) {
         const r = await measure(jobs, steps, skip);
         row[`${what} (${labels.filter((l) => !skip.test(l)).length} of ${labels.length})`] = r.gpuUs;
       }

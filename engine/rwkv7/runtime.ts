@@ -998,6 +998,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     if (times) times.submitted = performance.now();
     if (!staging) {
       await device.queue.onSubmittedWorkDone();
+      if (times) times.mapped = performance.now(); // nothing to map: the commands are done
       this.checkAlive();
       return jobs.map(() => null);
     }

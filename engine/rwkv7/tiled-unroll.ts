@@ -3,6 +3,8 @@
 // inputs: the K splits (matmul.ts chooseSplit) were the only way to shorten that chain. `RWKV_MATMUL_TILED_KU=1|2|4`
 // overrides the default (benchmarks compare), read once.
 
+import { numberChoice } from '../env-choice';
+
 export type TiledUnroll = 1 | 2 | 4;
 const ALLOWED: TiledUnroll[] = [1, 2, 4];
 
@@ -11,10 +13,7 @@ export const DEFAULT_TILED_KU: TiledUnroll = 1;
 
 /** The steps a trip of `value` (RWKV_MATMUL_TILED_KU), or the default when unset; other values are refused. */
 export function tiledUnrollFrom(value: string | undefined): TiledUnroll {
-  if (value === undefined || value === '') return DEFAULT_TILED_KU;
-  const n = Number(value) as TiledUnroll;
-  if (!ALLOWED.includes(n)) throw new Error(`RWKV_MATMUL_TILED_KU=${value}: give 1, 2 or 4`);
-  return n;
+  return numberChoice('RWKV_MATMUL_TILED_KU', value, ALLOWED, DEFAULT_TILED_KU);
 }
 
 /** The steps a trip every tiled product runs with. */

@@ -14,6 +14,11 @@ if ((TOP_CAPACITY & (TOP_CAPACITY - 1)) !== 0) throw new Error('TOP_CAPACITY mus
 const PARSE_KEYS = new Uint32Array(TOP_CAPACITY);
 const PARSE_PACKED = new Uint32Array(TOP_CAPACITY);
 const PARSE_ORDER = new Uint8Array(TOP_CAPACITY);
+/** An f32's bits as a u32 that orders as the floats do (larger float, larger u32; the kernel's sort_key). */
+function orderedBits(bits: number): number {
+  return bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0;
+}
+
 /** u32 words of one job (shaders/top_logits.wgsl TopJob), and its "no mask" marker. */
 const JOB_WORDS = 5;
 const NO_MASK = 0xffffffff;
@@ -151,7 +156,7 @@ export class TopLogitsReducer {
     let prev = 0;
     for (let j = 0; j < count; j++) {
       const bits = words[base + 5 + 2 * j];
-      const ordered = bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0;
+      const ordered = orderedBits(bits);
       const row = words[base + 4 + 2 * j];
       if (j > 0 && (ordered > prev || (ordered === prev && row < rows[j - 1]))) {
         sorted = false;
@@ -170,9 +175,7 @@ export class TopLogitsReducer {
     const key = PARSE_KEYS;
     const packed = PARSE_PACKED.subarray(0, count);
     for (let j = 0; j < count; j++) {
-      const bits = words[base + 5 + 2 * j];
-      const ordered = bits & 0x80000000 ? ~bits >>> 0 : (bits | 0x80000000) >>> 0;
-      const k = (0xffffffff - ordered) >>> 0;
+      const k = (0xffffffff - orderedBits(words[base + 5 + 2 * j])) >>> 0;
       key[j] = k;
       packed[j] = ((k & 0xffffff00) | j) >>> 0;
     }

@@ -5,14 +5,10 @@
 // step of 171 dependent dispatches the extra cross-subgroup sum costs what the extra loads in flight save.
 // `RWKV_MATMUL_VEC_LANES=64|128|256` runs another count everywhere (benchmarks compare), read once.
 
+import { numberChoice } from '../env-choice';
+
 export type VecLanes = 32 | 64 | 128 | 256;
 const LANES: VecLanes[] = [32, 64, 128, 256];
 
 /** The lanes a row every streaming product runs with. */
-export const VEC_LANES: VecLanes = ((): VecLanes => {
-  const v = process.env.RWKV_MATMUL_VEC_LANES;
-  if (v === undefined || v === '') return 32;
-  const n = Number(v) as VecLanes;
-  if (!LANES.includes(n)) throw new Error(`RWKV_MATMUL_VEC_LANES=${v}: give 32, 64, 128 or 256`);
-  return n;
-})();
+export const VEC_LANES: VecLanes = numberChoice('RWKV_MATMUL_VEC_LANES', process.env.RWKV_MATMUL_VEC_LANES, LANES, 32);

@@ -4,6 +4,8 @@
 // trip and 4.3 TB/s with four (bench/RESULTS.md "Device facts"). `RWKV_MATMUL_VEC_LOADS=1|2|4|8` overrides the
 // default (benchmarks compare), read once.
 
+import { numberChoice } from '../env-choice';
+
 export type VecLoads = 1 | 2 | 4 | 8;
 const ALLOWED: VecLoads[] = [1, 2, 4, 8];
 
@@ -12,10 +14,7 @@ export const DEFAULT_VEC_LOADS: VecLoads = 2;
 
 /** The loads a trip of `value` (RWKV_MATMUL_VEC_LOADS), or the default when unset; other values are refused. */
 export function vecLoadsFrom(value: string | undefined): VecLoads {
-  if (value === undefined || value === '') return DEFAULT_VEC_LOADS;
-  const n = Number(value) as VecLoads;
-  if (!ALLOWED.includes(n)) throw new Error(`RWKV_MATMUL_VEC_LOADS=${value}: give 1, 2, 4 or 8`);
-  return n;
+  return numberChoice('RWKV_MATMUL_VEC_LOADS', value, ALLOWED, DEFAULT_VEC_LOADS);
 }
 
 /** The loads a trip every streaming product runs with. */
