@@ -24,3 +24,8 @@ if [ ! -f dist/engine/cpu/kernels.wasm ] || [ ! -f dist/engine/cpu/kernels-relax
   [ -n "$(find engine/cpu/kernels scripts/build-kernels.sh -newer dist/engine/cpu/kernels-relaxed.wasm -print -quit)" ]; then
   bash scripts/build-kernels.sh
 fi
+# The native integer products (x86-64 Linux; skipped elsewhere): rebuilt when their source is newer.
+native=dist/engine/cpu/native/products-linux-x64.node
+if [ ! -f "$native" ] || [ -n "$(find engine/cpu/native scripts/build-native.sh -newer "$native" -print -quit)" ]; then
+  bash scripts/build-native.sh
+fi

@@ -5,6 +5,7 @@ import type { Checkpoint, ModelInfo } from '../types';
 import type { Backend, BackendOptions } from '../backend';
 import { CpuRuntime, type CpuPlanner } from './cpu-runtime';
 import { cpuRefusal, quantLayersNote } from '../precision';
+import { productsPath } from './native-products';
 
 export function cpuBackend(planner: CpuPlanner) {
   return async (ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> => {
@@ -16,7 +17,9 @@ export function cpuBackend(planner: CpuPlanner) {
       { slots: opts.slots, maxTokens: opts.maxTokens ?? 256, maxRows: opts.maxRows ?? 64, precision, quantLayers: opts.quantLayers, threads: opts.threads, maxContext: opts.maxContext },
       planner,
     );
-    const kernels = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
+    const wasm = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
+    // f16 and int8 weights are integer panels (i16, int8): their products over many tokens run natively where the addon loaded.
+    const kernels = productsPath() === 'native-avx2' && precision !== 'f32' ? `${wasm}, native AVX2 integer products` : wasm;
     const partly = quantLayersNote({ precision, quantLayers: opts.quantLayers ?? 0 }, info.nLayer);
     const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${precision} weights${partly} (${reason})`;
     // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.

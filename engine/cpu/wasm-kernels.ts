@@ -4,6 +4,7 @@
 
 import * as fs from 'fs';
 import * as path from 'path';
+import { withNativeProducts } from './native-products';
 
 /** The kernels' exports (see engine/cpu/kernels/kernels.ts for what each computes); addresses are bytes. */
 export interface CpuKernels {
@@ -37,6 +38,8 @@ export interface CpuKernels {
   topEntries(x: number, n: number, cap: number, hv: number, hr: number): number;
   /** exp of n floats (n a multiple of 4): the kernels' vector exp, for its accuracy test. */
   expInto(x: number, n: number, out: number): void;
+  /** The inputs of a product over int8 (kind 2) or i16 (kind 3) panels, quantized into scratch as matmul does. */
+  quantizeProductInputs(kind: number, k: number, x: number, xs: number, T: number, scratch: number): void;
 }
 
 /** Where the built modules live: beside this file in dist/. */
@@ -75,7 +78,9 @@ export function kernelModule(): { module: WebAssembly.Module; variant: KernelVar
   return (compiled = { module: new WebAssembly.Module(read(KERNELS_FILE)), variant: 'simd' });
 }
 
-export function instantiateKernels(memory: WebAssembly.Memory, module: WebAssembly.Module = kernelModule().module): CpuKernels {
+/** The kernels over `memory`, integer products through the native addon where it loaded (native-products.ts) unless `native` is false. */
+export function instantiateKernels(memory: WebAssembly.Memory, module: WebAssembly.Module = kernelModule().module, native = true): CpuKernels {
   const instance = new WebAssembly.Instance(module, { env: { memory, abort: () => { throw new Error('CPU kernel abort'); } } });
-  return instance.exports as unknown as CpuKernels;
+  const kernels = instance.exports as unknown as CpuKernels;
+  return native ? withNativeProducts(kernels, memory) : kernels;
 }

@@ -522,7 +522,7 @@ function matmulQuantized(
   const qRow: usize = <usize>g << (i16 ? 3 : 2);
   const panelBytes: usize = i16 ? (<usize>g << 6) + 64 : (<usize>g << 4) + 32;
   const yStride: usize = <usize>ys << 2;
-  quantizeInputs(x, <usize>xs << 2, T, k, i16 ? g << 1 : g, scratch, i16 ? I16_INPUT_RANGE : inputRange(g));
+  quantizeProductInputs(kind, k, x, xs, T, scratch);
   const tsAt = scratch + <usize>T * qRow;
   if (T == 1) {
     const ts = load<f32>(tsAt);
@@ -573,6 +573,16 @@ function matmulQuantized(
       }
     }
   }
+}
+
+/**
+ * The tokens' inputs of a product over integer panels (kind 2 int8, 3 i16), quantized into `scratch` as
+ * matmulQuantized reads them: also the first half of the native products' call (engine/cpu/native/products.c).
+ */
+export function quantizeProductInputs(kind: i32, k: i32, x: usize, xs: i32, T: i32, scratch: usize): void {
+  const i16 = kind == 3;
+  const g = i16 ? (k + 3) >> 2 : (k + 1) >> 1;
+  quantizeInputs(x, <usize>xs << 2, T, k, i16 ? g << 1 : g, scratch, i16 ? I16_INPUT_RANGE : inputRange(g));
 }
 
 // A prefill's quantized inputs are T rows of 2k (int8) or ~2k (i16) bytes: 512 tokens of the ffn value's 3072

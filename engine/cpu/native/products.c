@@ -1,0 +1,272 @@
+// Native x86-64 AVX2 matrix products for the CPU backend's integer panels (int8: kind 2, i16: kind 3), loaded as a
+// Node-API addon (engine/cpu/native-products.ts) beside the WebAssembly kernels, which stay the path everywhere
+// else. Why: WebAssembly SIMD is 128 bits wide and its only integer dot product does 8 multiply-adds
+// (i32x4.dot_i16x8_s); a prefill's products ran at 19-22 GMAC per CPU second on the project's 2-core Zen 3,
+// while the same tiles with 256-bit vpmaddwd do 16 (README, CPU backend, "Native products").
+//
+// Same bits as the WebAssembly kernels (engine/cpu/kernels/kernels.ts, matmulQuantized): the inputs are the ones
+// its quantizeProductInputs wrote into the thread's scratch; int8 sums are exact i32 sums; i16 sums add each
+// quad's exact i32 sum as an f32 in input order; the epilogue multiplies by the token's scale, then the row's,
+// then activates (none or relu squared: callers keep tanh and sigmoid on WebAssembly) and adds to y, in that
+// order. Built with -ffp-contract=off, so no multiply and add fuse. Every (token, row) sum is one tile's in input
+// order, so tiles of 6 tokens here against 4 there change nothing.
+//
+// Built without the C library (-nostdlib): nothing here calls it, so the one file loads on glibc and musl (n8n's
+// Alpine image). Only the functions with the avx2 target use AVX2, and the module refuses to load without it.
+
+#include <node_api.h>
+#include <immintrin.h>
+#include <cpuid.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define AVX2 __attribute__((target("avx2")))
+#define INLINE static inline __attribute__((always_inline))
+
+/** Whether the CPU and the OS (saved YMM state) support AVX2. */
+static int hasAvx2(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+  if (!(c & bit_OSXSAVE) || !(c & bit_AVX)) return 0;
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 6) != 6) return 0;
+  if (__get_cpuid_max(0, 0) < 7) return 0;
+  __cpuid_count(7, 0, a, b, c, d);
+  return (b & bit_AVX2) != 0;
+}
+
+/** Quantized inputs per block of tokens that stays in a core's L2 across the panels (kernels.ts TOKEN_BLOCK_BYTES). */
+#define TOKEN_BLOCK_BYTES 131072
+
+/** The arguments of one call, addresses resolved. */
+typedef struct {
+  const uint8_t *w;     /* the matrix's panels */
+  size_t panelBytes;
+  int n;                /* the matrix's real rows */
+  size_t groups;        /* int8: input pairs; i16: input quads */
+  const uint8_t *q;     /* quantized inputs, qRow bytes a token */
+  size_t qRow;
+  const float *ts;      /* the tokens' scales */
+  float *y;
+  size_t yStride;       /* floats between tokens' outputs */
+  int act, accum;
+} Call;
+
+INLINE AVX2 __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32(*(const int32_t *)p); }
+
+/**
+ * Stores the 8 rows from `row` of token t: v (sums as f32) times the token's scale, times the rows' scales sc,
+ * activated (0 none, 3 relu squared), into y (+ y when accum); fewer past the matrix's last row.
+ */
+INLINE AVX2 void store8(const Call *c, int t, int row, __m256 v, const float *sc) {
+  v = _mm256_mul_ps(v, _mm256_set1_ps(c->ts[t]));
+  v = _mm256_mul_ps(v, _mm256_loadu_ps(sc));
+  if (c->act == 3) {
+    // max(0, v) keeps a NaN (as WebAssembly's f32x4.max); a -0 stays -0 where f32x4.max gives +0: squared, both +0.
+    const __m256 r = _mm256_max_ps(_mm256_setzero_ps(), v);
+    v = _mm256_mul_ps(r, r);
+  }
+  float *y = c->y + (size_t)t * c->yStride + row;
+  const int valid = c->n - row;
+  if (valid >= 8) {
+    if (c->accum) v = _mm256_add_ps(v, _mm256_loadu_ps(y));
+    _mm256_storeu_ps(y, v);
+    return;
+  }
+  float lanes[8] __attribute__((aligned(32)));
+  _mm256_store_ps(lanes, v);
+  for (int r = 0; r < valid; r++) y[r] = c->accum ? lanes[r] + y[r] : lanes[r];
+}
+
+// ---- int8: per input pair j a panel holds 16 bytes, [q[row][2j], q[row][2j+1]] for rows 0..7, then the 8 row
+// scales. Widened to 16 i16, one vpmaddwd against the token's pair (an i32 broadcast) gives rows 0..7's sums.
+
+/** NP panels (1 or 2) from panel p against NT tokens (1..6) from token t. */
+INLINE AVX2 void int8Tile(const Call *c, int p, int t, const int NP, const int NT) {
+  // Named sums rather than an array: with an array the compiler spilled them to the stack.
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0;
+  __m256i b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0;
+  const uint8_t *w0 = c->w + (size_t)p * c->panelBytes;
+  const uint8_t *w1 = w0 + c->panelBytes;
+  const uint8_t *q = c->q + (size_t)t * c->qRow;
+  const size_t qRow = c->qRow, groups = c->groups;
+  for (size_t j = 0; j < groups; j++) {
+    const __m256i u = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w0 + (j << 4))));
+    const __m256i v = NP == 2 ? _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(w1 + (j << 4)))) : u;
+    const uint8_t *qj = q + (j << 2);
+#define INT8_STEP(B, A, BB) \
+    if (NT > B) { \
+      const __m256i s = bcast32(qj + B * qRow); \
+      A = _mm256_add_epi32(A, _mm256_madd_epi16(u, s)); \
+      if (NP == 2) BB = _mm256_add_epi32(BB, _mm256_madd_epi16(v, s)); \
+    }
+    INT8_STEP(0, a0, b0) INT8_STEP(1, a1, b1) INT8_STEP(2, a2, b2) INT8_STEP(3, a3, b3) INT8_STEP(4, a4, b4) INT8_STEP(5, a5, b5)
+#undef INT8_STEP
+  }
+  // The sums leave their registers first: finished in place, the epilogue's values made the compiler spill them
+  // inside the loop, at half the speed.
+  __m256i sums[2][6];
+  sums[0][0] = a0; sums[0][1] = a1; sums[0][2] = a2; sums[0][3] = a3; sums[0][4] = a4; sums[0][5] = a5;
+  sums[1][0] = b0; sums[1][1] = b1; sums[1][2] = b2; sums[1][3] = b3; sums[1][4] = b4; sums[1][5] = b5;
+  __asm__ volatile("" ::: "memory");
+  for (int a = 0; a < NP; a++) {
+    const float *sc = (const float *)(w0 + (size_t)a * c->panelBytes + (groups << 4));
+    for (int b = 0; b < NT; b++) store8(c, t + b, (p + a) << 3, _mm256_cvtepi32_ps(sums[a][b]), sc);
+  }
+}
+
+// ---- i16: per input quad j a panel holds 64 bytes: pair 2j for rows 0..3 and for rows 4..7 (32 bytes: rows 0..7's
+// pairs in order), then pair 2j+1 the same; after the quads the 8 row scales, padded to 64 bytes. Per quad and
+// token: two vpmaddwd, their i32 sum converted and added to the f32 sums (as the WebAssembly tiles do).
+
+/** NP panels (1 or 2) from panel p against NT tokens (1..4) from token t. */
+INLINE AVX2 void i16Tile(const Call *c, int p, int t, const int NP, const int NT) {
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+  __m256 b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  const uint8_t *w0 = c->w + (size_t)p * c->panelBytes;
+  const uint8_t *w1 = w0 + c->panelBytes;
+  const uint8_t *q = c->q + (size_t)t * c->qRow;
+  const size_t qRow = c->qRow, groups = c->groups;
+  for (size_t j = 0; j < groups; j++) {
+    const __m256i u0 = _mm256_loadu_si256((const __m256i *)(w0 + (j << 6)));
+    const __m256i u1 = _mm256_loadu_si256((const __m256i *)(w0 + (j << 6) + 32));
+    const __m256i v0 = NP == 2 ? _mm256_loadu_si256((const __m256i *)(w1 + (j << 6))) : u0;
+    const __m256i v1 = NP == 2 ? _mm256_loadu_si256((const __m256i *)(w1 + (j << 6) + 32)) : u1;
+    const uint8_t *qj = q + (j << 3);
+#define I16_STEP(B, A, BB) \
+    if (NT > B) { \
+      const __m256i s0 = bcast32(qj + B * qRow), s1 = bcast32(qj + B * qRow + 4); \
+      A = _mm256_add_ps(A, _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(u0, s0), _mm256_madd_epi16(u1, s1)))); \
+      if (NP == 2) BB = _mm256_add_ps(BB, _mm256_cvtepi32_ps(_mm256_add_epi32(_mm256_madd_epi16(v0, s0), _mm256_madd_epi16(v1, s1)))); \
+    }
+    I16_STEP(0, a0, b0) I16_STEP(1, a1, b1) I16_STEP(2, a2, b2) I16_STEP(3, a3, b3)
+#undef I16_STEP
+  }
+  // Out of their registers before the epilogue (see int8Tile).
+  __m256 sums[2][4];
+  sums[0][0] = a0; sums[0][1] = a1; sums[0][2] = a2; sums[0][3] = a3;
+  sums[1][0] = b0; sums[1][1] = b1; sums[1][2] = b2; sums[1][3] = b3;
+  __asm__ volatile("" ::: "memory");
+  for (int a = 0; a < NP; a++) {
+    const float *sc = (const float *)(w0 + (size_t)a * c->panelBytes + (groups << 6));
+    for (int b = 0; b < NT; b++) store8(c, t + b, (p + a) << 3, sums[a][b], sc);
+  }
+}
+
+// Tiles with constant shapes, each its own function: its sums stay in registers (inlined into one large function,
+// the compiler spilled them, at half the speed).
+#define TILE(KIND, NP, NT) \
+  static AVX2 __attribute__((noinline)) void KIND##_##NP##x##NT(const Call *c, int p, int t) { KIND##Tile(c, p, t, NP, NT); }
+TILE(int8, 1, 1) TILE(int8, 1, 2) TILE(int8, 1, 3) TILE(int8, 1, 4) TILE(int8, 1, 5) TILE(int8, 1, 6)
+TILE(int8, 2, 1) TILE(int8, 2, 2) TILE(int8, 2, 3) TILE(int8, 2, 4) TILE(int8, 2, 5) TILE(int8, 2, 6)
+TILE(i16, 1, 1) TILE(i16, 1, 2) TILE(i16, 1, 3) TILE(i16, 1, 4)
+TILE(i16, 2, 1) TILE(i16, 2, 2) TILE(i16, 2, 3) TILE(i16, 2, 4)
+
+typedef void (*Tile)(const Call *, int, int);
+/** By panels (1, 2) and tokens (1..6). */
+static Tile const INT8_TILES[2][6] = {
+  { int8_1x1, int8_1x2, int8_1x3, int8_1x4, int8_1x5, int8_1x6 },
+  { int8_2x1, int8_2x2, int8_2x3, int8_2x4, int8_2x5, int8_2x6 },
+};
+static Tile const I16_TILES[2][4] = {
+  { i16_1x1, i16_1x2, i16_1x3, i16_1x4 },
+  { i16_2x1, i16_2x2, i16_2x3, i16_2x4 },
+};
+
+/** The panels [p0, p1) for all T tokens: blocks of tokens whose inputs stay in L2, each panel pair over a block in tiles. */
+static AVX2 void products(const Call *c, int kind, int T, int p0, int p1) {
+  const int tileTokens = kind == 2 ? 6 : 4;
+  int block = (int)(TOKEN_BLOCK_BYTES / c->qRow) / tileTokens * tileTokens;
+  if (block < tileTokens) block = tileTokens;
+  for (int t0 = 0; t0 < T; t0 += block) {
+    const int t1 = t0 + block < T ? t0 + block : T;
+    for (int p = p0; p < p1; p += 2) {
+      const int pair = p + 1 < p1;
+      for (int t = t0; t < t1; t += tileTokens) {
+        const int nt = t1 - t < tileTokens ? t1 - t : tileTokens;
+        (kind == 2 ? INT8_TILES[pair] : I16_TILES[pair])[nt - 1](c, p, t);
+      }
+    }
+  }
+}
+
+// ---- Node-API ----------------------------------------------------------------------------------------------
+
+#define ARGS 13
+
+static napi_value fail(napi_env env, const char *message) {
+  napi_throw_error(env, "ERR_RWKV_NATIVE_PRODUCTS", message);
+  return NULL;
+}
+
+/** A non-negative integer argument below 2^32 (addresses and sizes in a wasm32 memory). */
+static int integer(napi_env env, napi_value v, double *out) {
+  double d;
+  if (napi_get_value_double(env, v, &d) != napi_ok) return 0;
+  if (!(d >= 0 && d <= 4294967295.0) || d != (double)(int64_t)d) return 0;
+  *out = d;
+  return 1;
+}
+
+/**
+ * products(memory: Uint8Array over the kernels' memory, w, n, k, kind, scratch, y, ys, T, act, accum, p0, p1):
+ * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y) for the panels [p0, p1) and T tokens, from the inputs that
+ * quantizeProductInputs(kind, k, x, xs, T, scratch) left in scratch. Every range is checked against the memory.
+ */
+static napi_value Products(napi_env env, napi_callback_info info) {
+  size_t argc = ARGS;
+  napi_value argv[ARGS];
+  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != ARGS) return fail(env, "products: expected 13 arguments");
+  napi_typedarray_type type;
+  size_t length;
+  void *data;
+  napi_value buffer;
+  size_t offset;
+  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, &buffer, &offset) != napi_ok || type != napi_uint8_array)
+    return fail(env, "products: the first argument must be a Uint8Array over the kernels' memory");
+  double a[ARGS - 1];
+  for (int i = 1; i < ARGS; i++)
+    if (!integer(env, argv[i], &a[i - 1])) return fail(env, "products: every argument after the memory must be an integer in [0, 2^32)");
+  const double w = a[0], n = a[1], k = a[2], kind = a[3], scratch = a[4], y = a[5], ys = a[6], T = a[7], act = a[8], accum = a[9],
+               p0 = a[10], p1 = a[11];
+  if (kind != 2 && kind != 3) return fail(env, "products: kind must be 2 (int8) or 3 (i16)");
+  if (act != 0 && act != 3) return fail(env, "products: act must be 0 (none) or 3 (relu squared)");
+  if (!(k >= 1 && n >= 1 && T >= 1 && p0 < p1 && p1 * 8 < n + 8 && ys >= 1))
+    return fail(env, "products: bad shape (k, n, T >= 1; p0 < p1 <= panels; ys >= 1)");
+  const double groups = kind == 2 ? ((double)(((uint64_t)k + 1) >> 1)) : ((double)(((uint64_t)k + 3) >> 2));
+  const double qRow = kind == 2 ? groups * 4 : groups * 8;
+  const double panelBytes = kind == 2 ? groups * 16 + 32 : groups * 64 + 64;
+  const double lastRow = p1 * 8 < n ? p1 * 8 : n;
+  const double end = (double)length;
+  if (w + p1 * panelBytes > end || scratch + T * qRow + T * 4 > end || y + ((T - 1) * ys + lastRow) * 4 > end)
+    return fail(env, "products: a range lies outside the memory");
+  if (((uint64_t)scratch & 3) || ((uint64_t)y & 3) || ((uint64_t)w & 3)) return fail(env, "products: addresses must be 4-byte aligned");
+  uint8_t *base = (uint8_t *)data;
+  const Call c = {
+    .w = base + (size_t)w,
+    .panelBytes = (size_t)panelBytes,
+    .n = (int)n,
+    .groups = (size_t)groups,
+    .q = base + (size_t)scratch,
+    .qRow = (size_t)qRow,
+    .ts = (const float *)(base + (size_t)(scratch + T * qRow)),
+    .y = (float *)(base + (size_t)y),
+    .yStride = (size_t)ys,
+    .act = (int)act,
+    .accum = accum != 0,
+  };
+  products(&c, (int)kind, (int)T, (int)p0, (int)p1);
+  return NULL;
+}
+
+NAPI_MODULE_INIT() {
+  if (!hasAvx2()) {
+    napi_throw_error(env, "ERR_RWKV_NATIVE_PRODUCTS", "this CPU has no AVX2");
+    return NULL;
+  }
+  napi_value fn;
+  if (napi_create_function(env, "products", NAPI_AUTO_LENGTH, Products, NULL, &fn) != napi_ok) return NULL;
+  if (napi_set_named_property(env, exports, "products", fn) != napi_ok) return NULL;
+  return exports;
+}
