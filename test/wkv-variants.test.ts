@@ -12,6 +12,7 @@ import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { stateLayout } from '../engine/state-layout';
 import {
   chooseWkv,
+  wkvPrefillFromEnv,
   describeWkv,
   parseWkvVariant,
   wkvDevice,
@@ -62,6 +63,13 @@ describe('WKV kernel variants: the choice', () => {
     assert.equal(name(512, { ...GPU32, cpuDriver: true }), 'row');
     assert.equal(describeWkv(GPU32, null), `WKV split4x16-subgroup, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job`);
     assert.equal(describeWkv({ ...GPU32, cpuDriver: true }, null), 'WKV row');
+    // RWKV_WKV_PREFILL's names go first for prefill only, where the device runs them.
+    const ab = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'split16x16-shared, split16x4-shared' }) };
+    assert.equal(name(512, ab), 'split16x16-shared');
+    assert.equal(name(1, ab), 'split4x16-subgroup');
+    assert.equal(name(512, { ...ab, maxWorkgroupStorage: 1024 }), 'split16x4-shared');
+    assert.throws(() => wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'split8x8' }), /unknown WKV kernel variant 'split8x8'/);
+    assert.deepEqual(wkvPrefillFromEnv({}), []);
     for (const tokens of [1, 512]) for (const headSize of [6, 16, 32, 48, 64, 128]) {
       const d = { ...GPU32, headSize };
       assert.equal(wkvUnsupported(chooseWkv(tokens, d), d), null, `${tokens} tokens, head size ${headSize}`);

@@ -31,6 +31,8 @@ export interface WkvDevice {
   maxInvocations: number;
   /** A CPU driver (lavapipe, SwiftShader): its own preference order. */
   cpuDriver: boolean;
+  /** Prefill variants tried before the preference order (RWKV_WKV_PREFILL, comma-separated names): for A/B runs. */
+  prefillFirst?: string[];
 }
 
 /** Jobs of at least this many tokens in a sub-pass choose the prefill variant; shorter ones the decode variant. */
@@ -46,7 +48,17 @@ export function wkvDevice(gpu: GpuContext, headSize: number): WkvDevice {
     maxWorkgroupStorage: device.limits.maxComputeWorkgroupStorageSize,
     maxInvocations: Math.min(device.limits.maxComputeInvocationsPerWorkgroup, device.limits.maxComputeWorkgroupSizeX),
     cpuDriver: isCpuDriverName(gpu.adapterName),
+    prefillFirst: wkvPrefillFromEnv(),
   };
+}
+
+/** RWKV_WKV_PREFILL: variant names (checked here) the prefill choice tries first. */
+export function wkvPrefillFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  const raw = env.RWKV_WKV_PREFILL?.trim();
+  if (!raw) return [];
+  const names = raw.split(',').map((n) => n.trim());
+  for (const n of names) parseWkvVariant(n); // an unknown name is an error, not a silent fallback
+  return names;
 }
 
 export function wkvVariantName(v: WkvVariant): string {
@@ -81,10 +93,9 @@ export function wkvUnsupported(v: WkvVariant, d: WkvDevice): string | null {
   if (reduce === 'subgroup') {
     if (d.subgroupMinSize === 0) return 'the device has no subgroups';
     if (d.subgroupMinSize < lanes) return `its subgroups may be ${d.subgroupMinSize} lanes, fewer than ${lanes}`;
-  } else if (lanes * rows * 8 > d.maxWorkgroupStorage) {
-    return `it needs ${lanes * rows * 8} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}`;
   }
-  return null;
+  const bytes = reduce === 'shared' ? lanes * rows * 8 : 0;
+  return bytes > d.maxWorkgroupStorage ? `it needs ${bytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}` : null;
 }
 
 /** Every variant worth timing (the benchmark's list, what the tests force one by one), supported or not. */
@@ -124,7 +135,8 @@ const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill', string[]>> 
 
 /** The variant for a sub-pass whose longest job has `longestJob` tokens. */
 export function chooseWkv(longestJob: number, d: WkvDevice): WkvVariant {
-  const order = PREFERENCE[d.cpuDriver ? 'cpu' : 'gpu'][longestJob >= WKV_PREFILL_TOKENS ? 'prefill' : 'decode'];
+  const prefill = longestJob >= WKV_PREFILL_TOKENS;
+  const order = [...(prefill ? (d.prefillFirst ?? []) : []), ...PREFERENCE[d.cpuDriver ? 'cpu' : 'gpu'][prefill ? 'prefill' : 'decode']];
   for (const name of order) {
     const v = parseWkvVariant(name);
     if (wkvUnsupported(v, d) === null) return v;
