@@ -86,6 +86,7 @@ export async function benchEngine(
       return (batch * r.reps) / r.seconds;
     };
     const dec8 = await batchTps(8, 'last');
+    const dec8Top = await batchTps(8, 'top');
     const dec32Top = await batchTps(32, 'top');
     const dec64 = await batchTps(64, 'last');
     const dec64Top = await batchTps(64, 'top');
@@ -124,6 +125,7 @@ export async function benchEngine(
       [`${p}.kernels`]: be.kernelPath,
       [`${p}.loadSeconds`]: +load.toFixed(1),
       [`${p}.decodeB8TokPerS`]: +dec8.toFixed(1),
+      [`${p}.decodeB8TopTokPerS`]: +dec8Top.toFixed(1),
       [`${p}.stepMs.b1`]: stepMs(1, dec1Tps),
       [`${p}.stepMs.b8`]: stepMs(8, dec8),
       [`${p}.stepMs.b32`]: stepMs(32, dec32Tps),
@@ -143,7 +145,7 @@ export async function benchEngine(
     });
     log(
       `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s, ${stepMs(1, dec1Tps)} ms a step (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
-        `${(100 * readFrac).toFixed(1)}% of the WGSL read probe, ${(100 * bwFrac).toFixed(1)}% of copy), b8 ${dec8.toFixed(0)} tok/s, ` +
+        `${(100 * readFrac).toFixed(1)}% of the WGSL read probe, ${(100 * bwFrac).toFixed(1)}% of copy), b8 ${dec8.toFixed(0)} tok/s (top ${dec8Top.toFixed(0)}), ` +
         `b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), b64 ${dec64.toFixed(0)} tok/s (${stepMs(64, dec64)} ms), ` +
         `b32/b64 with full rows ${dec32Tps.toFixed(0)}/${dec64.toFixed(0)} vs top ${dec32Top.toFixed(0)}/${dec64Top.toFixed(0)} tok/s, ` +
         `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s (${stepMs(512, pre512)} ms); kernels: ${be.kernelPath}`,
