@@ -5,7 +5,9 @@ import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
-import { chooseMatmul, describeKernels, MAX_SPLIT, splitKFromEnv, type MatmulConfig } from '../engine/rwkv7/matmul';
+import { execFileSync } from 'child_process';
+import * as path from 'path';
+import { chooseMatmul, describeKernels, MAX_SPLIT, smallProductVecRowsFrom, splitKFromEnv, type MatmulConfig } from '../engine/rwkv7/matmul';
 import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { checkMatmulRows } from '../bench/matmul';
 
@@ -25,6 +27,20 @@ describe('split-K products', function () {
     // `rwkv-flow info` says when it is on.
     assert.doesNotMatch(describeKernels(H200), /split/);
     assert.match(describeKernels({ ...H200, splitK: true }), /K split .*RWKV_MATMUL_SPLIT_K=0/);
+  });
+
+  it('small products stream up to 32 rows, or RWKV_MATMUL_SMALL_VEC_ROWS; other values are refused by name', () => {
+    assert.strictEqual(smallProductVecRowsFrom(undefined), 32);
+    assert.strictEqual(smallProductVecRowsFrom('64'), 64);
+    assert.throws(() => smallProductVecRowsFrom('48'), /RWKV_MATMUL_SMALL_VEC_ROWS=48: give 16, 32, 64 or 128/);
+    const kind = (v: string | undefined) =>
+      execFileSync(process.execPath, ['-e', `const m = require(${JSON.stringify(path.join(__dirname, '../engine/rwkv7/matmul.js'))});
+        const c = ${JSON.stringify({ ...H200, splitK: true, vecMaxRows: 4 })};
+        const lora = { k: 2048, virtualRows: 288, scratchFloats: ${ROOM} };
+        console.log([32, 64].map((rows) => m.chooseMatmul(rows, c, lora).kind).join(','))`],
+      { env: { ...process.env, RWKV_MATMUL_SMALL_VEC_ROWS: v ?? '' }, encoding: 'utf8', stdio: 'pipe' }).trim();
+    assert.strictEqual(kind(undefined), 'vec,sgmat');
+    assert.strictEqual(kind('64'), 'vec,vec');
   });
 
   it('the 1.5B products split K towards 1024 workgroups and at most 1024 inputs a split (the H200 table)', () => {

@@ -17,6 +17,7 @@
 // Where a weight lies comes from the group's layout part (shaders/wlayout_*.wgsl): the checkpoint's rows, or
 // 16×16 blocks (weight-blocks.ts), which every kernel reads.
 
+import { numberChoice } from '../env-choice';
 import type { KernelPath } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
 import type { MatrixGroup, WeightPrecision } from './weights';
@@ -70,8 +71,12 @@ export const SPLIT_SGMAT_VEC_ROWS = 4;
 /**
  * ... except for small matrices, which stream up to this many rows as before: the 0.1B shape's products (768 wide,
  * under SMALL_PRODUCT_WEIGHTS weights) lost at batch 8 and 32 on split tiles (H200, 2026-12-03 run 3).
+ * `RWKV_MATMUL_SMALL_VEC_ROWS=16|32|64|128` overrides it (benchmarks compare), read once.
  */
-const SMALL_PRODUCT_VEC_ROWS = 32;
+export function smallProductVecRowsFrom(value: string | undefined): 16 | 32 | 64 | 128 {
+  return numberChoice('RWKV_MATMUL_SMALL_VEC_ROWS', value, [16, 32, 64, 128] as const, 32);
+}
+const SMALL_PRODUCT_VEC_ROWS = smallProductVecRowsFrom(process.env.RWKV_MATMUL_SMALL_VEC_ROWS);
 const SMALL_PRODUCT_WEIGHTS = 3 << 20;
 /** Staged subgroup-matrix tiles (mm_sgstage) and the fewest rows they run for. */
 export interface StagedChoice {
