@@ -130,4 +130,12 @@ describe('package layout for n8n and Node-RED', function () {
     assert.ok([...packed].some((f) => f.startsWith('examples/')));
     assert.ok(![...packed].some((f) => f.startsWith('dist/test/') || f.startsWith('test/')));
   });
+
+  it('ships the CPU kernels: WebAssembly always, the native products where the build makes them (x86-64 Linux)', () => {
+    assert.ok(packed.has('dist/engine/cpu/kernels.wasm') && packed.has('dist/engine/cpu/kernels-relaxed.wasm'));
+    // Built from the repository at pack time, so an install with --ignore-scripts has it; absent, the x86-64 Linux
+    // users the package is measured for would run the 2-4x slower WebAssembly products.
+    if (process.platform === 'linux' && process.arch === 'x64') assert.ok(packed.has('dist/engine/cpu/native/products-linux-x64.node'));
+    assert.ok(![...packed].some((f) => f.endsWith('.c')), 'no C sources in the package');
+  });
 });
