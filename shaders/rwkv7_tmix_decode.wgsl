@@ -31,7 +31,8 @@ const WGS: u32 = N * L;
 const Q: u32 = N / (4u * L);
 const EPS: f32 = 64e-5;
 
-var<workgroup> red: array<f32, WGS>;
+// Row sums (row_sum); sums over the whole workgroup are wg_sum's (wg_sum.wgsl or wg_sum_subgroup.wgsl, WG = WGS).
+var<workgroup> rowred: array<f32, WGS>;
 // The head's LoRA outputs (w, a, g, v LoRA; N each) and prepared vectors.
 var<workgroup> hl: array<f32, 4u * N>;
 var<workgroup> hr: array<f32, N>;
@@ -41,25 +42,12 @@ var<workgroup> hkk: array<f32, N>;
 var<workgroup> hb: array<f32, N>;
 var<workgroup> hv: array<f32, N>;
 
-/** Sum over the whole workgroup (every lane calls it). */
-fn all_sum(v: f32, lid: u32) -> f32 {
-  red[lid] = v;
-  workgroupBarrier();
-  for (var s = WGS / 2u; s > 0u; s = s >> 1u) {
-    if (lid < s) { red[lid] += red[lid + s]; }
-    workgroupBarrier();
-  }
-  let r = red[0];
-  workgroupBarrier();
-  return r;
-}
-
 /** Sum over the L lanes of row `i`, the same order on each (every lane calls it). */
 fn row_sum(v: f32, lid: u32, i: u32) -> f32 {
-  red[lid] = v;
+  rowred[lid] = v;
   workgroupBarrier();
   var r = 0.0;
-  for (var q = 0u; q < L; q++) { r += red[i * L + q]; }
+  for (var q = 0u; q < L; q++) { r += rowred[i * L + q]; }
   workgroupBarrier();
   return r;
 }
@@ -105,7 +93,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     av = sigmoid(pp[C + c] + hl[N + i]);
     kkv = kv * pp[3u * C + c];
   }
-  let norm = sqrt(all_sum(kkv * kkv, lid));
+  let norm = sqrt(wg_sum(kkv * kkv, lid));
   if (lead) {
     let kkn = kkv / max(norm, 1e-12);
     hkk[i] = kkn;
@@ -143,9 +131,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let y = row_sum(py, lid, i);
 
   // post: group norm over the head, the r*k*r_k bonus, the gate.
-  let mean = all_sum(select(0.0, y, lead), lid) / f32(N);
+  let mean = wg_sum(select(0.0, y, lead), lid) / f32(N);
   let d = y - mean;
-  let inv = inverseSqrt(all_sum(select(0.0, d * d, lead), lid) / f32(N) + EPS);
-  let bonus = all_sum(select(0.0, hr[i] * hk[i] * pq[c], lead), lid) * vi;
+  let inv = inverseSqrt(wg_sum(select(0.0, d * d, lead), lid) / f32(N) + EPS);
+  let bonus = wg_sum(select(0.0, hr[i] * hk[i] * pq[c], lead), lid) * vi;
   if (lead) { out[idx] = (d * inv * pq[C + c] + pq[2u * C + c] + bonus) * hl[2u * N + i]; }
 }

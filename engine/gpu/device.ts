@@ -31,6 +31,8 @@ export interface GpuContext {
   lostReason: string | null;
   /** Subgroups exist and are exactly 32 lanes (NVIDIA): matrix kernels then reduce rows with subgroupAdd. */
   subgroup32: boolean;
+  /** The one subgroup size the adapter runs (its min and max agree), or 0 when it varies or there are no subgroups. */
+  subgroupSize: number;
   /** The matrix kernels this device runs (capabilities.ts); f32 weights always run the f32 arithmetic. */
   kernelPath: KernelPath;
   /** Dawn toggles the instance was created with (for `rwkv-flow info` and benchmark records). */
@@ -285,11 +287,13 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
     'unknown adapter';
   const sg = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
   const subgroup32 = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize === 32 && sg.subgroupMaxSize === 32;
+  const fixed = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize !== undefined && sg.subgroupMinSize === sg.subgroupMaxSize;
   const ctx: GpuContext = {
     device,
     adapterName,
     features: new Set(features),
     subgroup32,
+    subgroupSize: fixed ? sg.subgroupMinSize! : 0,
     kernelPath,
     dawnToggles: toggles,
     lostReason: null,

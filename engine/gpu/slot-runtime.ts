@@ -6,6 +6,7 @@
 //
 // RWKV-7 predates this file and keeps its own copy of the same machinery (engine/rwkv7/runtime.ts).
 
+import { withWgSum } from './wg-sum';
 import { VEC_LOADS } from '../rwkv7/vec-loads';
 import { lnShiftSplit } from './ln-shift-split';
 import { checkJob } from '../job-checks';
@@ -244,7 +245,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     const fusedSave = T === J;
     const split = lnShiftSplit(T, this.C);
     const k = this.kernel(`lnShift${ffn},${M},${fusedSave},${split}`, () =>
-      makeKernel(this.device, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave, SPLIT: split }, [
+      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave, SPLIT: split }), [
         'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
       ]),
     );
@@ -310,7 +311,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     this.recordLayers(pass, T, J);
     if (R > 0) {
       const lnG = this.kernel('lnGather', () =>
-        makeKernel(device, ['wg_sum', 'layer_norm'], { C, WG: 256, GATHER: true }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
+        makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'layer_norm'], { C, WG: 256, GATHER: true }), ['uniform', 'read', 'read', 'read', 'rw', 'read']),
       );
       pass.dispatch(lnG.pipeline, this.group('lnOut', lnG, [buf.batch, buf.x, common.lnOut[0], common.lnOut[1], buf.xo, buf.rows]), R);
       this.matmul(pass, 'head', common.head, buf.xo, buf.logits, R, [{ xOff: 0, yOff: 0 }], true);

@@ -4,6 +4,7 @@
 //
 // State per layer, as RWKV-7's: att_x [C], att_kv [H, N(value), N(key)], ffn_x [C].
 
+import { withWgSum } from '../gpu/wg-sum';
 import type { ModelInfo } from '../types';
 import type { GpuContext } from '../gpu/device';
 import { makeKernel } from '../gpu/kernel';
@@ -48,7 +49,7 @@ export class Rwkv6Runtime extends SlotRuntime {
       makeKernel(device, [...common, 'rwkv6_wkv'], cs, ['uniform', 'uniform', 'read', 'rw', 'rw', 'read']),
     );
     const post = this.kernel('v6post', () =>
-      makeKernel(device, ['wg_sum', ...common, 'rwkv6_post'], { ...cs, WG: cs.N }, ['uniform', 'read', 'read', 'rw']),
+      makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', ...common, 'rwkv6_post'], { ...cs, WG: cs.N }), ['uniform', 'read', 'read', 'rw']),
     );
     const at = (m: number) => m * REG;
     // Where the time mix's inputs are in `mix`.

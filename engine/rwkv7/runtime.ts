@@ -6,6 +6,7 @@
 // RWKV-7a adds its DeepEmbed gate to the channel mix; RWKV-7b also its DEA attention, whose per-slot cache of K / V
 // rows grows with the context (deaRows; snapshots carry it as the CPU backend's do, engine/state-shape.ts).
 
+import { withWgSum } from '../gpu/wg-sum';
 import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
 import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
@@ -644,7 +645,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const lnSplit = this.lnSplit ?? lnShiftSplit(T, C);
     const lnShift = (ffn: boolean) =>
       this.kernel(`lnShift${ffn},${fusedSave},${lnSplit}`, () =>
-        makeKernel(device, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit }, [
+        makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit }), [
           'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
         ]),
       );
@@ -654,7 +655,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       );
     const prep = (first: boolean) =>
       this.kernel(`prep${first}`, () =>
-        makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_prep'], { ...cs, WG: cs.N, FIRST: first }, ['uniform', 'rw', 'rw', 'read']),
+        makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'head_common', 'rwkv7_prep'], { ...cs, WG: cs.N, FIRST: first }), ['uniform', 'rw', 'rw', 'read']),
       );
     const wkvName = wkvVariantName(wkvVariant);
     const wkv = this.kernel(`wkv:${wkvName}`, () => {
@@ -663,7 +664,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     });
     const [wkvX, wkvY] = wkvDispatch(wkvVariant, H, cs.N, J);
     const post = this.kernel('post', () =>
-      makeKernel(device, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }, ['uniform', 'read', 'read', 'rw']),
+      makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }), ['uniform', 'read', 'read', 'rw']),
     );
     /** Layer norm + token shift into `mix`, and the slots' last normalized tokens saved as shift state. */
     const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer) => {
@@ -748,7 +749,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
     if (R > 0) {
       const lnG = this.kernel('lnGather', () =>
-        makeKernel(device, ['wg_sum', 'layer_norm'], { C, WG: 256, GATHER: true }, ['uniform', 'read', 'read', 'read', 'rw', 'read']),
+        makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'layer_norm'], { C, WG: 256, GATHER: true }), ['uniform', 'read', 'read', 'read', 'rw', 'read']),
       );
       pass.setPipeline(lnG.pipeline);
       pass.setBindGroup(
@@ -797,7 +798,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
     const layout = weightLayoutPart(L.lora2.layout);
     const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first}`, () =>
-      makeKernel(this.device, [prelude, layout, 'head_common', 'rwkv7_tmix_decode'], { ...this.consts, L: lanes, FIRST: first }, [
+      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', 'rwkv7_tmix_decode'], { ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes }), [
         'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw',
       ]),
     );
