@@ -26,6 +26,8 @@ struct Group { segs: array<Seg, 8>, count: u32, use_r: u32, p0: u32, p1: u32 }
 const STATE: u32 = {{STATE}}u;
 const L: u32 = {{L}}u;
 const FIRST: bool = {{FIRST}};
+// Steps of 8 LoRA inputs whose loads are issued together (Rwkv7Runtime.tmixLoraLoads, RWKV_TMIX_LORA_LOADS).
+const LU: u32 = {{LU}}u;
 const WGS: u32 = N * L;
 // vec4 columns per lane.
 const Q: u32 = N / (4u * L);
@@ -56,7 +58,21 @@ fn row_sum(v: f32, lid: u32, i: u32) -> f32 {
 fn lora_out(s: Seg, t: u32, o: u32) -> f32 {
   let xb = s.x_off * 4u + t * s.k;
   var acc = 0.0;
-  for (var k = 0u; k < s.k; k += 8u) {
+  var k = 0u;
+  // LU steps of 8 inputs a trip, every load of the trip issued before the first sum: one step at a time, each
+  // step's loads waited for the previous sum's. The sums are added in the same order either way (same bits).
+  for (; k + 8u * LU <= s.k; k += 8u * LU) {
+    var m: array<mat2x4<f32>, LU>;
+    var x: array<vec4<f32>, 2u * LU>;
+    for (var u = 0u; u < LU; u++) {
+      let ku = k + 8u * u;
+      m[u] = load_w8(w8_at(s, o, ku));
+      x[2u * u] = vec4<f32>(tm[xb + ku], tm[xb + ku + 1u], tm[xb + ku + 2u], tm[xb + ku + 3u]);
+      x[2u * u + 1u] = vec4<f32>(tm[xb + ku + 4u], tm[xb + ku + 5u], tm[xb + ku + 6u], tm[xb + ku + 7u]);
+    }
+    for (var u = 0u; u < LU; u++) { acc += dot(m[u][0], x[2u * u]) + dot(m[u][1], x[2u * u + 1u]); }
+  }
+  for (; k < s.k; k += 8u) {
     let m = load_w8(w8_at(s, o, k));
     let x0 = vec4<f32>(tm[xb + k], tm[xb + k + 1u], tm[xb + k + 2u], tm[xb + k + 3u]);
     let x1 = vec4<f32>(tm[xb + k + 4u], tm[xb + k + 5u], tm[xb + k + 6u], tm[xb + k + 7u]);

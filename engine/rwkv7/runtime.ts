@@ -6,6 +6,7 @@
 // RWKV-7a adds its DeepEmbed gate to the channel mix; RWKV-7b also its DEA attention, whose per-slot cache of K / V
 // rows grows with the context (deaRows; snapshots carry it as the CPU backend's do, engine/state-shape.ts).
 
+import { numberChoice } from '../env-choice';
 import { withWgSum } from '../gpu/wg-sum';
 import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
@@ -136,6 +137,14 @@ interface SubPass {
   rows: number;
 }
 
+/** Steps of 8 LoRA inputs the fused decode kernel loads together (Rwkv7Runtime.tmixLoraLoads). */
+export type TmixLoraLoads = 1 | 2 | 4 | 8;
+
+/** RWKV_TMIX_LORA_LOADS=1|2|4|8 (benchmarks compare); unset: 1, the kernel's form before it was a choice. */
+export function tmixLoraLoadsFrom(value: string | undefined): TmixLoraLoads {
+  return numberChoice('RWKV_TMIX_LORA_LOADS', value, [1, 2, 4, 8] as const, 1);
+}
+
 export class Rwkv7Runtime implements InferenceBackend {
   readonly slots: number;
   /** Benchmarks: while set, every dispatch is timed on its own (engine/gpu/kernel-profiler.ts). */
@@ -181,6 +190,11 @@ export class Rwkv7Runtime implements InferenceBackend {
   private wkvForced: WkvVariant | null = null;
   /** Workgroups per token of the norm + token-shift kernel forced for every sub-pass (tests, benchmarks), or null: lnShiftSplit's choice. */
   lnSplit: number | null = null;
+  /**
+   * Steps of 8 inputs of the fused decode kernel's second LoRA stages whose loads it issues before summing
+   * (shaders/rwkv7_tmix_decode.wgsl LU; the same sums in the same order whatever the value).
+   */
+  tmixLoraLoads: TmixLoraLoads = tmixLoraLoadsFrom(process.env.RWKV_TMIX_LORA_LOADS);
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -512,7 +526,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -797,8 +811,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     const first = l === 0;
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
     const layout = weightLayoutPart(L.lora2.layout);
-    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first}`, () =>
-      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', 'rwkv7_tmix_decode'], { ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes }), [
+    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}`, () =>
+      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', 'rwkv7_tmix_decode'], {
+        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads,
+      }), [
         'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw',
       ]),
     );
