@@ -140,9 +140,12 @@ interface SubPass {
 /** Steps of 8 LoRA inputs the fused decode kernel loads together (Rwkv7Runtime.tmixLoraLoads). */
 export type TmixLoraLoads = 1 | 2 | 4 | 8;
 
-/** RWKV_TMIX_LORA_LOADS=1|2|4|8 (benchmarks compare); unset: 1, the kernel's form before it was a choice. */
+/**
+ * RWKV_TMIX_LORA_LOADS=1|2|4|8 (benchmarks compare); unset: 4. H200 (bench/RESULTS.md "LoRA loads of the fused
+ * decode time mix"): a 1.5B batch-1 step's GPU time 2,239 -> 2,168 us, all of it in the fused time mix.
+ */
 export function tmixLoraLoadsFrom(value: string | undefined): TmixLoraLoads {
-  return numberChoice('RWKV_TMIX_LORA_LOADS', value, [1, 2, 4, 8] as const, 1);
+  return numberChoice('RWKV_TMIX_LORA_LOADS', value, [1, 2, 4, 8] as const, 4);
 }
 
 export class Rwkv7Runtime implements InferenceBackend {
