@@ -141,6 +141,7 @@ describe('CPU native products (AVX2)', function () {
       assert.throws(bad(3, 1), /kind must be/);
       assert.throws(bad(8, 1), /act must be/);
       assert.throws(bad(11, 2), /bad shape/); // more panels than rows
+      assert.throws(bad(1, 2 ** 31), /below 2\^31/); // a row count that would wrap an int
       assert.throws(bad(4, -1), /integer/);
       assert.throws(bad(4, 1.5), /integer/);
       assert.throws(() => (addon!.products as unknown as (...a: unknown[]) => void)(view, 1, 2), /13 arguments/);

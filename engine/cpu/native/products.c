@@ -234,6 +234,8 @@ static napi_value Products(napi_env env, napi_callback_info info) {
   if (act != 0 && act != 3) return fail(env, "products: act must be 0 (none) or 3 (relu squared)");
   if (!(k >= 1 && n >= 1 && T >= 1 && p0 < p1 && p1 * 8 < n + 8 && ys >= 1))
     return fail(env, "products: bad shape (k, n, T >= 1; p0 < p1 <= panels; ys >= 1)");
+  if (n > 2147483647.0 || k > 2147483647.0 || T > 2147483647.0 || ys > 2147483647.0)
+    return fail(env, "products: n, k, T and ys must be below 2^31");
   const double groups = kind == 2 ? ((double)(((uint64_t)k + 1) >> 1)) : ((double)(((uint64_t)k + 3) >> 2));
   const double qRow = kind == 2 ? groups * 4 : groups * 8;
   const double panelBytes = kind == 2 ? groups * 16 + 32 : groups * 64 + 64;
