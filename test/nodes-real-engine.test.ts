@@ -188,12 +188,24 @@ describe('nodes on the real engine (tiny model)', function () {
       const cancel = new AbortController();
       // A random model ends its text by itself within a few hundred tokens; a grammar of one long literal
       // keeps end of text out of reach, so only the cancellation can stop this generation.
-      const running = run(new RwkvGenerate(), {
+      // Streamed, so the cancellation comes once tokens are flowing (a fixed delay raced the generation once in CI:
+      // the execution resolved instead of rejecting, and the log could not say when).
+      const { ctx, chunks } = executeContext({
+        credentials: CREDENTIAL,
+        streaming: true,
         cancelSignal: cancel.signal,
         params: { inputMode: 'prompt', prompt: '1+1=', maxTokens: 4000, constraint: 'grammar', grammar: `root ::= "${'ab'.repeat(1500)}"`, options: {} },
       });
-      setTimeout(() => cancel.abort(), 1500);
-      await assert.rejects(running, /execution cancelled/);
+      const started = Date.now();
+      const running = (new RwkvGenerate().execute as (this: IExecuteFunctions) => Promise<unknown>).call(ctx);
+      await until(() => chunks.filter((c) => c.type === 'item').length >= 5, 'streamed tokens');
+      cancel.abort();
+      const outcome = await running.then(
+        (r) => ({ resolved: r }),
+        (e: Error) => ({ rejected: e }),
+      );
+      assert.ok('rejected' in outcome, `the execution ended without the cancellation after ${Date.now() - started} ms, ${chunks.length} chunks: ${JSON.stringify(outcome).slice(0, 300)}`);
+      assert.match(outcome.rejected.message, /execution cancelled/);
     });
 
     it('RWKV Choose, RWKV Embed and RWKV Load State', async () => {
