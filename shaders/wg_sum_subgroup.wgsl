@@ -1,8 +1,8 @@
-// Sum of one value per invocation over a workgroup of WG invocations, as wg_sum.wgsl computes it, in two steps:
-// subgroupAdd inside each subgroup of SG consecutive invocations, then every invocation adds the WG / SG partial
-// sums in subgroup order, so all of them get the same bits. Two barriers where wg_sum.wgsl's tree in workgroup
-// memory takes log2(WG) + 2: at batch 1 a layer norm and a head's time mix are chains of such sums, one workgroup
-// each (engine/gpu/wg-sum.ts chooses; only devices with one subgroup size, formed from consecutive invocations).
+// Sum of one value per invocation over a workgroup of WG invocations, the sum wg_sum.wgsl takes (in another order),
+// in two steps: subgroupAdd inside each subgroup of SG consecutive invocations, then every invocation adds the
+// WG / SG partial sums in subgroup order, so all of them get the same bits. Two barriers where wg_sum.wgsl's tree in
+// workgroup memory takes log2(WG) + 2: at batch 1 a layer norm and a head's time mix are chains of such sums, one
+// workgroup each (engine/gpu/wg-sum.ts chooses; only devices with one subgroup size, formed from consecutive invocations).
 enable subgroups;
 const WG: u32 = {{WG}}u;
 const SG: u32 = {{SG}}u;

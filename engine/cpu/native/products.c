@@ -2,7 +2,7 @@
 // Node-API addon (engine/cpu/native-products.ts) beside the WebAssembly kernels, which stay the path everywhere
 // else. Why: WebAssembly SIMD is 128 bits wide and its only integer dot product does 8 multiply-adds
 // (i32x4.dot_i16x8_s); a prefill's products ran at 19-22 GMAC per CPU second on the project's 2-core Zen 3,
-// while the same tiles with 256-bit vpmaddwd do 16 (README, CPU backend, "Native products").
+// while the same tiles with 256-bit vpmaddwd do 16 (README, CPU backend, "Native integer products on x86-64 Linux").
 //
 // Same bits as the WebAssembly kernels (engine/cpu/kernels/kernels.ts, matmulQuantized): the inputs are the ones
 // its quantizeProductInputs wrote into the thread's scratch; int8 sums are exact i32 sums; i16 sums add each
