@@ -24,7 +24,11 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
   // 'sgtile': every product on the tiled subgroup-matrix kernel (mm_sgtile, normally from 64 rows), even single
   // tokens, so the golden sequences (24 tokens) reach it. 'staged': the same on the staged tiles (mm_sgstage).
   // On a subgroup-matrix device f16 products are stored as 16×16 blocks; the '-rows' modes keep the checkpoint's rows.
-  const sgtile = { RWKV_MATMUL_TILED: '2x2x2x2@1' };
+  // The default tilings (matmul.ts DEFAULT_TILED: 4×4 tiles in one subgroup and 4×2 in two, 4 steps a trip; 2×2
+  // in 2×2 subgroups, one step).
+  const sgtile = { RWKV_MATMUL_TILED: '4x4x1x1u4@1' };
+  const sgtileSmall = { RWKV_MATMUL_TILED: '4x2x1x2u4@1' };
+  const sgtileBase = { RWKV_MATMUL_TILED: '2x2x2x2u1@1' };
   const staged = { RWKV_MATMUL_TILED: 'off', RWKV_MATMUL_STAGED: '2x2x2x2k64@1' };
   const rows = { RWKV_WEIGHT_BLOCKS: 'off' };
   const modes: [string, 'f32' | 'f16' | 'int8', number | undefined, Record<string, string>][] = [
@@ -33,6 +37,8 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
     ['f16-rows', 'f16', undefined, rows],
     ['f16-tiled', 'f16', 0, {}],
     ['f16-sgtile', 'f16', 0, sgtile],
+    ['f16-sgtile-small', 'f16', 0, sgtileSmall],
+    ['f16-sgtile-base', 'f16', 0, sgtileBase],
     ['f16-sgtile-rows', 'f16', 0, { ...sgtile, ...rows }],
     ['f16-staged', 'f16', 0, staged],
     ['int8', 'int8', undefined, {}],

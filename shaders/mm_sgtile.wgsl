@@ -4,7 +4,9 @@
 // subgroups computes BM = 16·MT·SGM tokens × BN = 16·NT·SGN outputs; subgroup (m, n) owns MT×NT result tiles.
 // No workgroup memory at all: against mm_sgstage.wgsl, which copies both tiles there one f16 at a time, 1.8× faster
 // on the 1.5B 2048² product at 512 tokens on the H200 (94 against 168 µs; bench/RESULTS.md "Tiled activations").
-// The K range (SPLIT ranges, or all of K when SPLIT is 1) and the partial sums come from mm_split.wgsl.
+// The K range (SPLIT ranges, or all of K when SPLIT is 1) and the partial sums come from mm_split.wgsl. The loop
+// bodies are generated per tile shape (the placeholders in double braces, engine/rwkv7/sgtile-code.ts) as straight-line code on
+// named matrices: with arrays of matrices and loops over them, 4×4 tiles a subgroup ran slower, not faster.
 // Offsets depend on subgroup_id, uniform within a subgroup (what the matrix operations need) but not within a
 // workgroup (what the default uniformity check proves), hence the diagnostic.
 enable subgroups;
@@ -42,56 +44,26 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
   let kblocks = k / 16u;
   let xbase = subgroupBroadcastFirst(tile_base(si) + (t0 / 16u + sm * MT) * kblocks * 256u);
   let wbase = subgroupBroadcastFirst(w_tile_at(s, o0 + sn * NT * 16u, 0u));
-  var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;
   let span = k_span(k, wid.z, 16u);
   // Where the subgroup's first result tile goes (sgtile_layout.wgsl), computed before the K loop.
   let part0 = subgroupBroadcastFirst(part_index(wid.z, t0 + sm * MT * 16u, wid.x * BN + sn * NT * 16u));
   let pstride = part_stride();
+  let wstride = w_tile_stride(s);
+  // The loops' bodies are generated (engine/rwkv7/sgtile-code.ts): one named variable per matrix, no arrays.
+  {{ACCUMULATORS}}
   // KU steps of 16 inputs a trip: every left and right matrix of the trip is loaded before any is multiplied, so a
-  // subgroup's loads are in flight together instead of one round trip to memory per step of 16 (engine/rwkv7/
-  // tiled-unroll.ts); then one step at a time for the rest of the range.
+  // subgroup's loads are in flight together instead of one round trip to memory per step of 16; then one step at a
+  // time for the rest of the range. Rows past the segment read its neighbour's weights (or are clamped at the
+  // buffer's end): their results are never stored.
   var k0 = span.x;
   for (; k0 + 16u * (KU - 1u) < span.y; k0 += 16u * KU) {
-    var a: array<subgroup_matrix_left<f16, 16, 16>, MT * KU>;
-    var b: array<subgroup_matrix_right<f16, 16, 16>, NT * KU>;
-    for (var u = 0u; u < KU; u++) {
-      let kb = k0 / 16u + u;
-      for (var i = 0u; i < MT; i++) {
-        a[u * MT + i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xt, xbase + (i * kblocks + kb) * 256u, false, 16u);
-      }
-      for (var j = 0u; j < NT; j++) {
-        b[u * NT + j] = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, wbase + j * 16u * k + w_tile_k(k0 + 16u * u), true, w_tile_stride(s));
-      }
-    }
-    for (var u = 0u; u < KU; u++) {
-      for (var j = 0u; j < NT; j++) {
-        for (var i = 0u; i < MT; i++) {
-          acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[u * MT + i], b[u * NT + j], acc[i * NT + j]);
-        }
-      }
-    }
+    {{TRIP}}
   }
   for (; k0 < span.y; k0 += 16u) {
-    let kb = k0 / 16u;
-    var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
-    for (var i = 0u; i < MT; i++) {
-      a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xt, xbase + (i * kblocks + kb) * 256u, false, 16u);
-    }
-    for (var j = 0u; j < NT; j++) {
-      // Rows past the segment read its neighbour's weights (or are clamped at the buffer's end): their results
-      // are never stored.
-      let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, wbase + j * 16u * k + w_tile_k(k0), true, w_tile_stride(s));
-      for (var i = 0u; i < MT; i++) {
-        acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]);
-      }
-    }
+    {{STEP}}
   }
   // Results go straight to the partial sums as whole 16×16 tiles, and mm_split_reduce.wgsl applies activation,
   // accumulation and bounds. (Their address once went through row_count() while it had a branch: that alone ran the
   // 2048² product at 512 tokens at 175 µs instead of 94 on the H200; row_count() is branch-free now.)
-  for (var i = 0u; i < MT; i++) {
-    for (var j = 0u; j < NT; j++) {
-      subgroupMatrixStore(&part, part0 + i * 16u * pstride + j * 16u, acc[i * NT + j], false, pstride);
-    }
-  }
+  {{STORES}}
 }

@@ -9,11 +9,12 @@ import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { shaderSource } from '../engine/gpu/shader-source';
 import {
-  chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
+  chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, tiledFor, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
   splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, type MatmulConfig,
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
 import { DEFAULT_TILED_KU, tiledUnrollFrom } from '../engine/rwkv7/tiled-unroll';
+import { tiledProductCode } from '../engine/rwkv7/sgtile-code';
 import type { MatrixGroup, ModelWeights } from '../engine/rwkv7/weights';
 import { readBuffer, values } from './grouped-product';
 
@@ -28,36 +29,72 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
   it('RWKV_MATMUL_TILED: unset the measured default, off none, a spec one tiling; bad specs named', () => {
     assert.deepStrictEqual(tiledFromEnv({}), DEFAULT_TILED);
     assert.strictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: 'off' }), null);
-    assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '1x2x4x2@128' }), { variant: { kind: 'sgtile', mt: 1, nt: 2, sgm: 4, sgn: 2 }, minRows: 128 });
-    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN@ROWS/);
+    const one = { kind: 'sgtile', mt: 1, nt: 2, sgm: 4, sgn: 2 };
+    assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '1x2x4x2@128' }), { large: one, medium: one, base: one, minRows: 128, largeRows: 128 });
+    const unrolled = tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u4@64' })!;
+    assert.deepStrictEqual(unrolled.large, { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 4 });
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]@ROWS/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u3@64' }), /is not 'off' or MTxNTxSGMxSGN/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x4x1x2@64' }), /128 outputs a workgroup exceed 64/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x2x2@64' }), /128 tokens a workgroup exceed 64/);
   });
 
-  it('take every f16 product from 64 rows, split as measured on the H200; fewer rows keep split mm_sgmat', () => {
-    const t = DEFAULT_TILED.variant;
-    // 2048² and the FFN value at 64 tokens: 32 workgroups unsplit, 8 splits (15 and 48 µs); FFN key: 128, 2 splits.
-    assert.deepStrictEqual(product(64, 2048, 2048), { ...t, split: 8 });
-    assert.deepStrictEqual(product(64, 8192, 2048), { ...t, split: 8 });
-    assert.deepStrictEqual(product(64, 2048, 8192), { ...t, split: 2 });
-    // 512 tokens: 2048² and FFN key unsplit (256 and 1,024 workgroups); FFN value, K = 8192: 2 splits of 4,096.
-    assert.deepStrictEqual(product(512, 2048, 2048), { ...t, split: 1 });
-    assert.deepStrictEqual(product(512, 2048, 8192), { ...t, split: 1 });
-    assert.deepStrictEqual(product(512, 8192, 2048), { ...t, split: 2 });
+  it('take every f16 product from 64 rows, tiles and splits as measured on the H200; fewer rows keep split mm_sgmat', () => {
+    const { large, medium, base } = DEFAULT_TILED;
+    // Batched decode (64 rows): 2×2 tiles in 2×2 subgroups, split towards 256 workgroups. 2048² and the FFN value
+    // (K 8192) have 32 workgroups unsplit: 8 splits; the FFN key (8192 outputs) 128: 2 splits.
+    assert.deepStrictEqual(product(64, 2048, 2048), { ...base, split: 8 });
+    assert.deepStrictEqual(product(64, 8192, 2048), { ...base, split: 8 });
+    assert.deepStrictEqual(product(64, 2048, 8192), { ...base, split: 2 });
+    // 512 tokens: the FFN key has 1,024 tiles: 4×4 tiles unsplit; the FFN value's K of 8192 takes them too, in 4
+    // splits; 2048² (256 tiles) takes 4×2 tiles in 2 splits; the r/k/v group (768 tiles) the base tiles unsplit.
+    assert.deepStrictEqual(product(512, 2048, 8192), { ...large, split: 1 });
+    assert.deepStrictEqual(product(512, 8192, 2048), { ...large, split: 4 });
+    assert.deepStrictEqual(product(512, 2048, 2048), { ...medium, split: 2 });
+    assert.deepStrictEqual(product(512, 2048, 6144), { ...base, split: 1 });
+    // LoRA products: up-projections (K = rank 64, 4 × 2048 outputs) and down-projections (K 2048, 256 outputs).
+    assert.strictEqual(tiledFor(DEFAULT_TILED, { k: 64, virtualRows: 8192 }, 512), base);
+    assert.strictEqual(tiledFor(DEFAULT_TILED, { k: 2048, virtualRows: 256 }, 512), base);
+    // The 0.4B FFN value (K 4096, 1024 outputs) at 512: 128 tiles, the base ones.
+    assert.strictEqual(tiledFor(DEFAULT_TILED, { k: 4096, virtualRows: 1024 }, 512), base);
+    // Below 256 rows the base tiles run whatever the shape.
+    assert.strictEqual(tiledFor(DEFAULT_TILED, { k: 8192, virtualRows: 8192 }, 255), base);
     // The 0.1B FFN value at 64 tokens: 12 workgroups, 8 splits of 384 inputs.
-    assert.deepStrictEqual(product(64, 3072, 768), { ...t, split: 8 });
+    assert.deepStrictEqual(product(64, 3072, 768), { ...base, split: 8 });
     assert.strictEqual(product(63, 2048, 2048).kind, 'sgmat');
   });
 
+  it('generates the product as straight-line code: one variable per matrix, a trip of KU steps loaded before it multiplies', () => {
+    const code = tiledProductCode(4, 2, 4);
+    assert.strictEqual(code.ACCUMULATORS.match(/var c_\d_\d: subgroup_matrix_result<f32, 16, 16>;/g)!.length, 8);
+    const trip = code.TRIP.split('\n').map((l) => l.trim());
+    // 4 steps × (4 left + 2 right) loads, then 4 × 8 multiplies, every load before the first multiply.
+    assert.strictEqual(trip.filter((l) => l.includes('subgroupMatrixLoad')).length, 24);
+    assert.strictEqual(trip.filter((l) => l.includes('subgroupMatrixMultiplyAccumulate')).length, 32);
+    const lastLoad = trip.length - 1 - [...trip].reverse().findIndex((l) => l.includes('Load'));
+    assert.ok(trip.findIndex((l) => l.includes('Multiply')) > lastLoad);
+    assert.match(code.TRIP, /let a3_2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>\(&xt, xbase \+ 512u \* kblocks \+ \(k0 \/ 16u \+ 3u\) \* 256u, false, 16u\);/);
+    assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>\(&W, wbase \+ 16u \* k \+ w_tile_k\(k0 \+ 48u\), true, wstride\);/);
+    assert.match(code.STEP, /c_3_1 = subgroupMatrixMultiplyAccumulate\(a0_3, b0_1, c_3_1\);/);
+    assert.match(code.STORES, /subgroupMatrixStore\(&part, part0 \+ 48u \* pstride \+ 16u, c_3_1, false, pstride\);/);
+    // No arrays of matrices and no {{placeholders}} left in the assembled shader.
+    const s = matmulShader({ ...DEFAULT_TILED.large, split: 2 }, H200);
+    const src = shaderSource(s.parts, s.constants);
+    assert.doesNotMatch(src, /array<subgroup_matrix/);
+    assert.doesNotMatch(src, /\{\{/);
+    assert.match(src, /const KU: u32 = 4u;/);
+    assert.match(s.key, /^mm_sgtile4x4x1x1s2k4/);
+  });
+
   it('always write whole tiles of partial sums, so they run only where those fit the scratch', () => {
-    const t = { ...DEFAULT_TILED.variant, split: 2 };
+    const t = { ...DEFAULT_TILED.large, split: 2 };
     // 65 tokens → 128 padded rows; 100 virtual rows → 128 (whole segments of 64).
     assert.strictEqual(splitScratchFloats(t, 100, 65), 2 * 128 * 128);
     assert.strictEqual(splitScratchFloats({ ...t, split: 1 }, 100, 65), 128 * 128);
     assert.strictEqual(reducesAfter({ ...t, split: 1 }), true);
     assert.strictEqual(reducesAfter({ ...DEFAULT_STAGED.large.variant, split: 1 }), false);
     // Room for one unsplit tile set of 512 × 8192 but not two: unsplit; less than one: the staged tiles.
-    assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.variant, split: 1 });
+    assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.large, split: 1 });
     assert.strictEqual(chooseMatmul(512, H200, { k: 2048, virtualRows: 8192, scratchFloats: 512 * 8192 - 1, tileable: true }).kind, 'sgstage');
     const r = splitReduceShader({ ...t, split: 1 }, H200);
     assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce']);
@@ -72,30 +109,31 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
   });
 
   it('the shader: tiled inputs at binding 6, the split part before the layout, refused off the subgroup-matrix path', () => {
-    const s = matmulShader({ ...DEFAULT_TILED.variant, split: 4 }, H200);
+    const s = matmulShader({ ...DEFAULT_TILED.base, split: 4 }, H200);
     assert.deepStrictEqual(s.parts, ['weights_f16_matrix', 'mm_common', 'wlayout_rows', 'sgtile_layout', 'mm_split', 'mm_sgtile']);
     assert.deepStrictEqual(s.bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'read']);
     assert.deepStrictEqual(tileInputShader().bindings, ['uniform', 'read', 'read', 'rw', 'uniform', 'rw', 'rw']);
     const src = shaderSource(s.parts, s.constants);
     assert.match(src, /@binding\(6\) var<storage, read> xt: array<f16>/);
     assert.match(src, /const SPLIT: u32 = 4u;/);
-    assert.deepStrictEqual(matmulShader(DEFAULT_TILED.variant, H200).bindings, s.bindings);
+    assert.deepStrictEqual(matmulShader(DEFAULT_TILED.base, H200).bindings, s.bindings);
     // Weights stored as 16×16 blocks: their own layout part and pipeline, each weight tile one contiguous load.
-    const b = matmulShader({ ...DEFAULT_TILED.variant, split: 4 }, { ...H200, layout: 'blocks' });
+    const b = matmulShader({ ...DEFAULT_TILED.base, split: 4 }, { ...H200, layout: 'blocks' });
     assert.deepStrictEqual(b.parts, ['weights_f16_matrix', 'mm_common', 'wlayout_blocks', 'sgtile_layout', 'mm_split', 'mm_sgtile']);
     assert.notStrictEqual(b.key, s.key);
     assert.match(shaderSource(b.parts, b.constants), /fn w_tile_stride\(s: Seg\) -> u32 \{\s*return 16u;/);
-    assert.throws(() => matmulShader(DEFAULT_TILED.variant, { ...H200, precision: 'int8' }), /tiled subgroup-matrix kernel needs f16 weights/);
+    assert.throws(() => matmulShader(DEFAULT_TILED.base, { ...H200, precision: 'int8' }), /tiled subgroup-matrix kernel needs f16 weights/);
     assert.match(describeKernels(H200), /from 64 rows with inputs tiled as f16 16×16 blocks/);
   });
 
-  it('RWKV_MATMUL_TILED_KU: steps of 16 inputs loaded together, 1 (as measured best) unless set; other values refused', () => {
+  it('RWKV_MATMUL_TILED_KU: steps of 16 inputs loaded together for tiles that name none, 1 unless set; other values refused', () => {
     assert.strictEqual(tiledUnrollFrom(undefined), DEFAULT_TILED_KU);
     assert.strictEqual(DEFAULT_TILED_KU, 1);
     assert.strictEqual(tiledUnrollFrom('4'), 4);
     assert.throws(() => tiledUnrollFrom('3'), /RWKV_MATMUL_TILED_KU=3: give 1, 2 or 4/);
     // The shader takes the count as a constant; the unrolled trip and the one-step remainder are both in it.
-    const src = shaderSource(matmulShader(DEFAULT_TILED.variant, H200).parts, matmulShader(DEFAULT_TILED.variant, H200).constants);
+    const { ku: _, ...unnamed } = DEFAULT_TILED.base;
+    const src = shaderSource(matmulShader(unnamed, H200).parts, matmulShader(unnamed, H200).constants);
     assert.match(src, /const KU: u32 = 1u;/);
     assert.match(src, /for \(; k0 \+ 16u \* \(KU - 1u\) < span\.y; k0 \+= 16u \* KU\)/);
     assert.match(src, /for \(; k0 < span\.y; k0 \+= 16u\)/);
@@ -195,7 +233,7 @@ describe('tiled products: the input-tiling pass on this device', function () {
     const yOffs = [0, rows * ns[0]];
     const u = groupUniform('r', { ...g, buffer: {} as GPUBuffer }, [{ xOff: 0, yOff: yOffs[0], act: 1 }, { xOff: 0, yOff: yOffs[1], accum: true }], false);
     assert.strictEqual(u.virtualRows, 64 + 40);
-    const v = { ...DEFAULT_TILED.variant, split };
+    const v = { ...DEFAULT_TILED.base, split };
     const partFloats = splitScratchFloats(v, u.virtualRows, rows);
     const stride = 128;
     const padded = 64;

@@ -110,7 +110,7 @@ describe('weights as 16×16 blocks', () => {
     const h200: MatmulConfig = { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, vecMaxRows: 4, gemmTile: 64, splitK: true, staged: DEFAULT_STAGED, tiled: DEFAULT_TILED };
     const variants: MatmulVariant[] = [
       { kind: 'gemm', tile: 64 }, { kind: 'gemm', tile: 64, split: 4 }, { kind: 'gemm', tile: 16 },
-      { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64, split: 8 }, { ...DEFAULT_STAGED.large.variant, split: 2 }, { ...DEFAULT_TILED.variant, split: 2 },
+      { kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64, split: 8 }, { ...DEFAULT_STAGED.large.variant, split: 2 }, { ...DEFAULT_TILED.large, split: 2 }, { ...DEFAULT_TILED.medium, split: 2 }, { ...DEFAULT_TILED.base, split: 2 },
     ];
     for (const v of variants) {
       const rows = matmulShader(v, h200);

@@ -9,7 +9,8 @@
 // written as a literal), uN (K steps per loop trip), sN (K splits), -plain/-bcast (K read from a segment array).
 
 import { acquireGpu } from '../../engine/gpu/device';
-import { f16BitsToF32, f32ToF16 } from '../../engine/loader/dtype';
+import { f16BitsToF32 } from '../../engine/loader/dtype';
+import { randomHalves, tile } from './probe-data';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
 import { bindGroup, makeKernel, type BindingKind, type Kernel } from '../../engine/gpu/kernel';
 import { shaderSource } from '../../engine/gpu/shader-source';
@@ -90,26 +91,6 @@ ${Array.from({ length: v.unroll }, (_, u) => step(`k0 + ${u}u`)).join('\n')}
   }
 }
 `;
-}
-
-/** Row-major [rows][k] f16 bits → blocks of 16×16, block (r/16, k/16) at ((r/16)·(k/16 count) + k/16)·256. */
-function tile(src: Uint16Array, rows: number, k: number): Uint16Array {
-  const out = new Uint16Array(rows * k);
-  const kb = k / 16;
-  for (let r = 0; r < rows; r++) {
-    for (let c = 0; c < k; c++) out[((((r >> 4) * kb) + (c >> 4)) << 8) + ((r & 15) << 4) + (c & 15)] = src[r * k + c];
-  }
-  return out;
-}
-
-function randomHalves(count: number, seed: number, scale: number): Uint16Array {
-  let s = seed >>> 0 || 1;
-  const f = new Float32Array(count);
-  for (let i = 0; i < count; i++) {
-    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
-    f[i] = ((s / 4294967296) * 2 - 1) * scale;
-  }
-  return f32ToF16(f);
 }
 
 function name(v: Variant): string {
@@ -253,7 +234,7 @@ async function main(): Promise<void> {
         const tiledW = src
           .replace('let wbase = subgroupBroadcastFirst(s.w_off * 8u + (o0 + sn * NT * 16u) * k);', 'let wbase = subgroupBroadcastFirst(s.w_off * 8u + (o0 / 16u + sn * NT) * kblocks * 256u);')
           .replace('(&W, wbase + j * 16u * k + k0, true, k)', '(&W, wbase + (j * kblocks + kb) * 256u, true, 16u)');
-        const stages: [string, { parts: string[]; constants: Record<string, number>; bindings: import('../../engine/gpu/kernel').BindingKind[]; code?: string }, number[], GPUBuffer[]][] = [
+        const stages: [string, { parts: string[]; constants: Record<string, import('../../engine/gpu/shader-source').ShaderConstant>; bindings: import('../../engine/gpu/kernel').BindingKind[]; code?: string }, number[], GPUBuffer[]][] = [
           ['engine-product', prod, matmulDispatch(variant, gu.virtualRows, sh.t), res],
           ...(tiledW !== src ? [['engine-product-tiledW', { ...prod, code: tiledW }, matmulDispatch(variant, gu.virtualRows, sh.t), [bBuf, wTil, xF, yOut, gBuf, y, aTil]] as [string, typeof prod & { code: string }, number[], GPUBuffer[]]] : []),
           ['engine-tile-x', tileInputShader(), tileInputDispatch([sh.k], sh.t), [bBuf, wRow, xF, yOut, gBuf, y, xtScratch]],

@@ -239,6 +239,8 @@ export interface DeviceRequest {
   kernelPath?: KernelPath;
   /** Benchmarks: Dawn timestamps at full resolution (by default they are rounded to 65.536 µs). */
   exactTimestamps?: boolean;
+  /** Probes only: more Dawn toggles for the instance (e.g. 'disable_robustness'), to measure what a toggle costs. */
+  extraToggles?: string[];
 }
 
 /** The operator's choice from the environment, if any. */
@@ -250,7 +252,7 @@ function envKernelPath(): KernelPath | undefined {
 export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const dawn = await loadDawn();
   const wanted = req.kernelPath ?? envKernelPath();
-  const base = [F16_TOGGLE, ...(req.exactTimestamps ? ['-timestamp_quantization'] : [])];
+  const base = [F16_TOGGLE, ...(req.exactTimestamps ? ['-timestamp_quantization'] : []), ...(req.extraToggles ?? [])];
   let toggles = base;
   const named = req.adapter === undefined ? undefined : selectAdapter(await listAdapters(), req.adapter);
   let adapter = await dawnInstance(dawn, toggles, named).requestAdapter({ powerPreference: 'high-performance' });

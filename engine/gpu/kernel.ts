@@ -1,4 +1,4 @@
-import { shaderSource } from './shader-source';
+import { shaderSource, type ShaderConstant } from './shader-source';
 
 /** How a kernel sees each binding of its group 0, in binding order. */
 export type BindingKind = 'uniform' | 'read' | 'rw';
@@ -15,10 +15,12 @@ export interface Kernel {
 export function makeKernel(
   device: GPUDevice,
   parts: string[],
-  constants: Record<string, number | boolean>,
+  constants: Record<string, ShaderConstant>,
   bindings: BindingKind[],
 ): Kernel {
+  // Generated code (string constants) follows from the numeric ones, so the name leaves it out.
   const name = `${parts[parts.length - 1]}(${Object.entries(constants)
+    .filter(([, v]) => typeof v !== 'string')
     .map(([k, v]) => `${k}=${v}`)
     .join(',')})`;
   const layout = device.createBindGroupLayout({

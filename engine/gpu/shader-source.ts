@@ -13,11 +13,14 @@ function readShader(name: string): string {
   return src;
 }
 
+/** A placeholder's value: a number or boolean baked in as a literal, or generated WGSL code (sgtile-code.ts). */
+export type ShaderConstant = number | boolean | string;
+
 /**
  * Concatenates WGSL files and fills `{{NAME}}` placeholders. Constants are baked in as text (not override
  * constants) because WGSL sizes private and workgroup arrays only with const expressions.
  */
-export function shaderSource(parts: string[], constants: Record<string, number | boolean>): string {
+export function shaderSource(parts: string[], constants: Record<string, ShaderConstant>): string {
   // Directives (`enable`, `requires`, `diagnostic`) must precede every declaration, but each part names
   // the ones it needs: they are hoisted to the top of the module, once each.
   const directives = new Set<string>();

@@ -24,6 +24,8 @@ import type { MatrixGroup, WeightPrecision } from './weights';
 import { VEC_LANES, type VecLanes } from './vec-lanes';
 import { VEC_LOADS, type VecLoads } from './vec-loads';
 import { TILED_KU } from './tiled-unroll';
+import { tiledProductCode } from './sgtile-code';
+import type { ShaderConstant } from '../gpu/shader-source';
 import { weightLayoutPart, type WeightLayout } from './weight-blocks';
 
 export type MatmulVariant =
@@ -41,9 +43,9 @@ export type MatmulVariant =
   /**
    * Subgroup matrices loaded straight from storage (mm_sgtile), the activations tiled first (mm_sgtile_x): sgm × sgn
    * subgroups of mt × nt result tiles; 16·nt·sgn outputs (at most SEGMENT_ALIGN) × 16·mt·sgm tokens (at most
-   * TILE_TOKENS) a workgroup.
+   * TILE_TOKENS) a workgroup; ku steps of 16 inputs loaded together (TILED_KU when absent).
    */
-  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; split?: number };
+  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; ku?: 1 | 2 | 4; split?: number };
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
@@ -127,32 +129,73 @@ export function stagedFromEnv(env: NodeJS.ProcessEnv = process.env): StagedTiles
 /** Tokens the tiled activations are padded to (sgtile_layout.wgsl TILE_TOKENS): the most a tiled workgroup covers. */
 export const TILE_TOKENS = 64;
 
-/** The tiled product's tiles and the fewest rows it runs for. */
+/**
+ * The tiled product's tiles: `large` and `medium` for the compute-bound products of prefill chunks (from
+ * `largeRows` rows, by their output tiles and K: tiledFor), `base` for the rest; none below `minRows`.
+ */
 export interface TiledChoice {
-  variant: Extract<MatmulVariant, { kind: 'sgtile' }>;
+  large: Extract<MatmulVariant, { kind: 'sgtile' }>;
+  medium: Extract<MatmulVariant, { kind: 'sgtile' }>;
+  base: Extract<MatmulVariant, { kind: 'sgtile' }>;
   minRows: number;
+  largeRows: number;
 }
 
 /**
- * Measured on the H200 (2026-12-03, sixth session, bench/device/sgmat-layout-probe.ts; bench/RESULTS.md "Tiled
- * activations"): 2×2 tiles in 2×2 subgroups with the activations tiled and the weights row-major took 94 µs for
- * 2048² at 512 tokens (staged: 168), 390 for 8192×2048 (staged: 591–2,406), and with splits 15 µs for 2048² at 64
- * tokens (staged: 30), 48 for 8192×2048 (staged: 203), 48 for 2048×8192 (staged: 91), 14.5 for 768×3072 (33).
- * From 64 rows, for every f16 product; fewer rows stay on split mm_sgmat (a 64-token tile would be mostly padding).
+ * Measured on the H200 (2026-12-04, bench/RESULTS.md "Flat tiles"): in the engine's 1.5B prefill of 512 tokens
+ * (kernel profile, µs a step over 24 layers), one subgroup of 4×4 tiles with 4 steps of 16 inputs a trip took the
+ * FFN key (8192 outputs) in 3,303 against 4,684 for 2×2 tiles in 2×2 subgroups, and the FFN value (K 8192) in 3,200
+ * against 4,087; 4×2 tiles in two subgroups took the output product (2048², 256 tiles) in 1,490 against 2,086. The
+ * 4×4 tiles lost on the r/k/v group (768 tiles: 3,620 against 2,492) and the LoRA products, and both lost at 64
+ * rows (batched decode: FFN value 1,410 against 1,280), so those keep the 2×2 tiles. From 64 rows; fewer stay on
+ * split mm_sgmat (a 64-token tile would be mostly padding).
  */
-export const DEFAULT_TILED: TiledChoice = { variant: { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2 }, minRows: 64 };
+export const DEFAULT_TILED: TiledChoice = {
+  large: { kind: 'sgtile', mt: 4, nt: 4, sgm: 1, sgn: 1, ku: 4 },
+  medium: { kind: 'sgtile', mt: 4, nt: 2, sgm: 1, sgn: 2, ku: 4 },
+  base: { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 1 },
+  minRows: 64,
+  largeRows: 256,
+};
 
-/** Tiled products from RWKV_MATMUL_TILED: unset for DEFAULT_TILED, 'off' for none (the staged tiles), or 'MTxNTxSGMxSGN@ROWS'. */
+/** Output tiles (64 × 64) from which a product of largeRows rows or more and K ≥ LARGE_MIN_K takes the large tiles. */
+const LARGE_TILES = 1024;
+/** Below this K (the LoRA up-projections: K = rank) a subgroup's 4×4 tiles have too few steps to pay. */
+const LARGE_MIN_K = 1024;
+/** Inputs from which a product of at least LARGE_K_TILES tiles takes the large tiles (the FFN value). */
+const LARGE_K = 4096;
+/**
+ * Fewer tiles than this would need 8 splits to fill the GPU: the 0.4B FFN value (K 4096, 128 tiles at 512 rows)
+ * keeps the base tiles, not measured on the large ones alone.
+ */
+const LARGE_K_TILES = 256;
+
+/** The tiles of `c` for a product of `shape` over `rows` rows (at least c.minRows). */
+export function tiledFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>, rows: number): Extract<MatmulVariant, { kind: 'sgtile' }> {
+  if (rows < c.largeRows) return c.base;
+  const tiles = Math.ceil(shape.virtualRows / 64) * Math.ceil(rows / 64);
+  if ((tiles >= LARGE_TILES && shape.k >= LARGE_MIN_K) || (shape.k >= LARGE_K && tiles >= LARGE_K_TILES)) return c.large;
+  // One matrix of 2048² at 512 rows is 256 tiles; the r/k/v group (three matrices, 768 tiles) and the LoRA
+  // down-projections (a few hundred outputs) keep the base tiles.
+  return tiles >= 256 && tiles < 512 && shape.k >= 2048 ? c.medium : c.base;
+}
+
+/**
+ * Tiled products from RWKV_MATMUL_TILED: unset for DEFAULT_TILED, 'off' for none (the staged tiles), or
+ * 'MTxNTxSGMxSGN[uKU]@ROWS' for one tiling of every product from ROWS rows.
+ */
 export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice | null {
   const spec = env.RWKV_MATMUL_TILED;
   if (spec === undefined || spec === '') return DEFAULT_TILED;
   if (spec === 'off') return null;
-  const m = /^([124])x([124])x([124])x([124])@(\d+)$/.exec(spec);
-  if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN@ROWS (each 1, 2 or 4)`);
+  const m = /^([124])x([124])x([124])x([124])(?:u([124]))?@(\d+)$/.exec(spec);
+  if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU]@ROWS (each 1, 2 or 4)`);
   const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
   if (16 * nt * sgn > SEGMENT_ALIGN) throw new Error(`RWKV_MATMUL_TILED: ${16 * nt * sgn} outputs a workgroup exceed ${SEGMENT_ALIGN}`);
   if (16 * mt * sgm > TILE_TOKENS) throw new Error(`RWKV_MATMUL_TILED: ${16 * mt * sgm} tokens a workgroup exceed ${TILE_TOKENS}`);
-  return { variant: { kind: 'sgtile', mt, nt, sgm, sgn }, minRows: Number(m[5]) };
+  const variant = { kind: 'sgtile' as const, mt, nt, sgm, sgn, ...(m[5] ? { ku: Number(m[5]) as 1 | 2 | 4 } : {}) };
+  const minRows = Number(m[6]);
+  return { large: variant, medium: variant, base: variant, minRows, largeRows: minRows };
 }
 
 /** f16 halves of a group's tiled inputs at `rows` rows (mm_sgtile_x.wgsl): every segment's padded rows × K. */
@@ -257,8 +300,9 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
     if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows, c.layout);
     // Tiled products write whole tiles of partial sums even unsplit: where those do not fit, the staged tiles run.
-    const tiledFits = () => splitScratchFloats({ ...c.tiled!.variant, split: 1 }, shape.virtualRows, rows) <= shape.scratchFloats;
-    if (c.tiled && shape.tileable && rows >= c.tiled.minRows && tiledFits()) return { ...c.tiled.variant, split: chooseSplit(c.tiled.variant, shape, rows) };
+    const tiled = c.tiled && tiledFor(c.tiled, shape, rows);
+    const tiledFits = () => splitScratchFloats({ ...tiled!, split: 1 }, shape.virtualRows, rows) <= shape.scratchFloats;
+    if (tiled && shape.tileable && rows >= c.tiled!.minRows && tiledFits()) return { ...tiled, split: chooseSplit(tiled, shape, rows) };
     const staged = c.staged && stagedFor(c.staged, shape);
     if (staged && rows >= staged.minRows) return { ...staged.variant, split: chooseSplit(staged.variant, shape, rows) };
     // Split subgroup-matrix tiles at every row count above the streaming kernel's: with K split they beat the
@@ -300,6 +344,13 @@ const STAGED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 2048, minK: 51
  * (256 and 1,024 workgroups) were best unsplit or within 5% of it.
  */
 const TILED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 4096, minK: 256 };
+/**
+ * Splits of the tiled product go towards this many subgroups (TILED_SPLIT_POLICY's 256 workgroups of the 2×2×2×2
+ * tiles, which it was measured for): in the H200 probe (gemm-probe, 2026-12-04) that also won or came within 5% of
+ * the best split for 4×4 tiles (8192×2048 at 512 unsplit, 2048×8192 (K) at 512 in 4) and for 4×2 tiles in two
+ * subgroups (2048² at 512 in 2).
+ */
+const TILED_SUBGROUPS = 1024;
 
 /**
  * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product the policy's
@@ -307,7 +358,9 @@ const TILED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 4096, minK: 256
  * the scratch.
  */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number): number {
-  const policy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY : v.kind === 'sgtile' ? TILED_SPLIT_POLICY : SPLIT_POLICY;
+  const policy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY
+    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: TILED_SUBGROUPS / (v.sgm * v.sgn) }
+    : SPLIT_POLICY;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
   let split = 1;
   const fits = (s: number) => (v.kind === 'sgtile' ? splitScratchFloats({ ...v, split: s }, shape.virtualRows, rows) : s * rows * shape.virtualRows) <= shape.scratchFloats;
@@ -335,7 +388,7 @@ export function weightPrelude(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPat
 export function matmulShader(
   v: MatmulVariant,
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32' | 'layout'>,
-): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+): { key: string; parts: string[]; constants: Record<string, ShaderConstant>; bindings: BindingKind[] } {
   const shader = layoutFree(v, c);
   // Every product reads its weights through its group's layout part; blocks get their own pipelines.
   const at = shader.parts.indexOf('mm_common') + 1;
@@ -347,7 +400,7 @@ export function matmulShader(
 function layoutFree(
   v: MatmulVariant,
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32' | 'layout'>,
-): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+): { key: string; parts: string[]; constants: Record<string, ShaderConstant>; bindings: BindingKind[] } {
   if (v.kind === 'sgmat' && !usesSubgroupMatrix(c)) throw new Error('the subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
   if (v.kind === 'sgstage' && !(c.kernelPath === 'subgroup-matrix' && (c.precision === 'f16' || c.precision === 'int8')))
     throw new Error('the staged subgroup-matrix kernel needs f16 or int8 weights on a subgroup-matrix device');
@@ -392,14 +445,16 @@ function layoutFree(
         constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, KC: v.kc, SPLIT: split },
         bindings,
       };
-    case 'sgtile':
+    case 'sgtile': {
+      const ku = v.ku ?? TILED_KU;
       return {
-        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${TILED_KU > 1 ? `k${TILED_KU}` : ''}`,
+        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}`,
         // Always through the partial sums (mm_split.wgsl, SPLIT 1 when unsplit) and the reduction pass.
         parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: TILED_KU },
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, ...tiledProductCode(v.mt, v.nt, ku) },
         bindings,
       };
+    }
   }
 }
 

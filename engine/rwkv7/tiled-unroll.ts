@@ -1,5 +1,5 @@
 // Steps of 16 inputs the tiled subgroup-matrix product (shaders/mm_sgtile.wgsl KU) loads together before
-// multiplying. Each step's loads come straight from storage, so one step at a time pays a memory round trip per 16
+// multiplying, for tiles that do not name their own (matmul.ts DEFAULT_TILED names 4). Each step's loads come straight from storage, so one step at a time pays a memory round trip per 16
 // inputs: the K splits (matmul.ts chooseSplit) were the only way to shorten that chain. `RWKV_MATMUL_TILED_KU=1|2|4`
 // overrides the default (benchmarks compare), read once.
 

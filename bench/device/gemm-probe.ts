@@ -1,0 +1,495 @@
+// Probe (GPU machine): which subgroup-matrix product layout feeds the H200's tensor cores best, for prefill
+// (512 tokens: compute-bound) and batched decode (64 tokens: bound by streaming the weights)?
+// `node dist/bench/device/gemm-probe.js [--only REGEX] [--shapes NxKxT,...] [--rounds N] [--toggles a,b] [--print REGEX]`
+// (--print: the WGSL only; --toggles: extra Dawn toggles, e.g. disable_robustness). Figures: the best of N interleaved rounds.
+// Both operands are stored as 16×16 f16 blocks (512 contiguous bytes each), as the engine's tiled product reads
+// them (shaders/sgtile_layout.wgsl, wlayout_blocks.wgsl). Every variant is checked on sampled elements against
+// float64 over the f16 inputs before it is timed; shapes are tile multiples, so no bounds code.
+// Variants (name: family, then MTxNTxSGMxSGN — a workgroup of SGM×SGN subgroups, each owning MT×NT result tiles):
+//   dir   every subgroup loads its 16×16 matrices straight from storage, as mm_sgtile.wgsl does (pf1: the next
+//         step's matrices are loaded before this step's multiplies).
+//   stg   the workgroup copies each stage of KC inputs (its BM tokens' and BN outputs' blocks) into workgroup
+//         memory, double-buffered, one barrier a stage, and the subgroups load their matrices from there
+//         (rows padded to KC + 8 halves against bank conflicts). Copy 'v': 16-byte loads of the blocks, stored
+//         as 8 halves each; copy 'm': a subgroup loads a whole block as a matrix and stores it as one.
+//   sN    N splits of K (partial sums added by the check, as the engine's reduction pass does).
+
+import { acquireGpu } from '../../engine/gpu/device';
+import { f16BitsToF32 } from '../../engine/loader/dtype';
+import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
+import { randomHalves, tile } from './probe-data';
+
+interface Variant {
+  family: 'dir' | 'stg' | 'mma';
+  mt: number; nt: number; sgm: number; sgn: number;
+  split: number;
+  /** dir: prefetch the next step's matrices. */
+  pf?: boolean;
+  /** stg: inputs a stage, and how a stage is copied. */
+  kc?: 32 | 64;
+  copy?: 'v' | 'm';
+  /** Straight-line code with one named variable per matrix (no arrays of matrices, no loops over tiles). */
+  flat?: boolean;
+  /** flat dir: steps of 16 inputs a loop trip. */
+  ku?: number;
+}
+interface Shape { n: number; k: number; t: number }
+
+const LEFT = 'subgroup_matrix_left<f16, 16, 16>';
+const RIGHT = 'subgroup_matrix_right<f16, 16, 16>';
+
+function name(v: Variant): string {
+  const tiles = `${v.mt}x${v.nt}x${v.sgm}x${v.sgn}`;
+  const extra = v.family === 'dir' ? (v.pf ? '-pf1' : '') : v.family === 'mma' ? '' : `-k${v.kc}${v.copy}`;
+  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.split > 1 ? `-s${v.split}` : ''}`;
+}
+
+const bm = (v: Variant) => 16 * v.mt * v.sgm;
+const bn = (v: Variant) => 16 * v.nt * v.sgn;
+const lanes = (v: Variant) => 32 * v.sgm * v.sgn;
+
+/** Bytes of workgroup memory a staged variant needs (two stages of both tiles). */
+function stagedBytes(v: Variant): number {
+  return 2 * (bm(v) + bn(v)) * (v.kc! + 8) * 2;
+}
+
+const HEADER = `enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+struct P { T: u32, N: u32, K: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> A: array<f16>;
+@group(0) @binding(2) var<storage, read> W: array<f16>;
+@group(0) @binding(3) var<storage, read_write> Y: array<f32>;
+@group(0) @binding(4) var<storage, read> A4: array<vec4<u32>>;
+@group(0) @binding(5) var<storage, read> W4: array<vec4<u32>>;
+`;
+
+const STORE_RESULTS = `
+  for (var i = 0u; i < MT; i++) {
+    for (var j = 0u; j < NT; j++) {
+      subgroupMatrixStore(&Y, wid.z * p.T * p.N + (tb0 + sm * MT + i) * 16u * p.N + (ob0 + sn * NT + j) * 16u, acc[i * NT + j], false, p.N);
+    }
+  }`;
+
+function directShader(v: Variant): string {
+  const load = (kb: string, a: string, b: string) => `
+    for (var i = 0u; i < MT; i++) { ${a}[i] = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * MT + i) * KB + ${kb}) * 256u, false, 16u); }
+    for (var j = 0u; j < NT; j++) { ${b}[j] = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * NT + j) * KB + ${kb}) * 256u, true, 16u); }`;
+  const mma = (a: string, b: string) => `
+    for (var j = 0u; j < NT; j++) {
+      for (var i = 0u; i < MT; i++) { acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(${a}[i], ${b}[j], acc[i * NT + j]); }
+    }`;
+  const body = v.pf
+    ? `
+  var a: array<${LEFT}, MT>;
+  var b: array<${RIGHT}, NT>;
+  ${load('kbs', 'a', 'b')}
+  for (var kb = kbs; kb < kbe; kb++) {
+    let nk = min(kb + 1u, kbe - 1u);
+    var a2: array<${LEFT}, MT>;
+    var b2: array<${RIGHT}, NT>;
+    ${load('nk', 'a2', 'b2')}
+    ${mma('a', 'b')}
+    a = a2;
+    b = b2;
+  }`
+    : `
+  for (var kb = kbs; kb < kbe; kb++) {
+    var a: array<${LEFT}, MT>;
+    var b: array<${RIGHT}, NT>;
+    ${load('kb', 'a', 'b')}
+    ${mma('a', 'b')}
+  }`;
+  return `${HEADER}
+const MT: u32 = ${v.mt}u;
+const NT: u32 = ${v.nt}u;
+const SGN: u32 = ${v.sgn}u;
+@compute @workgroup_size(${lanes(v)})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+  let KB = p.K / 16u;
+  let sm = sg / SGN;
+  let sn = sg % SGN;
+  let tb0 = wid.y * ${bm(v) / 16}u;
+  let ob0 = wid.x * ${bn(v) / 16}u;
+  let kspan = KB / ${v.split}u;
+  let kbs = wid.z * kspan;
+  let kbe = kbs + kspan;
+  var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;
+  ${body}
+  ${STORE_RESULTS}
+}
+`;
+}
+
+/** Every (i, j) pair of a subgroup's MT × NT tiles. */
+function pairs(v: Variant): [number, number][] {
+  const out: [number, number][] = [];
+  for (let i = 0; i < v.mt; i++) for (let j = 0; j < v.nt; j++) out.push([i, j]);
+  return out;
+}
+
+const range = (n: number) => Array.from({ length: n }, (_, i) => i);
+
+/** Stores of the named accumulators c_i_j. */
+function flatStore(v: Variant): string {
+  return pairs(v).map(([i, j]) => `  subgroupMatrixStore(&Y, wid.z * p.T * p.N + (tb0 + sm * ${v.mt}u + ${i}u) * 16u * p.N + (ob0 + sn * ${v.nt}u + ${j}u) * 16u, c_${i}_${j}, false, p.N);`).join('\n');
+}
+
+function flatDirectShader(v: Variant): string {
+  const ku = v.ku ?? 1;
+  const step = (u: number) => [
+    ...range(v.mt).map((i) => `    let a${u}_${i} = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB + kb + ${u}u) * 256u, false, 16u);`),
+    ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u, true, 16u);`),
+  ].join('\n');
+  const mma = (u: number) => pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`).join('\n');
+  return `${HEADER}
+@compute @workgroup_size(${lanes(v)})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+  let KB = p.K / 16u;
+  let sm = sg / ${v.sgn}u;
+  let sn = sg % ${v.sgn}u;
+  let tb0 = wid.y * ${bm(v) / 16}u;
+  let ob0 = wid.x * ${bn(v) / 16}u;
+  let kspan = KB / ${v.split}u;
+  let kbs = wid.z * kspan;
+  let kbe = kbs + kspan;
+${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
+  for (var kb = kbs; kb < kbe; kb += ${ku}u) {
+${range(ku).map(step).join('\n')}
+${range(ku).map(mma).join('\n')}
+  }
+${flatStore(v)}
+}
+`;
+}
+
+/** The ceiling: the multiplies of a flat kernel on matrices loaded once, no loads in the loop (no check of results). */
+function mmaOnlyShader(v: Variant): string {
+  return `${HEADER}
+@compute @workgroup_size(${lanes(v)})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+  let KB = p.K / 16u;
+  let sm = sg / ${v.sgn}u;
+  let sn = sg % ${v.sgn}u;
+  let tb0 = wid.y * ${bm(v) / 16}u;
+  let ob0 = wid.x * ${bn(v) / 16}u;
+${range(v.mt).map((i) => `  let a_${i} = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB) * 256u, false, 16u);`).join('\n')}
+${range(v.nt).map((j) => `  let b_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * ${v.nt}u + ${j}u) * KB) * 256u, true, 16u);`).join('\n')}
+${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
+  for (var kb = 0u; kb < KB / ${v.split}u; kb++) {
+${pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a_${i}, b_${j}, c_${i}_${j});`).join('\n')}
+  }
+${flatStore(v)}
+}
+`;
+}
+
+function shaderOf(v: Variant): string {
+  if (v.family === 'mma') return mmaOnlyShader(v);
+  if (v.family === 'dir') return v.flat ? flatDirectShader(v) : directShader(v);
+  return stagedShader(v);
+}
+
+function stagedShader(v: Variant): string {
+  const BM = bm(v), BN = bn(v), LANES = lanes(v), KC = v.kc!, KCB = KC / 16, SGS = v.sgm * v.sgn;
+  const ABLK = (BM / 16) * KCB, WBLK = (BN / 16) * KCB;
+  let decl: string, load: string, store: string;
+  if (v.copy === 'v') {
+    const AU = (ABLK * 32) / LANES, WU = (WBLK * 32) / LANES;
+    decl = `var ra: array<vec4<u32>, ${AU}>;\n  var rw: array<vec4<u32>, ${WU}>;`;
+    load = `
+    for (var u = 0u; u < ${AU}u; u++) {
+      let e = lid + u * ${LANES}u;
+      let blk = e / 32u;
+      ra[u] = A4[((tb0 + blk / KCB) * KB + kb0 + blk % KCB) * 32u + e % 32u];
+    }
+    for (var u = 0u; u < ${WU}u; u++) {
+      let e = lid + u * ${LANES}u;
+      let blk = e / 32u;
+      rw[u] = W4[((ob0 + blk / KCB) * KB + kb0 + blk % KCB) * 32u + e % 32u];
+    }`;
+    // Part e of a block is row (e % 32) / 2, halves 8·(e % 2) .. +7 of it.
+    const put = (arr: string, base: string, reg: string) => `
+      let blk = e / 32u;
+      let part = e % 32u;
+      let d = ${base} + ((blk / KCB) * 16u + part / 2u) * KS + (blk % KCB) * 16u + (part % 2u) * 8u;
+      let q = ${reg};
+      for (var c = 0u; c < 4u; c++) {
+        let h = bitcast<vec2<f16>>(q[c]);
+        ${arr}[d + 2u * c] = h.x;
+        ${arr}[d + 2u * c + 1u] = h.y;
+      }`;
+    store = `
+    for (var u = 0u; u < ${AU}u; u++) {
+      let e = lid + u * ${LANES}u;${put('xs', 'buf * BM * KS', 'ra[u]')}
+    }
+    for (var u = 0u; u < ${WU}u; u++) {
+      let e = lid + u * ${LANES}u;${put('ws', 'buf * BN * KS', 'rw[u]')}
+    }`;
+  } else {
+    const AM = ABLK / SGS, WM = WBLK / SGS;
+    decl = `var ma: array<${LEFT}, ${AM}>;\n  var mw: array<${RIGHT}, ${WM}>;`;
+    load = `
+    for (var u = 0u; u < ${AM}u; u++) {
+      let blk = sg + u * ${SGS}u;
+      ma[u] = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + blk / KCB) * KB + kb0 + blk % KCB) * 256u, false, 16u);
+    }
+    for (var u = 0u; u < ${WM}u; u++) {
+      let blk = sg + u * ${SGS}u;
+      mw[u] = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + blk / KCB) * KB + kb0 + blk % KCB) * 256u, true, 16u);
+    }`;
+    store = `
+    for (var u = 0u; u < ${AM}u; u++) {
+      let blk = sg + u * ${SGS}u;
+      subgroupMatrixStore(&xs, buf * BM * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, ma[u], false, KS);
+    }
+    for (var u = 0u; u < ${WM}u; u++) {
+      let blk = sg + u * ${SGS}u;
+      subgroupMatrixStore(&ws, buf * BN * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, mw[u], true, KS);
+    }`;
+  }
+  return `${HEADER}
+const MT: u32 = ${v.mt}u;
+const NT: u32 = ${v.nt}u;
+const SGN: u32 = ${v.sgn}u;
+const BM: u32 = ${BM}u;
+const BN: u32 = ${BN}u;
+const KCB: u32 = ${KCB}u;
+const KS: u32 = ${KC + 8}u;
+var<workgroup> xs: array<f16, ${2 * BM * (KC + 8)}>;
+var<workgroup> ws: array<f16, ${2 * BN * (KC + 8)}>;
+
+@compute @workgroup_size(${LANES})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sg: u32) {
+  let KB = p.K / 16u;
+  let sm = sg / SGN;
+  let sn = sg % SGN;
+  let tb0 = wid.y * (BM / 16u);
+  let ob0 = wid.x * (BN / 16u);
+  let kspan = KB / ${v.split}u;
+  let kbs = wid.z * kspan;
+  let nst = kspan / KCB;
+  ${v.flat ? pairs(v).map(([i, j]) => `var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n  ') : `var acc: array<subgroup_matrix_result<f32, 16, 16>, MT * NT>;`}
+  ${decl}
+  {
+    let kb0 = kbs;
+    ${load}
+    let buf = 0u;
+    ${store}
+  }
+  workgroupBarrier();
+  for (var st = 0u; st < nst; st++) {
+    let cur = st % 2u;
+    let more = st + 1u < nst;
+    if (more) {
+      let kb0 = kbs + (st + 1u) * KCB;
+      ${load}
+    }
+    ${v.flat ? flatStagedCompute(v) : `for (var kk = 0u; kk < KCB; kk++) {
+      var a: array<${LEFT}, MT>;
+      for (var i = 0u; i < MT; i++) {
+        a[i] = subgroupMatrixLoad<${LEFT}>(&xs, cur * BM * KS + (sm * MT + i) * 16u * KS + kk * 16u, false, KS);
+      }
+      for (var j = 0u; j < NT; j++) {
+        let w = subgroupMatrixLoad<${RIGHT}>(&ws, cur * BN * KS + (sn * NT + j) * 16u * KS + kk * 16u, true, KS);
+        for (var i = 0u; i < MT; i++) { acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]); }
+      }
+    }`}
+    if (more) {
+      let buf = 1u - cur;
+      ${store}
+    }
+    workgroupBarrier();
+  }
+  ${v.flat ? flatStore(v) : STORE_RESULTS}
+}
+`;
+}
+
+/** The staged kernel's multiplies of one stage as straight-line code on named matrices. */
+function flatStagedCompute(v: Variant): string {
+  const kcb = v.kc! / 16;
+  const lines: string[] = [];
+  for (let kk = 0; kk < kcb; kk++) {
+    for (let i = 0; i < v.mt; i++) lines.push(`let a${kk}_${i} = subgroupMatrixLoad<${LEFT}>(&xs, cur * BM * KS + (sm * MT + ${i}u) * 16u * KS + ${kk * 16}u, false, KS);`);
+    for (let j = 0; j < v.nt; j++) lines.push(`let b${kk}_${j} = subgroupMatrixLoad<${RIGHT}>(&ws, cur * BN * KS + (sn * NT + ${j}u) * 16u * KS + ${kk * 16}u, true, KS);`);
+  }
+  for (let kk = 0; kk < kcb; kk++) for (const [i, j] of pairs(v)) lines.push(`c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${kk}_${i}, b${kk}_${j}, c_${i}_${j});`);
+  return lines.join('\n    ');
+}
+
+/** Why a variant cannot run a shape, or null. */
+function unfit(v: Variant, sh: Shape, maxShared: number): string | null {
+  if (sh.t % bm(v) || sh.n % bn(v)) return 'shape not a tile multiple';
+  const kb = sh.k / 16;
+  if (kb % v.split) return 'K not a multiple of the splits';
+  if ((kb / v.split) % (v.ku ?? 1)) return 'K span not a multiple of the unroll';
+  // Splits are for filling the GPU: long products at 512 tokens have enough tiles without more than two.
+  if (v.split > 2 && sh.t > 64 && sh.k < 8192) return 'not worth splitting';
+  if (v.family === 'stg') {
+    const kcb = v.kc! / 16;
+    if ((kb / v.split) % kcb) return 'K span not a multiple of the stage';
+    if (stagedBytes(v) > maxShared) return `needs ${stagedBytes(v)} bytes of workgroup memory`;
+    const ablk = (bm(v) / 16) * kcb, wblk = (bn(v) / 16) * kcb, sgs = v.sgm * v.sgn;
+    if (v.copy === 'v' && ((ablk * 32) % lanes(v) || (wblk * 32) % lanes(v))) return 'blocks do not spread evenly over lanes';
+    if (v.copy === 'm' && (ablk % sgs || wblk % sgs)) return 'blocks do not spread evenly over subgroups';
+  }
+  return null;
+}
+
+function variants(): Variant[] {
+  const out: Variant[] = [];
+  const t = (mt: number, nt: number, sgm: number, sgn: number) => ({ mt, nt, sgm, sgn });
+  for (const tiles of [t(2, 2, 2, 2), t(4, 4, 1, 1), t(4, 2, 2, 4), t(2, 2, 4, 4)]) out.push({ family: 'mma', flat: true, ...tiles, split: 1 });
+  for (const split of [1, 2, 4, 8]) {
+    for (const pf of [false, true]) {
+      out.push({ family: 'dir', ...t(2, 2, 2, 2), split, pf });
+      out.push({ family: 'dir', ...t(4, 1, 1, 4), split, pf });
+      out.push({ family: 'dir', ...t(4, 2, 1, 2), split, pf });
+      out.push({ family: 'dir', ...t(4, 4, 1, 1), split, pf });
+    }
+    for (const ku of [1, 2, 4]) {
+      out.push({ family: 'dir', flat: true, ...t(2, 2, 2, 2), split, ku });
+      out.push({ family: 'dir', flat: true, ...t(4, 1, 1, 4), split, ku });
+      out.push({ family: 'dir', flat: true, ...t(4, 4, 1, 1), split, ku });
+      out.push({ family: 'dir', flat: true, ...t(4, 2, 1, 2), split, ku });
+      out.push({ family: 'dir', flat: true, ...t(2, 4, 2, 1), split, ku });
+    }
+    for (const kc of [32, 64] as const) {
+      out.push({ family: 'stg', flat: true, ...t(2, 2, 2, 4), split, kc, copy: 'v' });
+      out.push({ family: 'stg', flat: true, ...t(4, 2, 2, 4), split, kc, copy: 'v' });
+      out.push({ family: 'stg', flat: true, ...t(4, 4, 2, 2), split, kc, copy: 'v' });
+      out.push({ family: 'stg', flat: true, ...t(2, 2, 2, 2), split, kc, copy: 'v' });
+    }
+    for (const kc of [32, 64] as const) {
+      for (const copy of ['v', 'm'] as const) {
+        out.push({ family: 'stg', ...t(2, 2, 2, 2), split, kc, copy });
+        out.push({ family: 'stg', ...t(4, 1, 1, 4), split, kc, copy });
+        out.push({ family: 'stg', ...t(2, 2, 2, 4), split, kc, copy });
+        out.push({ family: 'stg', ...t(2, 2, 4, 2), split, kc, copy });
+        out.push({ family: 'stg', ...t(4, 2, 2, 4), split, kc, copy });
+        out.push({ family: 'stg', ...t(4, 4, 2, 2), split, kc, copy });
+      }
+    }
+  }
+  return out;
+}
+
+async function main(): Promise<void> {
+  if (process.argv.includes('--print')) {
+    // The WGSL of the variants --only selects, without a GPU (to read what a variant compiles).
+    const re = new RegExp(process.argv[process.argv.indexOf('--print') + 1]);
+    for (const v of variants().filter((x) => re.test(name(x)))) console.log(`// ${name(v)}\n${shaderOf(v)}`);
+    return;
+  }
+  const extraToggles = process.argv.includes('--toggles') ? process.argv[process.argv.indexOf('--toggles') + 1].split(',') : [];
+  const rounds = process.argv.includes('--rounds') ? Number(process.argv[process.argv.indexOf('--rounds') + 1]) : 5;
+  const gpu = await acquireGpu({ exactTimestamps: true, kernelPath: 'subgroup-matrix', extraToggles });
+  console.log(`toggles: ${gpu.dawnToggles.join(',')}`);
+  const { device } = gpu;
+  const maxShared = device.limits.maxComputeWorkgroupStorageSize;
+  console.log(`adapter: ${gpu.adapterName}; workgroup memory ${maxShared} bytes`);
+  const timer = new GpuSpanTimer(device);
+  const shapes: Shape[] = [
+    { n: 2048, k: 2048, t: 512 },
+    { n: 8192, k: 2048, t: 512 },
+    { n: 2048, k: 8192, t: 512 },
+    { n: 2048, k: 2048, t: 64 },
+    { n: 8192, k: 2048, t: 64 },
+    { n: 2048, k: 8192, t: 64 },
+  ];
+  const only = process.argv.includes('--only') ? new RegExp(process.argv[process.argv.indexOf('--only') + 1]) : null;
+  const shapeArg = process.argv.includes('--shapes') ? process.argv[process.argv.indexOf('--shapes') + 1].split(',') : null;
+  const list = variants().filter((v) => !only || only.test(name(v)));
+  const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+  const layout = device.createBindGroupLayout({
+    entries: ['uniform', 'read', 'read', 'storage', 'read', 'read'].map((kind, binding) => ({
+      binding,
+      visibility: GPUShaderStage.COMPUTE,
+      buffer: { type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage' } as GPUBufferBindingLayout,
+    })),
+  });
+  const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
+  for (const sh of shapes.filter((s) => !shapeArg || shapeArg.includes(`${s.n}x${s.k}xT${s.t}`))) {
+    const shapeName = `${sh.n}x${sh.k}xT${sh.t}`;
+    const wBits = randomHalves(sh.n * sh.k, 7 + sh.n, 1 / Math.sqrt(sh.k));
+    const aBits = randomHalves(sh.t * sh.k, 3 + sh.t, 1);
+    const mk = (bits: Uint16Array) => { const b = device.createBuffer({ size: bits.byteLength, usage: S }); device.queue.writeBuffer(b, 0, bits); return b; };
+    const wTil = mk(tile(wBits, sh.n, sh.k)), aTil = mk(tile(aBits, sh.t, sh.k));
+    const yBytes = sh.t * sh.n * 4 * 8;
+    const y = device.createBuffer({ size: yBytes, usage: S });
+    const read = device.createBuffer({ size: yBytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const u = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
+    device.queue.writeBuffer(u, 0, new Uint32Array([sh.t, sh.n, sh.k, 0]));
+    const bg = device.createBindGroup({ layout, entries: [u, aTil, wTil, y, aTil, wTil].map((buffer, binding) => ({ binding, resource: { buffer } })) });
+    const samples: [number, number, number][] = [];
+    for (let i = 0; i < 64; i++) {
+      const t = (i * 37) % sh.t, o = (i * 101 + 5) % sh.n;
+      let acc = 0;
+      for (let k = 0; k < sh.k; k++) acc += f16BitsToF32(aBits[t * sh.k + k]) * f16BitsToF32(wBits[o * sh.k + k]);
+      samples.push([t, o, acc]);
+    }
+    // Checked and calibrated first, then timed in interleaved rounds: the machine's speed drifts (a run of this
+    // probe saw the same kernel 3–4× slower for a stretch), so every variant gets a sample in every round.
+    const timed: { v: Variant; encode: (enc: GPUCommandEncoder) => void; reps: number; rel: number; spans: number[] }[] = [];
+    for (const v of list) {
+      const label = `${shapeName} ${name(v)}`;
+      const why = unfit(v, sh, maxShared);
+      if (why) continue;
+      try {
+        device.pushErrorScope('validation');
+        const code = shaderOf(v);
+        const module = device.createShaderModule({ code });
+        const pipeline = device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main' } });
+        const err = await device.popErrorScope();
+        if (err) throw new Error(err.message);
+        const encode = (reps: number) => (enc: GPUCommandEncoder) => {
+          const pass = enc.beginComputePass();
+          pass.setPipeline(pipeline);
+          pass.setBindGroup(0, bg);
+          for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(sh.n / bn(v), sh.t / bm(v), v.split);
+          pass.end();
+        };
+        device.queue.writeBuffer(y, 0, new Float32Array(sh.t * sh.n * v.split).fill(NaN));
+        const enc = device.createCommandEncoder();
+        encode(1)(enc);
+        enc.copyBufferToBuffer(y, 0, read, 0, yBytes);
+        device.queue.submit([enc.finish()]);
+        await Promise.race([read.mapAsync(GPUMapMode.READ), new Promise((_, rej) => setTimeout(() => rej(new Error('first run did not finish in 15 s')), 15000))]);
+        const out = new Float32Array(read.getMappedRange().slice(0));
+        read.unmap();
+        let num = 0, den = 0;
+        for (const [t, o, r] of samples) {
+          let got = 0;
+          for (let z = 0; z < v.split; z++) got += out[z * sh.t * sh.n + t * sh.n + o];
+          num += (got - r) ** 2;
+          den += r * r;
+        }
+        const rel = Math.sqrt(num / den);
+        if (v.family !== 'mma' && !(rel < 2e-3)) throw new Error(`relative error ${rel.toExponential(2)}`);
+        const reps = await calibrateRepetitions(timer, encode, 0.01, 2000);
+        timed.push({ v, encode: encode(reps), reps, rel, spans: [] });
+      } catch (e) {
+        console.log(`${label}: FAILED ${(e as Error).message.split('\n').slice(0, 3).join(' | ')}`);
+        if (/did not finish/.test((e as Error).message)) process.exit(2);
+      }
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const x of timed) x.spans.push((await timer.time(x.encode)) / x.reps);
+    }
+    for (const x of timed) {
+      const best = Math.min(...x.spans), med = median(x.spans);
+      console.log(JSON.stringify({
+        case: shapeName, variant: name(x.v), us: +(best * 1e6).toFixed(2), medianUs: +(med * 1e6).toFixed(2),
+        tflops: +((2 * sh.n * sh.k * sh.t) / best / 1e12).toFixed(1), weightGBs: Math.round((sh.n * sh.k * 2) / best / 1e9), relErr: +x.rel.toExponential(2),
+      }));
+    }
+    for (const b of [wTil, aTil, y, read, u]) b.destroy();
+  }
+  timer.dispose();
+  process.exit(0);
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });
