@@ -14,7 +14,7 @@ import {
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
 import { DEFAULT_TILED_KU, tiledUnrollFrom } from '../engine/rwkv7/tiled-unroll';
-import { tiledProductCode } from '../engine/rwkv7/sgtile-code';
+import { stagedRowsCode, tiledProductCode } from '../engine/rwkv7/sgtile-code';
 import type { MatrixGroup, ModelWeights } from '../engine/rwkv7/weights';
 import { readBuffer, values } from './grouped-product';
 
@@ -84,6 +84,31 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.doesNotMatch(src, /\{\{/);
     assert.match(src, /const KU: u32 = 4u;/);
     assert.match(s.key, /^mm_sgtile4x4x1x1s2k4/);
+  });
+
+  it('split mm_sgmat: every weight matrix of a stage loaded before its activations are staged, multiplies in the loop order', () => {
+    const code = stagedRowsCode(2, 2, 64);
+    const wl = code.WLOADS.split('\n').map((l) => l.trim());
+    // 4 steps of 16 × 2 output tiles, clamped to the span so a half-full stage reads nothing past it.
+    assert.strictEqual(wl.length, 8);
+    assert.match(code.WLOADS, /let w3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>\(&W, w_tile_at\(s, o0 \+ 16u, min\(k0 \+ 48u, span\.y - 16u\)\), true, wstride\);/);
+    // Each step guarded by the span (a last stage may be half full); per step the multiplies go j-major, i-minor.
+    const m = code.MULTIPLIES.split('\n').map((l) => l.trim());
+    assert.strictEqual(m.filter((l) => l.startsWith('if (k0 + ')).length, 4);
+    const mmas = m.filter((l) => l.includes('Multiply')).slice(0, 4);
+    assert.deepStrictEqual(mmas, [
+      'c_0_0 = subgroupMatrixMultiplyAccumulate(a0_0, w0_0, c_0_0);',
+      'c_1_0 = subgroupMatrixMultiplyAccumulate(a0_1, w0_0, c_1_0);',
+      'c_0_1 = subgroupMatrixMultiplyAccumulate(a0_0, w0_1, c_0_1);',
+      'c_1_1 = subgroupMatrixMultiplyAccumulate(a0_1, w0_1, c_1_1);',
+    ]);
+    assert.strictEqual((code.EPILOGUE.match(/emit\(s, t, o, ot\[sg \* 256u \+ e\], wid\.z\)/g) ?? []).length, 4);
+    const s = matmulShader({ kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64, split: 8 }, { ...H200, layout: 'blocks' });
+    const src = shaderSource(s.parts, s.constants);
+    assert.doesNotMatch(src, /array<subgroup_matrix/);
+    assert.doesNotMatch(src, /\{\{/);
+    // The weights' loads come before the staging loop and its barrier.
+    assert.ok(src.indexOf('let w0_0 = subgroupMatrixLoad') < src.indexOf('for (var e = lid; e < BM * KC / 4u;'));
   });
 
   it('always write whole tiles of partial sums, so they run only where those fit the scratch', () => {

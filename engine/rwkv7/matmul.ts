@@ -24,7 +24,7 @@ import type { MatrixGroup, WeightPrecision } from './weights';
 import { VEC_LANES, type VecLanes } from './vec-lanes';
 import { VEC_LOADS, type VecLoads } from './vec-loads';
 import { TILED_KU } from './tiled-unroll';
-import { tiledProductCode } from './sgtile-code';
+import { stagedRowsCode, tiledProductCode } from './sgtile-code';
 import type { ShaderConstant } from '../gpu/shader-source';
 import { weightLayoutPart, type WeightLayout } from './weight-blocks';
 
@@ -435,7 +435,7 @@ function layoutFree(
       return {
         key: `mm_sgmat${v.mt}x${v.nt}x${v.sgs}k${v.kc}${splitName}`,
         parts: [w, 'mm_common', ...kParts, 'mm_sgmat'],
-        constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc, SPLIT: split },
+        constants: { MT: v.mt, NT: v.nt, SGS: v.sgs, KC: v.kc, SPLIT: split, ...stagedRowsCode(v.mt, v.nt, v.kc) },
         bindings,
       };
     case 'sgstage':

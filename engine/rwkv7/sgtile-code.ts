@@ -1,4 +1,4 @@
-// The inner code of the tiled subgroup-matrix product (shaders/mm_sgtile.wgsl), generated for one tile shape as
+// The inner code of the subgroup-matrix products (shaders/mm_sgtile.wgsl, mm_sgmat.wgsl), generated for one tile shape as
 // straight-line WGSL: one named variable per matrix (c_i_j results, a{u}_i left, b{u}_j right) and no loops over
 // tiles. Written with arrays of matrices and loops, the same kernel ran 1.2–1.6× slower on the H200 for the larger
 // tiles (the driver cannot keep a dynamically indexed array of matrices in registers); a subgroup holding 4×4 tiles
@@ -26,5 +26,41 @@ export function tiledProductCode(mt: number, nt: number, ku: number): Record<'AC
     TRIP: trip.join('\n    '),
     STEP: [...loads(0), ...multiplies(0)].join('\n    '),
     STORES: pairs.map(([i, j]) => `subgroupMatrixStore(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, false, pstride);`).join('\n  '),
+  };
+}
+
+/**
+ * Code for mm_sgmat.wgsl's placeholders: {{ACCUMULATORS}}, {{WLOADS}} (every weight matrix of a stage of KC inputs,
+ * issued before the stage's activations are staged, so their latency overlaps that and the barrier), {{MULTIPLIES}}
+ * (the stage's multiplies, step by step, a half-full last stage stopping at the span's end), {{EPILOGUE}} (each
+ * result through workgroup memory into emit()). The multiplies run in the order of the loop form, so the sums are
+ * the same bits.
+ */
+export function stagedRowsCode(mt: number, nt: number, kc: number): Record<'ACCUMULATORS' | 'WLOADS' | 'MULTIPLIES' | 'EPILOGUE', string> {
+  const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
+  const steps = range(kc / 16);
+  // A half-full last stage reads weights at its span's end again instead of past it: those are never multiplied.
+  const wloads = steps.flatMap((u) => range(nt).map((j) => `let w${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, w_tile_at(s, o0 + ${j * 16}u, min(k0 + ${u * 16}u, span.y - 16u)), true, wstride);`));
+  const multiplies = steps.map((u) => [
+    `if (k0 + ${u * 16}u < span.y) {`,
+    ...range(mt).map((i) => `  let a${u}_${i} = subgroupMatrixLoad<${LEFT}>(&xs, ${i * 16}u * XS + ${u * 16}u, false, XS);`),
+    ...range(nt).flatMap((j) => range(mt).map((i) => `  c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, w${u}_${j}, c_${i}_${j});`)),
+    '}',
+  ].join('\n    '));
+  const epilogue = pairs.map(([i, j]) => [
+    `subgroupMatrixStore(&ot, sg * 256u, c_${i}_${j}, false, 16u);`,
+    'workgroupBarrier();',
+    'for (var e = lane; e < 256u; e += 32u) {',
+    `  let t = t0 + ${i * 16}u + e / 16u;`,
+    `  let o = o0 + ${j * 16}u + e % 16u;`,
+    '  if (t < rows && o < s.n) { emit(s, t, o, ot[sg * 256u + e], wid.z); }',
+    '}',
+    'workgroupBarrier();',
+  ].join('\n  '));
+  return {
+    ACCUMULATORS: pairs.map(([i, j]) => `var c_${i}_${j}: ${RESULT};`).join('\n  '),
+    WLOADS: wloads.join('\n    '),
+    MULTIPLIES: multiplies.join('\n    '),
+    EPILOGUE: epilogue.join('\n  '),
   };
 }
