@@ -9,7 +9,7 @@ import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { shaderSource } from '../engine/gpu/shader-source';
 import {
-  chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, tiledFor, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
+  chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, tiledFor, splitSgmatMtFrom, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
   splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, type MatmulConfig,
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
@@ -109,6 +109,12 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.doesNotMatch(src, /\{\{/);
     // The weights' loads come before the staging loop and its barrier.
     assert.ok(src.indexOf('let w0_0 = subgroupMatrixLoad') < src.indexOf('for (var e = lid; e < BM * KC / 4u;'));
+  });
+
+  it('RWKV_MATMUL_SGMAT_MT: token tiles a split mm_sgmat subgroup holds, 1 unless set; other values refused', () => {
+    assert.strictEqual(splitSgmatMtFrom(undefined), 1);
+    assert.strictEqual(splitSgmatMtFrom('4'), 4);
+    assert.throws(() => splitSgmatMtFrom('3'), /RWKV_MATMUL_SGMAT_MT=3: give 1, 2 or 4/);
   });
 
   it('always write whole tiles of partial sums, so they run only where those fit the scratch', () => {

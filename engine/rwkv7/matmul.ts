@@ -60,9 +60,13 @@ const SPLIT_MAX_K = 1024;
 /**
  * Result tiles of 16 tokens per subgroup of the split subgroup-matrix product, at most (16·mt tokens a
  * workgroup, each weight read once per 16·mt tokens). 1: with splits, 2 and 4 won only a few shapes on the H200
- * (bench section `matmul`), and lost where the splits already gave enough workgroups.
+ * (bench section `matmul`, before the kernel loaded a stage's weights first), and lost where the splits already
+ * gave enough workgroups. `RWKV_MATMUL_SGMAT_MT=1|2|4` overrides it (benchmarks compare), read once.
  */
-const SPLIT_SGMAT_MT: 1 | 2 | 4 = 1;
+export function splitSgmatMtFrom(value: string | undefined): 1 | 2 | 4 {
+  return numberChoice('RWKV_MATMUL_SGMAT_MT', value, [1, 2, 4] as const, 1);
+}
+const SPLIT_SGMAT_MT = splitSgmatMtFrom(process.env.RWKV_MATMUL_SGMAT_MT);
 /** Fewest inputs one split sums. */
 const SPLIT_MIN_K = 256;
 /**
