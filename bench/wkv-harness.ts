@@ -5,7 +5,7 @@
 
 import type { GpuContext } from '../engine/gpu/device';
 import { bindGroup, createBuffer, makeKernel, type Kernel } from '../engine/gpu/kernel';
-import { wkvDispatch, wkvShader, wkvVariantName, type WkvConstants, type WkvVariant } from '../engine/rwkv7/wkv';
+import { wkvPasses, wkvScratchFloats, wkvVariantName, type WkvConstants, type WkvVariant } from '../engine/rwkv7/wkv';
 
 /** Time-mix regions (shaders/head_common.wgsl): r, w, k, v, b (= kk·a), kk, y. */
 const R = 0, W = 1, K = 2, V = 3, B = 4, KK = 6, Y = 7;
@@ -46,7 +46,9 @@ export class WkvHarness {
   private readonly state: GPUBuffer;
   private readonly uniforms: GPUBuffer[];
   private readonly jobBuf: GPUBuffer;
-  private readonly kernels = new Map<string, { kernel: Kernel; group: GPUBindGroup }>();
+  private readonly kernels = new Map<string, { kernel: Kernel; group: GPUBindGroup; dispatch: (H: number, J: number, T: number) => [number, number] }[]>();
+  /** Scratch of the chunked variants (made on first use, for every job of a batch of up to `tokens` tokens). */
+  private scratch: GPUBuffer | null = null;
 
   constructor(
     gpu: GpuContext,
@@ -136,10 +138,19 @@ export class WkvHarness {
     const name = wkvVariantName(v);
     let k = this.kernels.get(name);
     if (!k) {
-      const shader = wkvShader(v, this.consts);
-      const kernel = makeKernel(this.device, shader.parts, shader.constants, ['uniform', 'uniform', 'read', 'rw', 'rw']);
-      const group = bindGroup(this.device, kernel, [...this.uniforms, this.jobBuf, this.tm, this.state]);
-      this.kernels.set(name, (k = { kernel, group }));
+      const floats = wkvScratchFloats(v, this.problem.heads, this.problem.headSize, this.problem.tokens, this.problem.slots);
+      if (floats > 0 && (!this.scratch || this.scratch.size < floats * 4)) {
+        this.scratch?.destroy();
+        this.kernels.clear(); // groups bound the old scratch
+        this.scratch = createBuffer(this.device, 'wkv chunks', floats * 4, GPUBufferUsage.STORAGE);
+        this.buffers.push(this.scratch);
+      }
+      k = wkvPasses(v, this.consts).map((p) => {
+        const kernel = makeKernel(this.device, p.parts, p.constants, ['uniform', 'uniform', 'read', 'rw', 'rw', ...(p.scratch ? (['rw'] as const) : [])]);
+        const group = bindGroup(this.device, kernel, [...this.uniforms, this.jobBuf, this.tm, this.state, ...(p.scratch ? [this.scratch!] : [])]);
+        return { kernel, group, dispatch: p.dispatch };
+      });
+      this.kernels.set(name, k);
     }
     return k;
   }
@@ -156,14 +167,19 @@ export class WkvHarness {
 
   /** Records `reps` dispatches of a variant over the whole problem (each continues from the last one's state). */
   encode(v: WkvVariant, reps: number): (enc: GPUCommandEncoder) => void {
-    const { kernel, group } = this.built(v);
+    const steps = this.built(v);
     if (!this.jobs.length) throw new Error('WKV harness: no batch set (use())');
-    const [x, y] = wkvDispatch(v, this.problem.heads, this.problem.headSize, this.jobs.length);
+    const T = this.jobs.reduce((a, b) => a + b, 0);
+    const sized = steps.map((p) => ({ ...p, xy: p.dispatch(this.problem.heads, this.jobs.length, T) }));
     return (enc) => {
       const pass = enc.beginComputePass();
-      pass.setPipeline(kernel.pipeline);
-      pass.setBindGroup(0, group);
-      for (let i = 0; i < reps; i++) pass.dispatchWorkgroups(x, y);
+      for (let i = 0; i < reps; i++) {
+        for (const p of sized) {
+          pass.setPipeline(p.kernel.pipeline);
+          pass.setBindGroup(0, p.group);
+          pass.dispatchWorkgroups(p.xy[0], p.xy[1]);
+        }
+      }
       pass.end();
     };
   }

@@ -10,6 +10,7 @@ import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { stateLayout } from '../engine/state-layout';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
 import {
   chooseWkv,
   wkvPrefillFromEnv,
@@ -20,6 +21,8 @@ import {
   wkvVariantName,
   wkvVariants,
   WKV_PREFILL_TOKENS,
+  wkvMaxChunks,
+  wkvScratchFloats,
   type WkvDevice,
   type WkvVariant,
 } from '../engine/rwkv7/wkv';
@@ -77,6 +80,40 @@ describe('WKV kernel variants: the choice', () => {
   });
 });
 
+describe('WKV kernel variants: the chunked one', () => {
+  it('is named by its chunk length and scan rows; other lengths are refused', () => {
+    assert.deepEqual(parseWkvVariant('chunk16x16'), { kind: 'chunk', tc: 16, rows: 16 });
+    assert.deepEqual(parseWkvVariant('chunk32x4'), { kind: 'chunk', tc: 32, rows: 4 });
+    assert.throws(() => parseWkvVariant('chunk24x4'), /unknown WKV kernel variant 'chunk24x4'.*chunkTCxR/);
+  });
+
+  it('says why a device cannot run it', () => {
+    assert.equal(wkvUnsupported(parseWkvVariant('chunk16x16'), GPU32), null);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk16x16'), { ...GPU32, maxInvocations: 256 })!, /1024 invocations exceed the device's 256/);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk16x4'), { ...GPU32, headSize: 6 })!, /head size 6 is not a multiple of 4/);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk16x3'), GPU32)!, /rows \(3\) must be a power of two dividing the head size 64/);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk32x16'), { ...GPU32, maxWorkgroupStorage: 4096 })!, /bytes of workgroup memory, the device has 4096/);
+  });
+
+  it('bounds its chunks and scratch by the sub-pass: a partial chunk per job, never more chunks than tokens', () => {
+    assert.equal(wkvMaxChunks(16, 512, 1), 33);
+    assert.equal(wkvMaxChunks(16, 10, 8), 9);
+    assert.equal(wkvMaxChunks(16, 5, 8), 5);
+    assert.equal(wkvMaxChunks(32, 100, 3), 7);
+    // G [64][64], E and F [16][64], L [16][16] per chunk and head.
+    assert.equal(wkvScratchFloats(parseWkvVariant('chunk16x16'), 32, 64, 512, 16), (32 + 16) * 32 * (4096 + 2048 + 256));
+    assert.equal(wkvScratchFloats(parseWkvVariant('split8x8-shared'), 32, 64, 512, 16), 0);
+  });
+
+  it('runs for prefill only where RWKV_WKV_PREFILL names it (not a default yet)', () => {
+    const ab = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk16x16' }) };
+    assert.equal(wkvVariantName(chooseWkv(512, ab)), 'chunk16x16');
+    assert.equal(wkvVariantName(chooseWkv(1, ab)), 'split4x16-subgroup');
+    assert.equal(wkvVariantName(chooseWkv(512, GPU32)), 'split8x8-shared');
+    assert.equal(wkvVariantName(chooseWkv(512, { ...ab, maxInvocations: 256 })), 'split8x8-shared');
+  });
+});
+
 describe('WKV kernel variants on this device', function () {
   this.timeout(1_800_000);
   let gpu: GpuContext;
@@ -128,7 +165,7 @@ describe('WKV kernel variants on this device', function () {
             assert.ok(scale > 0.1, 'the reference outputs are not all near zero');
             const dy = maxAbsDiff(got.y, ref.y);
             const ds = maxAbsDiff(got.state, ref.state);
-            // Only the order of the two dot products' sums differs from the reference.
+            // Only the order of the sums differs from the reference (the chunked variant: also how they are grouped).
             assert.ok(dy <= 1e-5 * scale, `head size ${p.headSize}, jobs [${jobs}]: max |Δy| ${dy} (outputs up to ${scale})`);
             assert.ok(ds <= 1e-5, `head size ${p.headSize}, jobs [${jobs}]: max |Δstate| ${ds}`);
             ran++;
@@ -136,6 +173,25 @@ describe('WKV kernel variants on this device', function () {
         }
         if (!ran) supported(this, v, 64);
       });
+    }
+  });
+
+  it('a chunked variant whose chunks would not fit its scratch gives way to the split kernels for that sub-pass', async function () {
+    const model = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, headSize: 64, vocabSize: 16, seed: 5 });
+    const be = await createBackend({ model, slots: 64, maxTokens: 64, maxRows: 64, precision: 'f32', gpu, device: 'gpu' });
+    try {
+      const rt = be as unknown as Rwkv7Runtime;
+      supported(this, parseWkvVariant('chunk16x4'), 64);
+      rt.wkvVariant = parseWkvVariant('chunk16x4');
+      const wkvs = (T: number, J: number) => rt.dispatchLabels(T, J, J).filter((l) => l === 'rwkv7_wkv').length;
+      // Room for ceil(64 / 16) + 16 = 20 chunks. A sub-pass of T tokens in J jobs may have min(T, ceil(T / 16) + J):
+      // one 64-token job 5 (two passes), 64 one-token jobs 64 (one pass), 40 tokens in 16 jobs 19, in 18 jobs 21.
+      assert.equal(wkvs(64, 1), 2);
+      assert.equal(wkvs(64, 64), 1);
+      assert.equal(wkvs(40, 16), 2);
+      assert.equal(wkvs(40, 18), 1);
+    } finally {
+      be.dispose();
     }
   });
 

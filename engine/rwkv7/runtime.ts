@@ -29,7 +29,10 @@ import { quantLayersNote } from '../precision';
 import { DEA_QK, deaRowFloats } from './dea-sizes';
 import { inPieces, YIELD_FLOATS } from '../yield-chunks';
 import { DEFAULT_MAX_CONTEXT, snapshotRows } from '../state-shape';
-import { chooseWkv, describeWkv, wkvDevice, wkvDispatch, wkvShader, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
+import { chooseWkv, describeWkv, wkvChunkFloats, wkvDevice, wkvMaxChunks, wkvPasses, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
+
+/** Jobs beside a TMAX-token prefill the chunked WKV's scratch has room for (Rwkv7Runtime.wkvChunkCapacity). */
+const WKV_CHUNK_JOBS = 16;
 
 export interface RuntimeOptions {
   slots: number;
@@ -190,6 +193,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Floats of the split products' partial sums (0 without split-K). */
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
+  /** The chunked WKV's per-chunk transition data (wkvScratch), made when that variant first runs. */
+  private wkvScratchBuffer: GPUBuffer | null = null;
   private wkvForced: WkvVariant | null = null;
   /** Workgroups per token of the norm + token-shift kernel forced for every sub-pass (tests, benchmarks), or null: lnShiftSplit's choice. */
   lnSplit: number | null = null;
@@ -403,6 +408,37 @@ export class Rwkv7Runtime implements InferenceBackend {
     return this.TMAX * DEEP_EMBED_ROW;
   }
 
+  /**
+   * The WKV variant of a sub-pass of `tokens` tokens in `jobs` jobs whose longest has `longest`: the forced one or
+   * the device's choice, except that a chunked one whose chunks would not fit its scratch gives way to the choice
+   * without it (only a batch of many short jobs beside a long one gets there).
+   */
+  private wkvFor(longest: number, tokens: number, jobs: number): WkvVariant {
+    const v = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
+    if (v.kind !== 'chunk' || wkvMaxChunks(v.tc, tokens, jobs) <= this.wkvChunkCapacity(v.tc)) return v;
+    return chooseWkv(longest, { ...this.wkvFacts, prefillFirst: this.wkvFacts.prefillFirst?.filter((n) => !n.startsWith('chunk')) });
+  }
+
+  /** Chunks the chunked WKV's scratch holds: a prefill of TMAX tokens in up to WKV_CHUNK_JOBS jobs. */
+  private wkvChunkCapacity(tc: number): number {
+    return Math.ceil(this.TMAX / tc) + WKV_CHUNK_JOBS;
+  }
+
+  /** The chunked WKV's scratch, made on first use, large enough for either chunk length. */
+  private wkvScratch(v: Extract<WkvVariant, { kind: 'chunk' }>): GPUBuffer {
+    if (!this.wkvScratchBuffer) {
+      const { H, N } = { H: this.C / this.wkvFacts.headSize, N: this.wkvFacts.headSize };
+      const floats = Math.max(...([16, 32] as const).map((tc) => this.wkvChunkCapacity(tc) * H * wkvChunkFloats(N, tc)));
+      const bytes = floats * 4;
+      const lim = this.device.limits;
+      if (bytes > lim.maxStorageBufferBindingSize || bytes > lim.maxBufferSize) {
+        throw new Error(`WKV kernel ${wkvVariantName(v)}: its scratch of ${bytes} bytes exceeds this GPU's binding limit of ${Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize)} bytes; use a smaller maxTokens or another WKV kernel`);
+      }
+      this.wkvScratchBuffer = createBuffer(this.device, 'wkvChunks', bytes, GPUBufferUsage.STORAGE);
+    }
+    return this.wkvScratchBuffer;
+  }
+
   private kernel(key: string, make: () => Kernel): Kernel {
     let k = this.kernels.get(key);
     if (!k) this.kernels.set(key, (k = make()));
@@ -528,7 +564,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass): GPUCommandEncoder {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
-    const wkv = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
+    const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
     const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
@@ -675,11 +711,13 @@ export class Rwkv7Runtime implements InferenceBackend {
         makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'head_common', 'rwkv7_prep'], { ...cs, WG: cs.N, FIRST: first }), ['uniform', 'rw', 'rw', 'read']),
       );
     const wkvName = wkvVariantName(wkvVariant);
-    const wkv = this.kernel(`wkv:${wkvName}`, () => {
-      const shader = wkvShader(wkvVariant, cs);
-      return makeKernel(device, shader.parts, shader.constants, ['uniform', 'uniform', 'read', 'rw', 'rw']);
-    });
-    const [wkvX, wkvY] = wkvDispatch(wkvVariant, H, cs.N, J);
+    // One dispatch, or two for the chunked variant (with its scratch at binding 5).
+    const wkvSteps = wkvPasses(wkvVariant, cs).map((p, i) => ({
+      kernel: this.kernel(`wkv:${wkvName}:${i}`, () => makeKernel(device, p.parts, p.constants, ['uniform', 'uniform', 'read', 'rw', 'rw', ...(p.scratch ? (['rw'] as const) : [])])),
+      scratch: p.scratch,
+      workgroups: p.dispatch(H, J, T),
+    }));
+    const wkvScratch = wkvVariant.kind === 'chunk' ? this.wkvScratch(wkvVariant) : null;
     const post = this.kernel('post', () =>
       makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }), ['uniform', 'read', 'read', 'rw']),
     );
@@ -715,10 +753,13 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.setPipeline(pk.pipeline);
       pass.setBindGroup(0, this.group(`${key}:prep`, pk, [buf.batch, buf.tm, buf.vfirst, L.prep]));
       pass.dispatchWorkgroups(H, T);
-      pass.setPipeline(wkv.pipeline);
-      pass.setBindGroup(0, this.group(`${key}:wkv:${wkvName}`, wkv, [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state]));
-      pass.label('rwkv7_wkv'); // one profiler label for every variant, so profiles compare across them
-      pass.dispatchWorkgroups(wkvX, wkvY);
+      wkvSteps.forEach((w, i) => {
+        pass.setPipeline(w.kernel.pipeline);
+        const bound = [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state, ...(w.scratch ? [wkvScratch!] : [])];
+        pass.setBindGroup(0, this.group(`${key}:wkv:${wkvName}:${i}`, w.kernel, bound));
+        pass.label('rwkv7_wkv'); // one profiler label for every variant (and both chunked passes), so profiles compare
+        pass.dispatchWorkgroups(w.workgroups[0], w.workgroups[1]);
+      });
       pass.setPipeline(post.pipeline);
       pass.setBindGroup(0, this.group(`${key}:post`, post, [buf.batch, buf.tm, L.post, buf.xx]));
       pass.dispatchWorkgroups(H, T);
@@ -789,7 +830,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   /** dispatchLabels with each dispatch's workgroup counts. */
   dispatchSizes(tokens: number, jobs: number, rows: number): { label: string; x: number; y: number; z: number }[] {
-    const wkv = this.wkvForced ?? chooseWkv(Math.ceil(tokens / jobs), this.wkvFacts);
+    const wkv = this.wkvFor(Math.ceil(tokens / jobs), tokens, jobs);
     return this.record(tokens, jobs, rows, wkv).flatMap((op) => (op === 'submit' ? [] : [{ label: op.label, x: op.x, y: op.y, z: op.z }]));
   }
 
@@ -1250,6 +1291,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.stateStaging?.destroy();
     for (const b of this.deaRows) b.destroy();
     this.rowsTmp?.destroy();
+    this.wkvScratchBuffer?.destroy();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

@@ -12,6 +12,10 @@
 //                `rows` rows per workgroup, so a head spreads over N/rows workgroups and a token's serial
 //                work per lane shrinks from ~3N multiply-adds to ~3N/lanes plus a log2(lanes)-step sum.
 //                The sum runs on subgroup shuffles ('subgroup') or through workgroup memory ('shared').
+//   chunk        shaders/rwkv7_wkv_chunk_prep.wgsl then rwkv7_wkv_chunk_scan.wgsl: tokens in chunks of `tc`; the
+//                first pass works out what each chunk does to a state (for all chunks at once), the second carries
+//                each job's state from chunk to chunk, `rows` rows a workgroup. Same arithmetic in another order
+//                (not the same bits), and a scratch buffer of wkvScratchFloats; for prefill only.
 
 import type { GpuContext } from '../gpu/device';
 import { isCpuDriverName } from '../gpu/capabilities';
@@ -19,7 +23,8 @@ import { isCpuDriverName } from '../gpu/capabilities';
 export type WkvVariant =
   | { kind: 'row' }
   | { kind: 'row-staged' }
-  | { kind: 'split'; lanes: number; rows: number; reduce: 'subgroup' | 'shared' };
+  | { kind: 'split'; lanes: number; rows: number; reduce: 'subgroup' | 'shared' }
+  | { kind: 'chunk'; tc: 16 | 32; rows: number };
 
 /** What the choice reads from a device and model (plain data, so the choice is testable without a GPU). */
 export interface WkvDevice {
@@ -62,14 +67,17 @@ export function wkvPrefillFromEnv(env: NodeJS.ProcessEnv = process.env): string[
 }
 
 export function wkvVariantName(v: WkvVariant): string {
+  if (v.kind === 'chunk') return `chunk${v.tc}x${v.rows}`;
   return v.kind === 'split' ? `split${v.lanes}x${v.rows}-${v.reduce}` : v.kind;
 }
 
 /** The variant a name (wkvVariantName's form, e.g. 'split16x4-subgroup') stands for; an unknown name is an error. */
 export function parseWkvVariant(name: string): WkvVariant {
   if (name === 'row' || name === 'row-staged') return { kind: name };
+  const c = /^chunk(16|32)x(\d+)$/.exec(name);
+  if (c) return { kind: 'chunk', tc: Number(c[1]) as 16 | 32, rows: Number(c[2]) };
   const m = /^split(\d+)x(\d+)-(subgroup|shared)$/.exec(name);
-  if (!m) throw new RangeError(`unknown WKV kernel variant '${name}'; expected row, row-staged or splitLxR-subgroup|shared (e.g. split16x4-subgroup)`);
+  if (!m) throw new RangeError(`unknown WKV kernel variant '${name}'; expected row, row-staged, splitLxR-subgroup|shared (e.g. split16x4-subgroup) or chunkTCxR (TC 16 or 32, e.g. chunk16x16)`);
   return { kind: 'split', lanes: Number(m[1]), rows: Number(m[2]), reduce: m[3] as 'subgroup' | 'shared' };
 }
 
@@ -80,6 +88,14 @@ export function wkvUnsupported(v: WkvVariant, d: WkvDevice): string | null {
   const N = d.headSize;
   if (N > d.maxInvocations) return `head size ${N} exceeds the device's ${d.maxInvocations} invocations per workgroup`;
   if (v.kind === 'row') return null;
+  if (v.kind === 'chunk') {
+    if (N % 4 !== 0) return `head size ${N} is not a multiple of 4`;
+    if (!isPow2(v.rows) || N % v.rows !== 0) return `rows (${v.rows}) must be a power of two dividing the head size ${N}`;
+    if (v.rows * N > d.maxInvocations) return `${v.rows * N} invocations exceed the device's ${d.maxInvocations} per workgroup`;
+    // The two passes' workgroup memory: the scan's chunk copy, rows and v values; the prep's row sums.
+    const bytes = Math.max((wkvChunkFloats(N, v.tc) + v.rows * N + v.rows * v.tc) * 4, chunkPrepRows(N, v.tc) * chunkPrepLanes(N) * 8);
+    return bytes > d.maxWorkgroupStorage ? `it needs ${bytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}` : null;
+  }
   if (v.kind === 'row-staged') {
     if (N % 2 !== 0) return `head size ${N} is odd`;
     const bytes = (N * (N + 1) + 5 * N) * 4;
@@ -98,6 +114,31 @@ export function wkvUnsupported(v: WkvVariant, d: WkvDevice): string | null {
   return bytes > d.maxWorkgroupStorage ? `it needs ${bytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}` : null;
 }
 
+/** Lanes a virtual row of the chunked first pass spreads over (vec4 columns each, as the split kernel's rows). */
+function chunkPrepLanes(N: number): number {
+  return [8, 4, 2, 1].find((l) => N % (4 * l) === 0)!;
+}
+
+/** Virtual rows a workgroup of the chunked first pass walks (a divisor of the N + TC rows of a head's chunk). */
+function chunkPrepRows(N: number, tc: number): number {
+  return [8, 4, 2, 1].find((r) => (N + tc) % r === 0)!;
+}
+
+/** Floats of one (chunk, head) of the chunked variant's scratch: G [N][N], E [TC][N], F [N][TC], L [TC][TC]. */
+export function wkvChunkFloats(N: number, tc: number): number {
+  return N * N + 2 * tc * N + tc * tc;
+}
+
+/** Most chunks a sub-pass of T tokens in J jobs has: each job's last chunk may be partial, and each has a token. */
+export function wkvMaxChunks(tc: number, T: number, J: number): number {
+  return Math.min(T, Math.ceil(T / tc) + J);
+}
+
+/** Floats of scratch a variant needs for H heads of size N, up to TMAX tokens in JMAX jobs (0: none). */
+export function wkvScratchFloats(v: WkvVariant, H: number, N: number, TMAX: number, JMAX: number): number {
+  return v.kind === 'chunk' ? wkvMaxChunks(v.tc, TMAX, JMAX) * H * wkvChunkFloats(N, v.tc) : 0;
+}
+
 /** Every variant worth timing (the benchmark's list, what the tests force one by one), supported or not. */
 export function wkvVariants(): WkvVariant[] {
   const all: WkvVariant[] = [{ kind: 'row' }, { kind: 'row-staged' }];
@@ -106,6 +147,8 @@ export function wkvVariants(): WkvVariant[] {
     for (const lanes of [4, 8, 16, 32]) all.push({ kind: 'split', lanes, rows: 64 / lanes, reduce });
     all.push({ kind: 'split', lanes: 16, rows: 16, reduce });
   }
+  // Chunks of 16 and 32 tokens; 4 rows a scan workgroup (256 invocations, WebGPU's default limit) and 16 (1,024).
+  for (const tc of [16, 32] as const) for (const rows of [4, 16]) all.push({ kind: 'chunk', tc, rows });
   return all;
 }
 
@@ -152,7 +195,41 @@ export interface WkvConstants {
   STATE: number;
 }
 
+/** One dispatch of a variant: its shader, and whether it binds the chunk scratch (binding 5). */
+export interface WkvPass {
+  parts: string[];
+  constants: Record<string, number>;
+  scratch: boolean;
+  /** Workgroups for H heads, J jobs and T tokens in the sub-pass. */
+  dispatch: (H: number, J: number, T: number) => [number, number];
+}
+
+/** The dispatches of a variant, in order: one for every variant but 'chunk' (its two passes). */
+export function wkvPasses(v: WkvVariant, c: WkvConstants): WkvPass[] {
+  if (v.kind !== 'chunk') {
+    const shader = wkvShader(v, c);
+    return [{ ...shader, scratch: false, dispatch: (H, J) => wkvDispatch(v, H, c.N, J) }];
+  }
+  const L = chunkPrepLanes(c.N);
+  const ROWS = chunkPrepRows(c.N, v.tc);
+  return [
+    {
+      parts: ['head_common', 'wkv_rowsum_shared', 'rwkv7_wkv_chunk_prep'],
+      constants: { ...c, TC: v.tc, L, ROWS },
+      scratch: true,
+      dispatch: (H, J, T) => [(H * (c.N + v.tc)) / ROWS, wkvMaxChunks(v.tc, T, J)],
+    },
+    {
+      parts: ['head_common', 'rwkv7_wkv_chunk_scan'],
+      constants: { ...c, TC: v.tc, RS: v.rows },
+      scratch: true,
+      dispatch: (H, J) => [(H * c.N) / v.rows, J],
+    },
+  ];
+}
+
 export function wkvShader(v: WkvVariant, c: WkvConstants): { parts: string[]; constants: Record<string, number> } {
+  if (v.kind === 'chunk') throw new Error('the chunked WKV runs two passes: wkvPasses');
   if (v.kind === 'row') return { parts: ['head_common', 'rwkv7_wkv'], constants: { ...c } };
   if (v.kind === 'row-staged') return { parts: ['head_common', 'rwkv7_wkv_staged'], constants: { ...c } };
   return {
@@ -163,6 +240,7 @@ export function wkvShader(v: WkvVariant, c: WkvConstants): { parts: string[]; co
 
 /** Workgroups for H heads and J jobs. */
 export function wkvDispatch(v: WkvVariant, H: number, N: number, J: number): [number, number] {
+  if (v.kind === 'chunk') throw new Error('the chunked WKV runs two passes: wkvPasses');
   return v.kind === 'split' ? [(H * N) / v.rows, J] : [H, J];
 }
 
