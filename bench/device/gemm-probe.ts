@@ -17,7 +17,7 @@
 import { acquireGpu } from '../../engine/gpu/device';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
-import { randomHalves, tile } from './probe-data';
+import { PRODUCT_PROBE_HEADER, randomHalves, tile } from './probe-data';
 
 interface Variant {
   family: 'dir' | 'stg' | 'mma';
@@ -53,16 +53,7 @@ function stagedBytes(v: Variant): number {
   return 2 * (bm(v) + bn(v)) * (v.kc! + 8) * 2;
 }
 
-const HEADER = `enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
-diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
-struct P { T: u32, N: u32, K: u32, pad: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> A: array<f16>;
-@group(0) @binding(2) var<storage, read> W: array<f16>;
-@group(0) @binding(3) var<storage, read_write> Y: array<f32>;
-@group(0) @binding(4) var<storage, read> A4: array<vec4<u32>>;
+const HEADER = `${PRODUCT_PROBE_HEADER}@group(0) @binding(4) var<storage, read> A4: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read> W4: array<vec4<u32>>;
 `;
 

@@ -23,3 +23,15 @@ export function randomHalves(count: number, seed: number, scale: number): Uint16
   }
   return f32ToF16(f);
 }
+
+/** The WGSL both probes' products start with: the extensions, sizes (T tokens, N outputs, K inputs) and A, W, Y. */
+export const PRODUCT_PROBE_HEADER = `enable f16;
+enable subgroups;
+enable chromium_experimental_subgroup_matrix;
+diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
+struct P { T: u32, N: u32, K: u32, pad: u32 }
+@group(0) @binding(0) var<uniform> p: P;
+@group(0) @binding(1) var<storage, read> A: array<f16>;
+@group(0) @binding(2) var<storage, read> W: array<f16>;
+@group(0) @binding(3) var<storage, read_write> Y: array<f32>;
+`;

@@ -10,7 +10,7 @@
 
 import { acquireGpu } from '../../engine/gpu/device';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
-import { randomHalves, tile } from './probe-data';
+import { PRODUCT_PROBE_HEADER, randomHalves, tile } from './probe-data';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
 import { bindGroup, makeKernel, type BindingKind, type Kernel } from '../../engine/gpu/kernel';
 import { shaderSource } from '../../engine/gpu/shader-source';
@@ -56,16 +56,7 @@ function shader(v: Variant, k: number): string {
         for (var i = 0u; i < MT; i++) { acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]); }
       }
     }`;
-  return `enable f16;
-enable subgroups;
-enable chromium_experimental_subgroup_matrix;
-diagnostic(off, chromium_experimental.subgroup_matrix_uniformity);
-struct P { T: u32, N: u32, K: u32, pad: u32 }
-@group(0) @binding(0) var<uniform> p: P;
-@group(0) @binding(1) var<storage, read> A: array<f16>;
-@group(0) @binding(2) var<storage, read> W: array<f16>;
-@group(0) @binding(3) var<storage, read_write> Y: array<f32>;
-${v.seg ? 'struct G { segs: array<vec4<u32>, 8>, count: u32 }\n@group(0) @binding(4) var<uniform> g: G;' : ''}
+  return `${PRODUCT_PROBE_HEADER}${v.seg ? 'struct G { segs: array<vec4<u32>, 8>, count: u32 }\n@group(0) @binding(4) var<uniform> g: G;' : ''}
 const MT: u32 = ${v.mt}u;
 const NT: u32 = ${v.nt}u;
 const SGN: u32 = ${v.sgn}u;
