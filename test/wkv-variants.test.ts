@@ -183,10 +183,11 @@ describe('WKV kernel variants on this device', function () {
       const rt = be as unknown as Rwkv7Runtime;
       supported(this, parseWkvVariant('chunk16x4'), 64);
       rt.wkvVariant = parseWkvVariant('chunk16x4');
-      const wkvs = (T: number, J: number) => rt.dispatchLabels(T, J, J).filter((l) => l === 'rwkv7_wkv').length;
+      const wkvs = (T: number, J: number) => rt.dispatchLabels(T, J, J).filter((l) => l.startsWith('rwkv7_wkv')).length;
       // Room for ceil(64 / 16) + 16 = 20 chunks. A sub-pass of T tokens in J jobs may have min(T, ceil(T / 16) + J):
       // one 64-token job 5 (two passes), 64 one-token jobs 64 (one pass), 40 tokens in 16 jobs 19, in 18 jobs 21.
       assert.equal(wkvs(64, 1), 2);
+      assert.deepEqual(rt.dispatchLabels(64, 1, 1).filter((l) => l.startsWith('rwkv7_wkv')), ['rwkv7_wkv_prep', 'rwkv7_wkv']);
       assert.equal(wkvs(64, 64), 1);
       assert.equal(wkvs(40, 16), 2);
       assert.equal(wkvs(40, 18), 1);

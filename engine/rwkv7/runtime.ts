@@ -757,7 +757,8 @@ export class Rwkv7Runtime implements InferenceBackend {
         pass.setPipeline(w.kernel.pipeline);
         const bound = [buf.batch, this.layerUniforms[l], buf.jobs, buf.tm, buf.state, ...(w.scratch ? [wkvScratch!] : [])];
         pass.setBindGroup(0, this.group(`${key}:wkv:${wkvName}:${i}`, w.kernel, bound));
-        pass.label('rwkv7_wkv'); // one profiler label for every variant (and both chunked passes), so profiles compare
+        // One profiler label for every variant, so profiles compare; the chunked variant's first pass apart.
+        pass.label(i + 1 < wkvSteps.length ? 'rwkv7_wkv_prep' : 'rwkv7_wkv');
         pass.dispatchWorkgroups(w.workgroups[0], w.workgroups[1]);
       });
       pass.setPipeline(post.pipeline);
