@@ -157,7 +157,8 @@ export interface TiledChoice {
 export const DEFAULT_TILED: TiledChoice = {
   large: { kind: 'sgtile', mt: 4, nt: 4, sgm: 1, sgn: 1, ku: 4 },
   medium: { kind: 'sgtile', mt: 4, nt: 2, sgm: 1, sgn: 2, ku: 4 },
-  base: { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 1 },
+  // No ku: RWKV_MATMUL_TILED_KU (tiled-unroll.ts, default 1) sets it.
+  base: { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2 },
   minRows: 64,
   largeRows: 256,
 };
