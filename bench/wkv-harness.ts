@@ -146,7 +146,7 @@ export class WkvHarness {
         this.buffers.push(this.scratch);
       }
       k = wkvPasses(v, this.consts).map((p) => {
-        const kernel = makeKernel(this.device, p.parts, p.constants, ['uniform', 'uniform', 'read', 'rw', 'rw', ...(p.scratch ? (['rw'] as const) : [])]);
+        const kernel = makeKernel(this.device, p.parts, p.constants, p.bindings);
         const group = bindGroup(this.device, kernel, [...this.uniforms, this.jobBuf, this.tm, this.state, ...(p.scratch ? [this.scratch!] : [])]);
         return { kernel, group, dispatch: p.dispatch };
       });

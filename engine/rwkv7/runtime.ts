@@ -29,7 +29,7 @@ import { quantLayersNote } from '../precision';
 import { DEA_QK, deaRowFloats } from './dea-sizes';
 import { inPieces, YIELD_FLOATS } from '../yield-chunks';
 import { DEFAULT_MAX_CONTEXT, snapshotRows } from '../state-shape';
-import { chooseWkv, describeWkv, wkvChunkFloats, wkvDevice, wkvMaxChunks, wkvPasses, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
+import { chooseWkv, describeWkv, wkvDevice, wkvMaxChunks, wkvPasses, wkvScratchFloats, wkvUnsupported, wkvVariantName, type WkvDevice, type WkvVariant } from './wkv';
 
 /** Jobs beside a TMAX-token prefill the chunked WKV's scratch has room for (Rwkv7Runtime.wkvChunkCapacity). */
 const WKV_CHUNK_JOBS = 16;
@@ -421,14 +421,14 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   /** Chunks the chunked WKV's scratch holds: a prefill of TMAX tokens in up to WKV_CHUNK_JOBS jobs. */
   private wkvChunkCapacity(tc: number): number {
-    return Math.ceil(this.TMAX / tc) + WKV_CHUNK_JOBS;
+    return wkvMaxChunks(tc, this.TMAX, WKV_CHUNK_JOBS);
   }
 
   /** The chunked WKV's scratch, made on first use, large enough for either chunk length. */
   private wkvScratch(v: Extract<WkvVariant, { kind: 'chunk' }>): GPUBuffer {
     if (!this.wkvScratchBuffer) {
-      const { H, N } = { H: this.C / this.wkvFacts.headSize, N: this.wkvFacts.headSize };
-      const floats = Math.max(...([16, 32] as const).map((tc) => this.wkvChunkCapacity(tc) * H * wkvChunkFloats(N, tc)));
+      const N = this.wkvFacts.headSize;
+      const floats = Math.max(...([16, 32] as const).map((tc) => wkvScratchFloats({ ...v, tc }, this.C / N, N, this.TMAX, WKV_CHUNK_JOBS)));
       const bytes = floats * 4;
       const lim = this.device.limits;
       if (bytes > lim.maxStorageBufferBindingSize || bytes > lim.maxBufferSize) {
@@ -713,7 +713,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const wkvName = wkvVariantName(wkvVariant);
     // One dispatch, or two for the chunked variant (with its scratch at binding 5).
     const wkvSteps = wkvPasses(wkvVariant, cs).map((p, i) => ({
-      kernel: this.kernel(`wkv:${wkvName}:${i}`, () => makeKernel(device, p.parts, p.constants, ['uniform', 'uniform', 'read', 'rw', 'rw', ...(p.scratch ? (['rw'] as const) : [])])),
+      kernel: this.kernel(`wkv:${wkvName}:${i}`, () => makeKernel(device, p.parts, p.constants, p.bindings)),
       scratch: p.scratch,
       workgroups: p.dispatch(H, J, T),
     }));

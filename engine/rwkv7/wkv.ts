@@ -1,7 +1,7 @@
 // The kernel variants of the RWKV-7 WKV recurrence (the per-head state update walked token by token), what
 // each needs from a device, and which one runs for a batch. All of them read and write the state in its
 // official layout ([head, value-index, key-index], as readState/writeState, state files and the prefix cache
-// see it) and use the same five bindings, so one bind group serves every variant.
+// see it) and use the same five bindings (WKV_BINDINGS; the chunked passes add their scratch as a sixth).
 //
 //   row          shaders/rwkv7_wkv.wgsl: one workgroup of N lanes per (head, job), lane i owns row i. The
 //                first kernel and the reference the others are checked against; its state loads are
@@ -19,12 +19,16 @@
 
 import type { GpuContext } from '../gpu/device';
 import { isCpuDriverName } from '../gpu/capabilities';
+import type { BindingKind } from '../gpu/kernel';
 
 export type WkvVariant =
   | { kind: 'row' }
   | { kind: 'row-staged' }
   | { kind: 'split'; lanes: number; rows: number; reduce: 'subgroup' | 'shared' }
   | { kind: 'chunk'; tc: 16 | 32; rows: number };
+
+/** Every variant but 'chunk': one dispatch with the five common bindings. */
+type OnePassWkv = Exclude<WkvVariant, { kind: 'chunk' }>;
 
 /** What the choice reads from a device and model (plain data, so the choice is testable without a GPU). */
 export interface WkvDevice {
@@ -195,10 +199,14 @@ export interface WkvConstants {
   STATE: number;
 }
 
-/** One dispatch of a variant: its shader, and whether it binds the chunk scratch (binding 5). */
+/** The bindings every WKV kernel has: batch, layer, jobs, tm, state (one bind group serves every variant). */
+const WKV_BINDINGS: BindingKind[] = ['uniform', 'uniform', 'read', 'rw', 'rw'];
+
+/** One dispatch of a variant: its shader, its bindings, and whether it binds the chunk scratch (binding 5). */
 export interface WkvPass {
   parts: string[];
   constants: Record<string, number>;
+  bindings: BindingKind[];
   scratch: boolean;
   /** Workgroups for H heads, J jobs and T tokens in the sub-pass. */
   dispatch: (H: number, J: number, T: number) => [number, number];
@@ -208,7 +216,7 @@ export interface WkvPass {
 export function wkvPasses(v: WkvVariant, c: WkvConstants): WkvPass[] {
   if (v.kind !== 'chunk') {
     const shader = wkvShader(v, c);
-    return [{ ...shader, scratch: false, dispatch: (H, J) => wkvDispatch(v, H, c.N, J) }];
+    return [{ ...shader, bindings: WKV_BINDINGS, scratch: false, dispatch: (H, J) => wkvDispatch(v, H, c.N, J) }];
   }
   const L = chunkPrepLanes(c.N);
   const ROWS = chunkPrepRows(c.N, v.tc);
@@ -216,20 +224,22 @@ export function wkvPasses(v: WkvVariant, c: WkvConstants): WkvPass[] {
     {
       parts: ['head_common', 'wkv_rowsum_shared', 'rwkv7_wkv_chunk_prep'],
       constants: { ...c, TC: v.tc, L, ROWS },
+      bindings: [...WKV_BINDINGS, 'rw'],
       scratch: true,
       dispatch: (H, J, T) => [(H * (c.N + v.tc)) / ROWS, wkvMaxChunks(v.tc, T, J)],
     },
     {
       parts: ['head_common', 'rwkv7_wkv_chunk_scan'],
       constants: { ...c, TC: v.tc, RS: v.rows },
+      bindings: [...WKV_BINDINGS, 'rw'],
       scratch: true,
       dispatch: (H, J) => [(H * c.N) / v.rows, J],
     },
   ];
 }
 
-export function wkvShader(v: WkvVariant, c: WkvConstants): { parts: string[]; constants: Record<string, number> } {
-  if (v.kind === 'chunk') throw new Error('the chunked WKV runs two passes: wkvPasses');
+/** The kernel of a one-pass variant (wkvPasses' part for every variant but 'chunk'). */
+function wkvShader(v: OnePassWkv, c: WkvConstants): { parts: string[]; constants: Record<string, number> } {
   if (v.kind === 'row') return { parts: ['head_common', 'rwkv7_wkv'], constants: { ...c } };
   if (v.kind === 'row-staged') return { parts: ['head_common', 'rwkv7_wkv_staged'], constants: { ...c } };
   return {
@@ -238,9 +248,8 @@ export function wkvShader(v: WkvVariant, c: WkvConstants): { parts: string[]; co
   };
 }
 
-/** Workgroups for H heads and J jobs. */
-export function wkvDispatch(v: WkvVariant, H: number, N: number, J: number): [number, number] {
-  if (v.kind === 'chunk') throw new Error('the chunked WKV runs two passes: wkvPasses');
+/** Workgroups of a one-pass variant for H heads and J jobs. */
+function wkvDispatch(v: OnePassWkv, H: number, N: number, J: number): [number, number] {
   return v.kind === 'split' ? [(H * N) / v.rows, J] : [H, J];
 }
 
