@@ -17,7 +17,7 @@
 import { acquireGpu } from '../../engine/gpu/device';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
-import { PRODUCT_PROBE_HEADER, randomHalves, tile } from './probe-data';
+import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile } from './probe-data';
 
 interface Variant {
   family: 'dir' | 'stg' | 'mma';
@@ -56,6 +56,15 @@ function stagedBytes(v: Variant): number {
 const HEADER = `${PRODUCT_PROBE_HEADER}@group(0) @binding(4) var<storage, read> A4: array<vec4<u32>>;
 @group(0) @binding(5) var<storage, read> W4: array<vec4<u32>>;
 `;
+
+/** Every probe kernel's start: K in blocks, the subgroup's place in the workgroup, the workgroup's first blocks. */
+function tileOrigin(v: Variant): string {
+  return `  let KB = p.K / 16u;
+  let sm = sg / ${v.sgn}u;
+  let sn = sg % ${v.sgn}u;
+  let tb0 = wid.y * ${bm(v) / 16}u;
+  let ob0 = wid.x * ${bn(v) / 16}u;`;
+}
 
 const STORE_RESULTS = `
   for (var i = 0u; i < MT; i++) {
@@ -99,11 +108,7 @@ const NT: u32 = ${v.nt}u;
 const SGN: u32 = ${v.sgn}u;
 @compute @workgroup_size(${lanes(v)})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
-  let KB = p.K / 16u;
-  let sm = sg / SGN;
-  let sn = sg % SGN;
-  let tb0 = wid.y * ${bm(v) / 16}u;
-  let ob0 = wid.x * ${bn(v) / 16}u;
+${tileOrigin(v)}
   let kspan = KB / ${v.split}u;
   let kbs = wid.z * kspan;
   let kbe = kbs + kspan;
@@ -138,11 +143,7 @@ function flatDirectShader(v: Variant): string {
   return `${HEADER}
 @compute @workgroup_size(${lanes(v)})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
-  let KB = p.K / 16u;
-  let sm = sg / ${v.sgn}u;
-  let sn = sg % ${v.sgn}u;
-  let tb0 = wid.y * ${bm(v) / 16}u;
-  let ob0 = wid.x * ${bn(v) / 16}u;
+${tileOrigin(v)}
   let kspan = KB / ${v.split}u;
   let kbs = wid.z * kspan;
   let kbe = kbs + kspan;
@@ -161,11 +162,7 @@ function mmaOnlyShader(v: Variant): string {
   return `${HEADER}
 @compute @workgroup_size(${lanes(v)})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
-  let KB = p.K / 16u;
-  let sm = sg / ${v.sgn}u;
-  let sn = sg % ${v.sgn}u;
-  let tb0 = wid.y * ${bm(v) / 16}u;
-  let ob0 = wid.x * ${bn(v) / 16}u;
+${tileOrigin(v)}
 ${range(v.mt).map((i) => `  let a_${i} = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB) * 256u, false, 16u);`).join('\n')}
 ${range(v.nt).map((j) => `  let b_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * ${v.nt}u + ${j}u) * KB) * 256u, true, 16u);`).join('\n')}
 ${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
@@ -185,61 +182,51 @@ function shaderOf(v: Variant): string {
 
 function stagedShader(v: Variant): string {
   const BM = bm(v), BN = bn(v), LANES = lanes(v), KC = v.kc!, KCB = KC / 16, SGS = v.sgm * v.sgn;
-  const ABLK = (BM / 16) * KCB, WBLK = (BN / 16) * KCB;
+  // The two operands a stage copies: activations (token blocks from tb0, left matrices) and weights (output
+  // blocks from ob0, right matrices, column-major), each with its own registers and workgroup tile.
+  const operands = [
+    { name: 'a', src: 'A', origin: 'tb0', shared: 'xs', rows: 'BM', blocks: (BM / 16) * KCB, type: LEFT, colMajor: false },
+    { name: 'w', src: 'W', origin: 'ob0', shared: 'ws', rows: 'BN', blocks: (BN / 16) * KCB, type: RIGHT, colMajor: true },
+  ];
+  const each = (f: (op: (typeof operands)[number]) => string) => operands.map(f).join('');
   let decl: string, load: string, store: string;
   if (v.copy === 'v') {
-    const AU = (ABLK * 32) / LANES, WU = (WBLK * 32) / LANES;
-    decl = `var ra: array<vec4<u32>, ${AU}>;\n  var rw: array<vec4<u32>, ${WU}>;`;
-    load = `
-    for (var u = 0u; u < ${AU}u; u++) {
+    // 16-byte parts: part e of a block is row (e % 32) / 2, halves 8·(e % 2) .. +7 of it.
+    const units = (op: (typeof operands)[number]) => (op.blocks * 32) / LANES;
+    decl = operands.map((op) => `var r${op.name}: array<vec4<u32>, ${units(op)}>;`).join('\n  ');
+    load = each((op) => `
+    for (var u = 0u; u < ${units(op)}u; u++) {
       let e = lid + u * ${LANES}u;
       let blk = e / 32u;
-      ra[u] = A4[((tb0 + blk / KCB) * KB + kb0 + blk % KCB) * 32u + e % 32u];
-    }
-    for (var u = 0u; u < ${WU}u; u++) {
+      r${op.name}[u] = ${op.src}4[((${op.origin} + blk / KCB) * KB + kb0 + blk % KCB) * 32u + e % 32u];
+    }`);
+    store = each((op) => `
+    for (var u = 0u; u < ${units(op)}u; u++) {
       let e = lid + u * ${LANES}u;
-      let blk = e / 32u;
-      rw[u] = W4[((ob0 + blk / KCB) * KB + kb0 + blk % KCB) * 32u + e % 32u];
-    }`;
-    // Part e of a block is row (e % 32) / 2, halves 8·(e % 2) .. +7 of it.
-    const put = (arr: string, base: string, reg: string) => `
       let blk = e / 32u;
       let part = e % 32u;
-      let d = ${base} + ((blk / KCB) * 16u + part / 2u) * KS + (blk % KCB) * 16u + (part % 2u) * 8u;
-      let q = ${reg};
+      let d = buf * ${op.rows} * KS + ((blk / KCB) * 16u + part / 2u) * KS + (blk % KCB) * 16u + (part % 2u) * 8u;
+      let q = r${op.name}[u];
       for (var c = 0u; c < 4u; c++) {
         let h = bitcast<vec2<f16>>(q[c]);
-        ${arr}[d + 2u * c] = h.x;
-        ${arr}[d + 2u * c + 1u] = h.y;
-      }`;
-    store = `
-    for (var u = 0u; u < ${AU}u; u++) {
-      let e = lid + u * ${LANES}u;${put('xs', 'buf * BM * KS', 'ra[u]')}
-    }
-    for (var u = 0u; u < ${WU}u; u++) {
-      let e = lid + u * ${LANES}u;${put('ws', 'buf * BN * KS', 'rw[u]')}
-    }`;
+        ${op.shared}[d + 2u * c] = h.x;
+        ${op.shared}[d + 2u * c + 1u] = h.y;
+      }
+    }`);
   } else {
-    const AM = ABLK / SGS, WM = WBLK / SGS;
-    decl = `var ma: array<${LEFT}, ${AM}>;\n  var mw: array<${RIGHT}, ${WM}>;`;
-    load = `
-    for (var u = 0u; u < ${AM}u; u++) {
+    // Whole blocks: subgroup sg copies blocks sg, sg + SGS, ... as matrices.
+    const units = (op: (typeof operands)[number]) => op.blocks / SGS;
+    decl = operands.map((op) => `var m${op.name}: array<${op.type}, ${units(op)}>;`).join('\n  ');
+    load = each((op) => `
+    for (var u = 0u; u < ${units(op)}u; u++) {
       let blk = sg + u * ${SGS}u;
-      ma[u] = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + blk / KCB) * KB + kb0 + blk % KCB) * 256u, false, 16u);
-    }
-    for (var u = 0u; u < ${WM}u; u++) {
+      m${op.name}[u] = subgroupMatrixLoad<${op.type}>(&${op.src}, ((${op.origin} + blk / KCB) * KB + kb0 + blk % KCB) * 256u, ${op.colMajor}, 16u);
+    }`);
+    store = each((op) => `
+    for (var u = 0u; u < ${units(op)}u; u++) {
       let blk = sg + u * ${SGS}u;
-      mw[u] = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + blk / KCB) * KB + kb0 + blk % KCB) * 256u, true, 16u);
-    }`;
-    store = `
-    for (var u = 0u; u < ${AM}u; u++) {
-      let blk = sg + u * ${SGS}u;
-      subgroupMatrixStore(&xs, buf * BM * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, ma[u], false, KS);
-    }
-    for (var u = 0u; u < ${WM}u; u++) {
-      let blk = sg + u * ${SGS}u;
-      subgroupMatrixStore(&ws, buf * BN * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, mw[u], true, KS);
-    }`;
+      subgroupMatrixStore(&${op.shared}, buf * ${op.rows} * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, m${op.name}[u], ${op.colMajor}, KS);
+    }`);
   }
   return `${HEADER}
 const MT: u32 = ${v.mt}u;
@@ -254,11 +241,7 @@ var<workgroup> ws: array<f16, ${2 * BN * (KC + 8)}>;
 
 @compute @workgroup_size(${LANES})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32, @builtin(subgroup_id) sg: u32) {
-  let KB = p.K / 16u;
-  let sm = sg / SGN;
-  let sn = sg % SGN;
-  let tb0 = wid.y * (BM / 16u);
-  let ob0 = wid.x * (BN / 16u);
+${tileOrigin(v)}
   let kspan = KB / ${v.split}u;
   let kbs = wid.z * kspan;
   let nst = kspan / KCB;
@@ -415,13 +398,7 @@ async function main(): Promise<void> {
     const u = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     device.queue.writeBuffer(u, 0, new Uint32Array([sh.t, sh.n, sh.k, 0]));
     const bg = device.createBindGroup({ layout, entries: [u, aTil, wTil, y, aTil, wTil].map((buffer, binding) => ({ binding, resource: { buffer } })) });
-    const samples: [number, number, number][] = [];
-    for (let i = 0; i < 64; i++) {
-      const t = (i * 37) % sh.t, o = (i * 101 + 5) % sh.n;
-      let acc = 0;
-      for (let k = 0; k < sh.k; k++) acc += f16BitsToF32(aBits[t * sh.k + k]) * f16BitsToF32(wBits[o * sh.k + k]);
-      samples.push([t, o, acc]);
-    }
+    const samples = sampleProduct(aBits, wBits, sh);
     // Checked and calibrated first, then timed in interleaved rounds: the machine's speed drifts (a run of this
     // probe saw the same kernel 3–4× slower for a stretch), so every variant gets a sample in every round.
     const timed: { v: Variant; encode: (enc: GPUCommandEncoder) => void; reps: number; rel: number; spans: number[] }[] = [];
@@ -451,14 +428,7 @@ async function main(): Promise<void> {
         await Promise.race([read.mapAsync(GPUMapMode.READ), new Promise((_, rej) => setTimeout(() => rej(new Error('first run did not finish in 15 s')), 15000))]);
         const out = new Float32Array(read.getMappedRange().slice(0));
         read.unmap();
-        let num = 0, den = 0;
-        for (const [t, o, r] of samples) {
-          let got = 0;
-          for (let z = 0; z < v.split; z++) got += out[z * sh.t * sh.n + t * sh.n + o];
-          num += (got - r) ** 2;
-          den += r * r;
-        }
-        const rel = Math.sqrt(num / den);
+        const rel = sampledError(out, samples, sh, v.split);
         if (v.family !== 'mma' && !(rel < 2e-3)) throw new Error(`relative error ${rel.toExponential(2)}`);
         const reps = await calibrateRepetitions(timer, encode, 0.01, 2000);
         timed.push({ v, encode: encode(reps), reps, rel, spans: [] });

@@ -10,7 +10,7 @@
 
 import { acquireGpu } from '../../engine/gpu/device';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
-import { PRODUCT_PROBE_HEADER, randomHalves, tile } from './probe-data';
+import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile } from './probe-data';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
 import { bindGroup, makeKernel, type BindingKind, type Kernel } from '../../engine/gpu/kernel';
 import { shaderSource } from '../../engine/gpu/shader-source';
@@ -147,13 +147,7 @@ async function main(): Promise<void> {
     const segU = device.createBuffer({ size: 144, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     device.queue.writeBuffer(segU, 0, Uint32Array.from({ length: 36 }, (_, i) => (i === 0 ? sh.k : i === 32 ? 1 : 0)));
     // Sampled reference elements.
-    const samples: [number, number, number][] = [];
-    for (let i = 0; i < 64; i++) {
-      const t = (i * 37) % sh.t, o = (i * 101 + 5) % sh.n;
-      let acc = 0;
-      for (let k = 0; k < sh.k; k++) acc += f16BitsToF32(aBits[t * sh.k + k]) * f16BitsToF32(wBits[o * sh.k + k]);
-      samples.push([t, o, acc]);
-    }
+    const samples = sampleProduct(aBits, wBits, sh);
     for (const v of variants) {
       const bm = 16 * v.mt * v.sgm, bn = 16 * v.nt * v.sgn;
       const label = `${sh.n}x${sh.k}xT${sh.t} ${name(v)}`;
@@ -183,14 +177,7 @@ async function main(): Promise<void> {
         const firstMs = Date.now() - t0;
         const out = new Float32Array(read.getMappedRange().slice(0));
         read.unmap();
-        let num = 0, den = 0;
-        for (const [t, o, r] of samples) {
-          let got = 0;
-          for (let z = 0; z < split; z++) got += out[z * sh.t * sh.n + t * sh.n + o];
-          num += (got - r) ** 2;
-          den += r * r;
-        }
-        const rel = Math.sqrt(num / den);
+        const rel = sampledError(out, samples, sh, split);
         if (!(rel < 2e-3)) throw new Error(`relative error ${rel.toExponential(2)}`);
         const reps = await calibrateRepetitions(timer, encode, 0.02, 2000);
         const spans: number[] = [];
@@ -254,9 +241,7 @@ async function main(): Promise<void> {
             await read.mapAsync(GPUMapMode.READ);
             const out = new Float32Array(read.getMappedRange().slice(0));
             read.unmap();
-            let num = 0, den = 0;
-            for (const [t, o, r] of samples) { num += (out[t * sh.n + o] - r) ** 2; den += r * r; }
-            rel = Math.sqrt(num / den);
+            rel = sampledError(out, samples, sh);
           }
           const reps = await calibrateRepetitions(timer, encode, 0.02, 2000);
           const spans: number[] = [];
