@@ -1,8 +1,9 @@
 // `npm run bench -- --sections profile`: where a step's GPU time goes, per kernel, on random models of the
-// official shapes (a tiny one on a CPU driver): decode at batch 1 and 64 and a 512-token prefill chunk. Each
+// official shapes (a tiny one on a CPU driver): decode at batch 1, 8, 32 and 64 and a 512-token prefill chunk. Each
 // dispatch runs in a timed pass of its own (engine/gpu/kernel-profiler.ts); the unprofiled step time of the
 // same shape is printed beside the kernels' sum, which tells how much of a step is not GPU work at all.
-// --profile-shapes 0.1B,1.5B chooses shapes; --profile-steps N the profiled steps per case (default 10).
+// --profile-shapes 0.1B,1.5B chooses shapes; --profile-steps N the profiled steps per case (default 10); --profile-top N
+// the kernels printed a case (default 12; the JSON keeps all).
 // Decode at batch 1 and 8 runs twice: with the fused decode step (the default up to its job limit) and with the
 // separate kernels ("separate"), so one run shows what the fusion saves in dispatches and step time.
 
@@ -54,6 +55,7 @@ export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<R
       ['decode b1 separate', decode(1), 0],
       ['decode b8', decode(8), fused],
       ['decode b8 separate', decode(8), 0],
+      ['decode b32', decode(32), fused],
       ['decode b64', decode(64), fused],
       ['prefill 512', () => [{ slot: 1, tokens: Array.from({ length: 512 }, tok), output: 'last' }], fused],
     ];
@@ -77,7 +79,7 @@ export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<R
       profiler.dispose();
       const kernelMs = kernels.reduce((a, k) => a + k.microsPerStep, 0) / 1000;
       console.log(`${shape.name} ${name}: step ${stepMs.toFixed(2)} ms unprofiled; kernels ${kernelMs.toFixed(2)} ms in ${kernels.reduce((a, k) => a + k.dispatchesPerStep, 0)} dispatches`);
-      for (const k of kernels.slice(0, 12)) {
+      for (const k of kernels.slice(0, Number(arg('profile-top') ?? 12))) {
         console.log(`  ${(100 * k.share).toFixed(1).padStart(5)}%  ${(k.microsPerStep / 1000).toFixed(3)} ms  ×${k.dispatchesPerStep}  ${k.label}`);
       }
       out[`${shape.name} ${name}`] = { stepMs: +stepMs.toFixed(3), kernelMs: +kernelMs.toFixed(3), kernels };

@@ -255,7 +255,7 @@ export async function benchMatmul(
           if (partBuf) device.queue.writeBuffer(partBuf, 0, new Float32Array(partFloats).fill(NaN));
           let reduceKernel: ReturnType<typeof makeKernel> | null = null;
           if (partBuf) {
-            const r = splitReduceShader(v, base);
+            const r = splitReduceShader(v, base, c.rows);
             device.pushErrorScope('validation');
             reduceKernel = makeKernel(device, r.parts, r.constants, r.bindings);
             const rError = await device.popErrorScope();

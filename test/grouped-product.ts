@@ -80,7 +80,7 @@ export async function runGroupedProduct(
   pass.setBindGroup(0, bindGroup(device, kernel, resources));
   pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
   if (partBuf) {
-    const reduce = splitReduceShader(v, config);
+    const reduce = splitReduceShader(v, config, rows);
     const rk = makeKernel(device, reduce.parts, reduce.constants, reduce.bindings);
     pass.setPipeline(rk.pipeline);
     pass.setBindGroup(0, bindGroup(device, rk, resources));

@@ -127,7 +127,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     // Room for one unsplit tile set of 512 × 8192 but not two: unsplit; less than one: the staged tiles.
     assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.large, split: 1 });
     assert.strictEqual(chooseMatmul(512, H200, { k: 2048, virtualRows: 8192, scratchFloats: 512 * 8192 - 1, tileable: true }).kind, 'sgstage');
-    const r = splitReduceShader({ ...t, split: 1 }, H200);
+    const r = splitReduceShader({ ...t, split: 1 }, H200, 64);
     assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce']);
     assert.strictEqual(r.bindings.length, 7);
   });
@@ -254,20 +254,21 @@ describe('tiled products: the input-tiling pass on this device', function () {
     assert.strictEqual(checked, halves);
   });
 
-  it('the reduction adds every split’s partial sums from the padded layout, then stores as every product stores', async () => {
+  // 21 tokens take the 1 × 1 shape, 150 the 4 × 4 one (matmul.ts reduceShape), with a last invocation's 4 tokens
+  // and 4 rows both ending part-way.
+  for (const rows of [21, 150]) it(`the reduction adds every split’s partial sums from the padded layout, then stores as every product stores (${rows} tokens)`, async () => {
     const { device } = gpu;
-    const rows = 21;
     const split = 2;
-    const ns = [20, 40];
+    const ns = [20, 42];
     const g: Omit<MatrixGroup, 'buffer'> = { format: 'f16', segs: ns.map((n, i) => ({ name: `m${i}`, n, k: 16, wOff: 0 })) };
     // Matrix 0 through tanh into y[0 ..), matrix 1 added into y after it.
     const yOffs = [0, rows * ns[0]];
     const u = groupUniform('r', { ...g, buffer: {} as GPUBuffer }, [{ xOff: 0, yOff: yOffs[0], act: 1 }, { xOff: 0, yOff: yOffs[1], accum: true }], false);
-    assert.strictEqual(u.virtualRows, 64 + 40);
+    assert.strictEqual(u.virtualRows, 64 + 42);
     const v = { ...DEFAULT_TILED.base, split };
     const partFloats = splitScratchFloats(v, u.virtualRows, rows);
     const stride = 128;
-    const padded = 64;
+    const padded = Math.ceil(rows / 64) * 64;
     assert.strictEqual(partFloats, split * padded * stride);
     const part = values(partFloats, 9);
     const yInit = values(yOffs[1] + rows * ns[1], 13);
@@ -283,7 +284,8 @@ describe('tiled products: the input-tiling pass on this device', function () {
       mk('group', u.words, GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST), mk('parts', part), createBuffer(device, 'tiled', 16, S),
     ];
     // The f16 weight prelude of this device's path stands in for the subgroup-matrix one (same row scale of 1).
-    const r = splitReduceShader(v, H200);
+    const r = splitReduceShader(v, H200, rows);
+    assert.deepStrictEqual([r.constants.VR, r.constants.RT], rows >= 128 ? [4, 4] : [1, 1]);
     const kernel = makeKernel(device, r.parts.map((p) => (p === 'weights_f16_matrix' ? 'weights_f16' : p)), r.constants, r.bindings);
     device.pushErrorScope('validation');
     const enc = device.createCommandEncoder();

@@ -1,7 +1,10 @@
 // Probe (GPU machine): which subgroup-matrix product layout feeds the H200's tensor cores best, for prefill
 // (512 tokens: compute-bound) and batched decode (64 tokens: bound by streaming the weights)?
-// `node dist/bench/device/gemm-probe.js [--only REGEX] [--shapes NxKxT,...] [--rounds N] [--toggles a,b] [--print REGEX]`
-// (--print: the WGSL only; --toggles: extra Dawn toggles, e.g. disable_robustness). Figures: the best of N interleaved rounds.
+// `node dist/bench/device/gemm-probe.js [--only REGEX] [--shapes NxKxT,...] [--rounds N] [--toggles a,b] [--print REGEX] [--cold N]`
+// (--print: the WGSL only; --toggles: extra Dawn toggles, e.g. disable_robustness; --cold N: N copies of the weights,
+// dispatches taking them in turn, so with N × the weights above the 50 MB L2 each product streams them from memory
+// as the engine's layers do; --cold-one: the N copies as ranges of one buffer; --warm: each product followed by a
+// kernel touching the next copy's pages, pageWarmer). Figures: the best of N interleaved rounds.
 // Both operands are stored as 16×16 f16 blocks (512 contiguous bytes each), as the engine's tiled product reads
 // them (shaders/sgtile_layout.wgsl, wlayout_blocks.wgsl). Every variant is checked on sampled elements against
 // float64 over the f16 inputs before it is timed; shapes are tile multiples, so no bounds code.
@@ -12,15 +15,19 @@
 //         memory, double-buffered, one barrier a stage, and the subgroups load their matrices from there
 //         (rows padded to KC + 8 halves against bank conflicts). Copy 'v': 16-byte loads of the blocks, stored
 //         as 8 halves each; copy 'm': a subgroup loads a whole block as a matrix and stores it as one.
+//   eng   the engine's own tiled product (engine/rwkv7/matmul.ts matmulShader, shaders/mm_sgtile.wgsl) for that tiling and
+//         ku, on the same data: what the engine's kernel gives against the probe's of the same shape.
 //   sN    N splits of K (partial sums added by the check, as the engine's reduction pass does).
 
 import { acquireGpu } from '../../engine/gpu/device';
+import { bindGroup, makeKernel } from '../../engine/gpu/kernel';
+import { groupUniform, matmulDispatch, matmulShader } from '../../engine/rwkv7/matmul';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
 import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile } from './probe-data';
 
 interface Variant {
-  family: 'dir' | 'stg' | 'mma';
+  family: 'dir' | 'stg' | 'mma' | 'eng';
   mt: number; nt: number; sgm: number; sgn: number;
   split: number;
   /** dir: prefetch the next step's matrices. */
@@ -40,7 +47,7 @@ const RIGHT = 'subgroup_matrix_right<f16, 16, 16>';
 
 function name(v: Variant): string {
   const tiles = `${v.mt}x${v.nt}x${v.sgm}x${v.sgn}`;
-  const extra = v.family === 'dir' ? (v.pf ? '-pf1' : '') : v.family === 'mma' ? '' : `-k${v.kc}${v.copy}`;
+  const extra = v.family === 'dir' ? (v.pf ? '-pf1' : '') : v.family === 'mma' || v.family === 'eng' ? '' : `-k${v.kc}${v.copy}`;
   return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.split > 1 ? `-s${v.split}` : ''}`;
 }
 
@@ -175,9 +182,41 @@ ${flatStore(v)}
 }
 
 function shaderOf(v: Variant): string {
+  if (v.family === 'eng') return `// the engine's shader: ${JSON.stringify(engineShader(v).parts)}`;
   if (v.family === 'mma') return mmaOnlyShader(v);
   if (v.family === 'dir') return v.flat ? flatDirectShader(v) : directShader(v);
   return stagedShader(v);
+}
+
+/** Bytes between the loads of the page warmer (--warm): the smallest page a GPU maps. */
+const WARM_STRIDE = 4096;
+
+/**
+ * --warm: a kernel that loads one word of every 4 KB of a weight copy and keeps nothing (the words go into a
+ * workgroup atomic, which no driver drops), so its only binding is read-only: dispatched after a product, it can
+ * run beside it and have the next copy's address translations cached before the next product needs them.
+ */
+function pageWarmer(device: GPUDevice, copies: { buffer: GPUBuffer; offset: number; size: number }[]) {
+  const words = copies[0].size / 4;
+  const code = `@group(0) @binding(0) var<storage, read> W: array<u32>;
+var<workgroup> sink: atomic<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  let i = gid.x * ${WARM_STRIDE / 4}u;
+  if (i < ${words}u) { atomicAdd(&sink, W[i]); }
+}`;
+  const layout = device.createBindGroupLayout({ entries: [{ binding: 0, visibility: GPUShaderStage.COMPUTE, buffer: { type: 'read-only-storage' } }] });
+  const pipeline = device.createComputePipeline({ layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const groups = copies.map((c) => device.createBindGroup({ layout, entries: [{ binding: 0, resource: c }] }));
+  return { pipeline, groups, workgroups: Math.ceil(copies[0].size / WARM_STRIDE / 64) };
+}
+
+/** The engine's tiled product for an 'eng' variant, over weights stored as 16×16 blocks. */
+function engineShader(v: Variant) {
+  return matmulShader(
+    { kind: 'sgtile', mt: v.mt as 1 | 2 | 4, nt: v.nt as 1 | 2 | 4, sgm: v.sgm as 1 | 2 | 4, sgn: v.sgn as 1 | 2 | 4, split: v.split, ku: v.ku as 1 | 2 | 4 },
+    { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, layout: 'blocks' },
+  );
 }
 
 function stagedShader(v: Variant): string {
@@ -318,6 +357,9 @@ function variants(): Variant[] {
   const t = (mt: number, nt: number, sgm: number, sgn: number) => ({ mt, nt, sgm, sgn });
   for (const tiles of [t(2, 2, 2, 2), t(4, 4, 1, 1), t(4, 2, 2, 4), t(2, 2, 4, 4)]) out.push({ family: 'mma', flat: true, ...tiles, split: 1 });
   for (const split of [1, 2, 4, 8]) {
+    for (const ku of [1, 2, 4]) {
+      for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 1, 1, 4), t(4, 4, 1, 1)]) out.push({ family: 'eng', flat: true, ...tiles, split, ku });
+    }
     for (const pf of [false, true]) {
       out.push({ family: 'dir', ...t(2, 2, 2, 2), split, pf });
       out.push({ family: 'dir', ...t(4, 1, 1, 4), split, pf });
@@ -360,6 +402,11 @@ async function main(): Promise<void> {
   }
   const extraToggles = process.argv.includes('--toggles') ? process.argv[process.argv.indexOf('--toggles') + 1].split(',') : [];
   const rounds = process.argv.includes('--rounds') ? Number(process.argv[process.argv.indexOf('--rounds') + 1]) : 5;
+  const cold = process.argv.includes('--cold') ? Number(process.argv[process.argv.indexOf('--cold') + 1]) : 1;
+  if (!(Number.isInteger(cold) && cold >= 1)) throw new Error('--cold: give a whole number of weight copies, 1 or more');
+  const coldOne = process.argv.includes('--cold-one');
+  const warmPages = process.argv.includes('--warm');
+  console.log(`weights: ${cold} cop${cold > 1 ? 'ies taken in turn' : 'y'}${coldOne ? ', ranges of one buffer' : ''}`);
   const gpu = await acquireGpu({ exactTimestamps: true, kernelPath: 'subgroup-matrix', extraToggles });
   console.log(`toggles: ${gpu.dawnToggles.join(',')}`);
   const { device } = gpu;
@@ -397,8 +444,23 @@ async function main(): Promise<void> {
     const read = device.createBuffer({ size: yBytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     const u = device.createBuffer({ size: 16, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST });
     device.queue.writeBuffer(u, 0, new Uint32Array([sh.t, sh.n, sh.k, 0]));
-    const bg = device.createBindGroup({ layout, entries: [u, aTil, wTil, y, aTil, wTil].map((buffer, binding) => ({ binding, resource: { buffer } })) });
+    // The weights' copies: each its own buffer, or (--cold-one) ranges of one buffer.
+    const wBytes = wTil.size;
+    const whole = coldOne ? device.createBuffer({ size: wBytes * cold, usage: S }) : null;
+    if (whole) for (let c = 0; c < cold; c++) device.queue.writeBuffer(whole, c * wBytes, tile(wBits, sh.n, sh.k));
+    const copies: { buffer: GPUBuffer; offset: number; size: number }[] = whole
+      ? Array.from({ length: cold }, (_, c) => ({ buffer: whole, offset: c * wBytes, size: wBytes }))
+      : [wTil, ...Array.from({ length: cold - 1 }, () => mk(tile(wBits, sh.n, sh.k)))].map((buffer) => ({ buffer, offset: 0, size: wBytes }));
+    const bgs = copies.map((w) => device.createBindGroup({ layout, entries: [{ buffer: u }, { buffer: aTil }, w, { buffer: y }, { buffer: aTil }, w].map((resource, binding) => ({ binding, resource })) }));
     const samples = sampleProduct(aBits, wBits, sh);
+    const warmer = warmPages ? pageWarmer(device, copies) : null;
+    // What the engine's kernels ('eng') read besides the operands: the batch and the group's one segment.
+    const uni = (words: Uint32Array) => { const b = device.createBuffer({ size: words.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }); device.queue.writeBuffer(b, 0, words); return b; };
+    const engBatch = uni(new Uint32Array([sh.t, 1, sh.t, 0]));
+    const engGroup = uni(groupUniform('probe', { buffer: wTil, format: 'f16', layout: 'blocks', segs: [{ name: 'W', n: sh.n, k: sh.k, wOff: 0 }] }, [{ xOff: 0, yOff: 0 }], false).words);
+    // x and y are bound but not read by the product; two buffers, since one bound both read-only and writable is refused.
+    const engX = device.createBuffer({ size: 256, usage: S });
+    const engY = device.createBuffer({ size: 256, usage: S });
     // Checked and calibrated first, then timed in interleaved rounds: the machine's speed drifts (a run of this
     // probe saw the same kernel 3–4× slower for a stretch), so every variant gets a sample in every round.
     const timed: { v: Variant; encode: (enc: GPUCommandEncoder) => void; reps: number; rel: number; spans: number[] }[] = [];
@@ -408,23 +470,48 @@ async function main(): Promise<void> {
       if (why) continue;
       try {
         device.pushErrorScope('validation');
-        const code = shaderOf(v);
-        const module = device.createShaderModule({ code });
-        const pipeline = device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main' } });
+        let pipeline: GPUComputePipeline;
+        let groups = bgs;
+        let grid: [number, number, number] = [sh.n / bn(v), sh.t / bm(v), v.split];
+        if (v.family === 'eng') {
+          // The engine's bindings: batch, weights, x, y, group, partial sums (the probe's Y: for one segment of a
+          // width that is a multiple of 64 and T a multiple of 64 its layout is [split][T][N]), tiled inputs.
+          const es = engineShader(v);
+          const kernel = makeKernel(device, es.parts, es.constants, es.bindings);
+          pipeline = kernel.pipeline;
+          groups = copies.map((w) => bindGroup(device, kernel, [engBatch, w, engX, engY, engGroup, y, aTil]));
+          grid = matmulDispatch({ kind: 'sgtile', mt: v.mt as 1, nt: v.nt as 1, sgm: v.sgm as 1, sgn: v.sgn as 1, split: v.split }, sh.n, sh.t);
+        } else {
+          const module = device.createShaderModule({ code: shaderOf(v) });
+          pipeline = device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main' } });
+        }
         const err = await device.popErrorScope();
         if (err) throw new Error(err.message);
         const encode = (reps: number) => (enc: GPUCommandEncoder) => {
           const pass = enc.beginComputePass();
-          pass.setPipeline(pipeline);
-          pass.setBindGroup(0, bg);
-          for (let r = 0; r < reps; r++) pass.dispatchWorkgroups(sh.n / bn(v), sh.t / bm(v), v.split);
+          for (let r = 0; r < reps; r++) {
+            pass.setPipeline(pipeline);
+            pass.setBindGroup(0, groups[r % groups.length]);
+            pass.dispatchWorkgroups(...grid);
+            if (warmer) {
+              // The next copy's pages touched while this product runs (its only binding is read-only, so no
+              // barrier keeps it from overlapping); the next product's barrier on Y waits for both.
+              pass.setPipeline(warmer.pipeline);
+              pass.setBindGroup(0, warmer.groups[(r + 1) % warmer.groups.length]);
+              pass.dispatchWorkgroups(warmer.workgroups);
+            }
+          }
           pass.end();
         };
         device.queue.writeBuffer(y, 0, new Float32Array(sh.t * sh.n * v.split).fill(NaN));
+        // An invalid command buffer runs nothing and would leave the last variant's results in `read`: refused here.
+        device.pushErrorScope('validation');
         const enc = device.createCommandEncoder();
         encode(1)(enc);
         enc.copyBufferToBuffer(y, 0, read, 0, yBytes);
         device.queue.submit([enc.finish()]);
+        const runErr = await device.popErrorScope();
+        if (runErr) throw new Error(`first run: ${runErr.message}`);
         await Promise.race([read.mapAsync(GPUMapMode.READ), new Promise((_, rej) => setTimeout(() => rej(new Error('first run did not finish in 15 s')), 15000))]);
         const out = new Float32Array(read.getMappedRange().slice(0));
         read.unmap();
@@ -447,7 +534,7 @@ async function main(): Promise<void> {
         tflops: +((2 * sh.n * sh.k * sh.t) / best / 1e12).toFixed(1), weightGBs: Math.round((sh.n * sh.k * 2) / best / 1e9), relErr: +x.rel.toExponential(2),
       }));
     }
-    for (const b of [wTil, aTil, y, read, u]) b.destroy();
+    for (const b of [...new Set([wTil, ...copies.map((c) => c.buffer)]), aTil, y, read, u, engBatch, engGroup, engX, engY]) b.destroy();
   }
   timer.dispose();
   process.exit(0);

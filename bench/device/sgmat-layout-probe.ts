@@ -216,7 +216,7 @@ async function main(): Promise<void> {
           ['engine-product', prod, matmulDispatch(variant, gu.virtualRows, sh.t), res],
           ...(tiledW !== src ? [['engine-product-tiledW', { ...prod, code: tiledW }, matmulDispatch(variant, gu.virtualRows, sh.t), [bBuf, wTil, xF, yOut, gBuf, y, aTil]] as [string, typeof prod & { code: string }, number[], GPUBuffer[]]] : []),
           ['engine-tile-x', tileInputShader(), tileInputDispatch([sh.k], sh.t), [bBuf, wRow, xF, yOut, gBuf, y, xtScratch]],
-          ['engine-reduce', splitReduceShader(variant, cfg), splitReduceDispatch(gu.virtualRows, sh.t), res],
+          ['engine-reduce', splitReduceShader(variant, cfg, sh.t), splitReduceDispatch(gu.virtualRows, sh.t), res],
         ];
         for (const [label, sh2, dispatch, resources] of stages) {
           device.pushErrorScope('validation');

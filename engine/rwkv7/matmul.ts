@@ -481,18 +481,34 @@ const TILE_INPUT_BINDINGS: BindingKind[] = [...PRODUCT_BINDINGS, 'rw', 'rw'];
 export function splitReduceShader(
   v: MatmulVariant,
   c: Pick<MatmulConfig, 'kernelPath' | 'precision' | 'subgroup32'>,
+  rows: number,
 ): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
   const split = splitOf(v);
   const w = weightPrelude(v, c);
+  const { vr, rt } = reduceShape(rows);
+  const constants = { SPLIT: split, VR: vr, RT: rt };
+  const shape = vr > 1 || rt > 1 ? `x${vr}t${rt}` : '';
   if (v.kind === 'sgtile')
-    return { key: `mm_split_reduce${split}:tiled`, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: TILED_PRODUCT_BINDINGS };
+    return { key: `mm_split_reduce${split}${shape}:tiled`, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce'], constants, bindings: TILED_PRODUCT_BINDINGS };
   if (split <= 1) throw new Error('only a split-K product has a reduction pass');
-  return { key: `mm_split_reduce${split}:${w}`, parts: [w, 'mm_common', 'split_layout', 'mm_split', 'mm_split_reduce'], constants: { SPLIT: split }, bindings: [...PRODUCT_BINDINGS, 'rw'] };
+  return { key: `mm_split_reduce${split}${shape}:${w}`, parts: [w, 'mm_common', 'split_layout', 'mm_split', 'mm_split_reduce'], constants, bindings: [...PRODUCT_BINDINGS, 'rw'] };
 }
 
-/** Workgroups of the reduction pass of a split product. */
+/**
+ * What one invocation of the reduction pass covers (mm_split_reduce.wgsl): `vr` neighbouring virtual rows of `rt`
+ * tokens. From REDUCE_WIDE_ROWS rows (prefill chunks) 4 × 4, so each invocation has 4·4·SPLIT loads in flight: the
+ * 1.5B prefill-512 reductions took 2.0 instead of 3.2 ms a step on the H200. Fewer rows keep 1 × 1: at 8 and 64 rows
+ * the wider shape left too few workgroups and the engine lost 5–13% (bench/RESULTS.md "Reductions").
+ */
+export const REDUCE_WIDE_ROWS = 128;
+export function reduceShape(rows: number): { vr: number; rt: number } {
+  return rows >= REDUCE_WIDE_ROWS ? { vr: 4, rt: 4 } : { vr: 1, rt: 1 };
+}
+
+/** Workgroups of the reduction pass of a split product (64 invocations each). */
 export function splitReduceDispatch(virtualRows: number, rows: number): [number, number] {
-  return [Math.ceil(virtualRows / 64), rows];
+  const { vr, rt } = reduceShape(rows);
+  return [Math.ceil(virtualRows / (64 * vr)), Math.ceil(rows / rt)];
 }
 
 /**

@@ -538,7 +538,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
     if (!reduce) return;
-    const rs = splitReduceShader(variant, config);
+    const rs = splitReduceShader(variant, config, rows);
     const r = this.kernel(rs.key, () => makeKernel(this.device, rs.parts, rs.constants, rs.bindings));
     pass.setPipeline(r.pipeline);
     pass.setBindGroup(0, this.group(`${rs.key}:${key}`, r, resources));
