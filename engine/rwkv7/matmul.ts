@@ -496,9 +496,9 @@ export function splitReduceShader(
 
 /**
  * What one invocation of the reduction pass covers (mm_split_reduce.wgsl): `vr` neighbouring virtual rows of `rt`
- * tokens. From REDUCE_WIDE_ROWS rows (prefill chunks) 4 × 4, so each invocation has 4·4·SPLIT loads in flight: the
- * 1.5B prefill-512 reductions took 2.0 instead of 3.2 ms a step on the H200. Fewer rows keep 1 × 1: at 8 and 64 rows
- * the wider shape left too few workgroups and the engine lost 5–13% (bench/RESULTS.md "Reductions").
+ * tokens. From REDUCE_WIDE_ROWS rows (prefill chunks) 4 × 4, so each invocation has 4·4·SPLIT loads in flight: a
+ * 1.5B prefill-512 step's three unsplit reductions took 2.05 instead of 3.2 ms on the H200. Fewer rows keep 1 × 1:
+ * at 8 and 64 rows the wider shape left too few workgroups and the engine lost 5–13% (bench/RESULTS.md "Reductions").
  */
 export const REDUCE_WIDE_ROWS = 128;
 export function reduceShape(rows: number): { vr: number; rt: number } {
