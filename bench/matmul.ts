@@ -15,7 +15,7 @@ import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { packQuantizedGroup } from '../engine/quant/gpu-matrix-group';
 import {
-  groupUniform, matmulDispatch, matmulShader, splitOf, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant,
+  groupUniform, matmulDispatch, matmulShader, reducesAfter, splitOf, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant,
   tiledInputHalves, tileInputDispatch, tileInputShader,
 } from '../engine/rwkv7/matmul';
 import type { MatrixGroup } from '../engine/rwkv7/weights';
@@ -254,14 +254,14 @@ export async function benchMatmul(
           partBuf = partFloats > 0 ? createBuffer(device, 'parts', partFloats * 4, S) : null;
           if (partBuf) device.queue.writeBuffer(partBuf, 0, new Float32Array(partFloats).fill(NaN));
           let reduceKernel: ReturnType<typeof makeKernel> | null = null;
-          if (partBuf) {
+          if (partBuf && reducesAfter(v)) {
             const r = splitReduceShader(v, base, c.rows);
             device.pushErrorScope('validation');
             reduceKernel = makeKernel(device, r.parts, r.constants, r.bindings);
             const rError = await device.popErrorScope();
             if (rError) throw new Error(`reduction kernel build failed: ${rError.message}`);
           }
-          // A tiled product: its inputs as f16 blocks (binding 6, written by the tiling pass), its partial sums always.
+          // A tiled product: its inputs as f16 blocks (binding 6, written by the tiling pass); the partial sums bound always.
           const tiled = v.kind === 'sgtile';
           xtBuf?.destroy();
           xtBuf = tiled ? createBuffer(device, 'tiled inputs', tiledInputHalves([c.k], c.rows) * 2, S) : null;

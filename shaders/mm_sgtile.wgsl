@@ -24,9 +24,10 @@ const BM: u32 = 16u * MT * SGM;
 const BN: u32 = 16u * NT * SGN;
 
 @group(0) @binding(6) var<storage, read> xt: array<f16>;
+{{SHARED}}
 
 @compute @workgroup_size(32u * SGS)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
   var si = 0u;
   for (var i = 1u; i < grp.count; i++) {
     if (wid.x * BN >= grp.segs[i].row0) { si = i; }
@@ -62,8 +63,9 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
   for (; k0 < span.y; k0 += 16u) {
     {{STEP}}
   }
-  // Results go straight to the partial sums as whole 16×16 tiles, and mm_split_reduce.wgsl applies activation,
-  // accumulation and bounds. (Their address once went through row_count() while it had a branch: that alone ran the
-  // 2048² product at 512 tokens at 175 µs instead of 94 on the H200; row_count() is branch-free now.)
+  // Split, results go straight to the partial sums as whole 16×16 tiles, and mm_split_reduce.wgsl applies activation,
+  // accumulation and bounds; unsplit, they are stored here as it would store them (sgtile-code.ts). (The partial
+  // sums' address once went through row_count() while it had a branch: that alone ran the 2048² product at 512
+  // tokens at 175 µs instead of 94 on the H200; row_count() is branch-free now.)
   {{STORES}}
 }

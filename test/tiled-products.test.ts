@@ -77,6 +77,17 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>\(&W, wbase \+ 16u \* k \+ w_tile_k\(k0 \+ 48u\), true, wstride\);/);
     assert.match(code.STEP, /c_3_1 = subgroupMatrixMultiplyAccumulate\(a0_3, b0_1, c_3_1\);/);
     assert.match(code.STORES, /subgroupMatrixStore\(&part, part0 \+ 48u \* pstride \+ 16u, c_3_1, false, pstride\);/);
+    assert.strictEqual(code.SHARED, '');
+    // Unsplit: every tile through the subgroup's workgroup memory into store(), as the reduction pass would store it.
+    const own = tiledProductCode(4, 2, 4, 1);
+    assert.doesNotMatch(own.STORES, /&part/);
+    assert.strictEqual(own.STORES.match(/subgroupMatrixStore\(&ot, sg \* 256u, c_\d_\d, false, 16u\);/g)!.length, 8);
+    assert.strictEqual(own.STORES.match(/store\(s, t, o, ot\[sg \* 256u \+ e\]\)/g)!.length, 8);
+    assert.match(own.STORES, /let t = tr0 \+ 48u \+ e \/ 16u;\n\s*let o = or0 \+ 16u \+ e % 16u;/);
+    assert.strictEqual(own.SHARED, 'var<workgroup> ot: array<f32, 256u * SGS>;');
+    const unsplit = shaderSource(matmulShader({ ...DEFAULT_TILED.large, split: 1 }, H200).parts, matmulShader({ ...DEFAULT_TILED.large, split: 1 }, H200).constants);
+    assert.match(unsplit, /var<workgroup> ot: array<f32, 256u \* SGS>;/);
+    assert.doesNotMatch(unsplit, /subgroupMatrixStore\(&part/);
     // No arrays of matrices and no {{placeholders}} left in the assembled shader.
     const s = matmulShader({ ...DEFAULT_TILED.large, split: 2 }, H200);
     const src = shaderSource(s.parts, s.constants);
@@ -122,7 +133,9 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     // 65 tokens → 128 padded rows; 100 virtual rows → 128 (whole segments of 64).
     assert.strictEqual(splitScratchFloats(t, 100, 65), 2 * 128 * 128);
     assert.strictEqual(splitScratchFloats({ ...t, split: 1 }, 100, 65), 128 * 128);
-    assert.strictEqual(reducesAfter({ ...t, split: 1 }), true);
+    // Unsplit, the tiled product stores its own results (no reduction pass); split, the reduction adds the parts.
+    assert.strictEqual(reducesAfter({ ...t, split: 1 }), false);
+    assert.strictEqual(reducesAfter(t), true);
     assert.strictEqual(reducesAfter({ ...DEFAULT_STAGED.large.variant, split: 1 }), false);
     // Room for one unsplit tile set of 512 × 8192 but not two: unsplit; less than one: the staged tiles.
     assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.large, split: 1 });

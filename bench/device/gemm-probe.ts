@@ -357,7 +357,8 @@ function variants(): Variant[] {
   const t = (mt: number, nt: number, sgm: number, sgn: number) => ({ mt, nt, sgm, sgn });
   for (const tiles of [t(2, 2, 2, 2), t(4, 4, 1, 1), t(4, 2, 2, 4), t(2, 2, 4, 4)]) out.push({ family: 'mma', flat: true, ...tiles, split: 1 });
   for (const split of [1, 2, 4, 8]) {
-    for (const ku of [1, 2, 4]) {
+    // Split only: unsplit, the engine's product stores its results through store() into y, not into the probe's Y.
+    for (const ku of split > 1 ? [1, 2, 4] : []) {
       for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 1, 1, 4), t(4, 4, 1, 1)]) out.push({ family: 'eng', flat: true, ...tiles, split, ku });
     }
     for (const pf of [false, true]) {

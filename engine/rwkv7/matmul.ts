@@ -454,9 +454,9 @@ function layoutFree(
       const ku = v.ku ?? TILED_KU;
       return {
         key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}`,
-        // Always through the partial sums (mm_split.wgsl, SPLIT 1 when unsplit) and the reduction pass.
+        // Split: through the partial sums (mm_split.wgsl) and the reduction pass; unsplit, it stores its own results.
         parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, ...tiledProductCode(v.mt, v.nt, ku) },
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, ...tiledProductCode(v.mt, v.nt, ku, split) },
         bindings,
       };
     }
@@ -522,9 +522,12 @@ export function splitScratchFloats(v: MatmulVariant, virtualRows: number, rows: 
   return split > 1 ? split * rows * virtualRows : 0;
 }
 
-/** A second pass follows the product: split products add their partial sums, tiled products always. */
+/**
+ * A second pass follows the product: split products add their partial sums. (Unsplit tiled products went through it
+ * too until they stored their own results: a 1.5B prefill-512 step ran three reductions of ~30 µs a layer.)
+ */
 export function reducesAfter(v: MatmulVariant): boolean {
-  return splitOf(v) > 1 || v.kind === 'sgtile';
+  return splitOf(v) > 1;
 }
 
 /** Output rows one workgroup of the variant covers. */

@@ -522,7 +522,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
     const reduce = reducesAfter(variant);
     const tiledProduct = variant.kind === 'sgtile';
-    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
+    // Tiled products declare the partial sums (binding 5) whether or not they are split.
+    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce || tiledProduct ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     if (tiledProduct) {
       // First the inputs as f16 16×16 blocks (tokens past the batch as zeros), which the product reads.

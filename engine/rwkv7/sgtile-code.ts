@@ -10,8 +10,14 @@ const RESULT = 'subgroup_matrix_result<f32, 16, 16>';
 
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
-/** Code for mm_sgtile.wgsl's placeholders: {{ACCUMULATORS}}, {{TRIP}} (KU steps of 16 inputs), {{STEP}} (one), {{STORES}}. */
-export function tiledProductCode(mt: number, nt: number, ku: number): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES', string> {
+/**
+ * Code for mm_sgtile.wgsl's placeholders: {{ACCUMULATORS}}, {{TRIP}} (KU steps of 16 inputs), {{STEP}} (one), {{STORES}}
+ * and {{SHARED}} (module-scope declarations the stores need). Split (split > 1), each result tile goes whole to the
+ * partial sums for mm_split_reduce.wgsl. Unsplit, the product stores its own results as the reduction would (store():
+ * activation, accumulation, bounds): each tile through the subgroup's 1 KB of workgroup memory, its lanes writing 16
+ * neighbouring outputs of a token at a time — one dispatch and one pass over the results fewer.
+ */
+export function tiledProductCode(mt: number, nt: number, ku: number, split = 2): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES' | 'SHARED', string> {
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
   // Loads of step u: the left matrices of the subgroup's MT token blocks, the right ones of its NT output blocks.
   const loads = (u: number) => [
@@ -25,7 +31,25 @@ export function tiledProductCode(mt: number, nt: number, ku: number): Record<'AC
     ACCUMULATORS: pairs.map(([i, j]) => `var c_${i}_${j}: ${RESULT};`).join('\n  '),
     TRIP: trip.join('\n    '),
     STEP: [...loads(0), ...multiplies(0)].join('\n    '),
-    STORES: pairs.map(([i, j]) => `subgroupMatrixStore(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, false, pstride);`).join('\n  '),
+    STORES: split > 1
+      ? pairs.map(([i, j]) => `subgroupMatrixStore(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, false, pstride);`).join('\n  ')
+      : [
+          // Every subgroup of the workgroup runs these stores (no early return in mm_sgtile), so the barriers are uniform.
+          'let rows = row_count();',
+          'let tr0 = t0 + sm * MT * 16u;',
+          'let or0 = o0 + sn * NT * 16u;',
+          ...pairs.map(([i, j]) => [
+            `subgroupMatrixStore(&ot, sg * 256u, c_${i}_${j}, false, 16u);`,
+            'workgroupBarrier();',
+            'for (var e = lane; e < 256u; e += 32u) {',
+            `  let t = tr0 + ${i * 16}u + e / 16u;`,
+            `  let o = or0 + ${j * 16}u + e % 16u;`,
+            '  if (t < rows && o < s.n) { store(s, t, o, ot[sg * 256u + e]); }',
+            '}',
+            'workgroupBarrier();',
+          ].join('\n  ')),
+        ].join('\n  '),
+    SHARED: split > 1 ? '' : 'var<workgroup> ot: array<f32, 256u * SGS>;',
   };
 }
 
