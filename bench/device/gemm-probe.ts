@@ -4,7 +4,8 @@
 // (--print: the WGSL only; --toggles: extra Dawn toggles, e.g. disable_robustness; --cold N: N copies of the weights,
 // dispatches taking them in turn, so with N × the weights above the 50 MB L2 each product streams them from memory
 // as the engine's layers do; --cold-one: the N copies as ranges of one buffer; --warm: each product followed by a
-// kernel touching the next copy's pages, pageWarmer). Figures: the best of N interleaved rounds.
+// kernel touching the next copy's pages, pageWarmer; --alias: N bind groups over one copy, to tell the footprint from
+// the number of bind groups taken in turn). Figures: the best of N interleaved rounds.
 // Both operands are stored as 16×16 f16 blocks (512 contiguous bytes each), as the engine's tiled product reads
 // them (shaders/sgtile_layout.wgsl, wlayout_blocks.wgsl). Every variant is checked on sampled elements against
 // float64 over the f16 inputs before it is timed; shapes are tile multiples, so no bounds code.
@@ -407,7 +408,8 @@ async function main(): Promise<void> {
   if (!(Number.isInteger(cold) && cold >= 1)) throw new Error('--cold: give a whole number of weight copies, 1 or more');
   const coldOne = process.argv.includes('--cold-one');
   const warmPages = process.argv.includes('--warm');
-  console.log(`weights: ${cold} cop${cold > 1 ? 'ies taken in turn' : 'y'}${coldOne ? ', ranges of one buffer' : ''}`);
+  const alias = process.argv.includes('--alias');
+  console.log(`weights: ${cold} cop${cold > 1 ? 'ies taken in turn' : 'y'}${coldOne ? ', ranges of one buffer' : ''}${alias ? ', all one buffer (bind groups only)' : ''}`);
   const gpu = await acquireGpu({ exactTimestamps: true, kernelPath: 'subgroup-matrix', extraToggles });
   console.log(`toggles: ${gpu.dawnToggles.join(',')}`);
   const { device } = gpu;
@@ -451,7 +453,9 @@ async function main(): Promise<void> {
     if (whole) for (let c = 0; c < cold; c++) device.queue.writeBuffer(whole, c * wBytes, tile(wBits, sh.n, sh.k));
     const copies: { buffer: GPUBuffer; offset: number; size: number }[] = whole
       ? Array.from({ length: cold }, (_, c) => ({ buffer: whole, offset: c * wBytes, size: wBytes }))
-      : [wTil, ...Array.from({ length: cold - 1 }, () => mk(tile(wBits, sh.n, sh.k)))].map((buffer) => ({ buffer, offset: 0, size: wBytes }));
+      : alias
+        ? Array.from({ length: cold }, () => ({ buffer: wTil, offset: 0, size: wBytes }))
+        : [wTil, ...Array.from({ length: cold - 1 }, () => mk(tile(wBits, sh.n, sh.k)))].map((buffer) => ({ buffer, offset: 0, size: wBytes }));
     const bgs = copies.map((w) => device.createBindGroup({ layout, entries: [{ buffer: u }, { buffer: aTil }, w, { buffer: y }, { buffer: aTil }, w].map((resource, binding) => ({ binding, resource })) }));
     const samples = sampleProduct(aBits, wBits, sh);
     const warmer = warmPages ? pageWarmer(device, copies) : null;
