@@ -3,7 +3,8 @@
 // variant the device runs is first checked against the reference kernel ('row', the first one) on the same
 // input: max |Δ| of the outputs y and of the final states is printed. Then each is timed with timestamp
 // queries (bench/device/gpu-span-timer.ts): µs per dispatch, the state's bytes moved per second (decode),
-// and µs per token (prefill). The variants the engine picks are marked.
+// and µs per token (prefill). The variants the engine picks are marked. A two-kernel variant (chunkT: prep,
+// then the chunk-to-chunk scan) is timed as both dispatches together, and checked on its final outputs.
 // Cases: decode of 1, 8 and 64 jobs, prefill chunks of 128 and 512 tokens of one job, for the 1.5B shape
 // (32 heads of 64) and the 0.1B one (12 heads); a CPU driver runs the 0.1B shape up to 128 tokens unless told.
 // --wkv-shapes 0.1B,1.5B chooses shapes; --wkv-cases 'decode J=1,prefill T=128' chooses cases.

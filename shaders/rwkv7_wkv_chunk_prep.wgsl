@@ -1,105 +1,103 @@
-// First pass of the chunked WKV-7 (engine/rwkv7/wkv.ts 'chunk'): what a chunk of TC tokens does to a head's state,
-// for every chunk of every job at once (no chunk waits for the one before it).
-// A row s of the state (value index i) goes s ← s·A_t + v_i k_tᵀ with A_t = diag(w_t) − kk_t b_tᵀ, and y_i = s·r_t
-// after the update. Over a chunk, with P(a..b) = A_a ⋯ A_b:
-//   s_end = s_0 G + Σ_τ v_τ E_τ            G = P(1..TC), E_τ = k_τᵀ P(τ+1..TC)
-//   y_t   = s_0 · F_t + Σ_τ L[t,τ] v_τ     F_t = P(1..t) r_t, L[t,τ] = k_τᵀ P(τ+1..t) r_t (0 for τ > t)
-// All four are the same recurrence run on N + TC "virtual rows": row m < N starts as the unit row e_m with v ≡ 0
-// (its final state is row m of G, its output at step t is F_t[m]); row N + τ starts at zero with v = 1 at step τ
-// only (final state E_τ, output at step t L[t,τ]). This pass walks those rows through the chunk, as
-// rwkv7_wkv_split.wgsl walks real rows (L lanes a row of vec4 columns, ROWS rows a workgroup, row sums by row_sum2),
-// and writes G, E, F, L to `chunks`; rwkv7_wkv_chunk_scan.wgsl then carries the real state from chunk to chunk.
-// Chunks are numbered over the jobs in order (job j's ceil(count / TC) chunks after those of the jobs before it);
-// the dispatch covers the most a sub-pass can have, and workgroups past the last chunk return at once.
-struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
+// Kernel 1 of the chunk-parallel WKV-7 recurrence (the chunkT variants, engine/rwkv7/wkv-chunk.ts): for every
+// chunk of T tokens of every job and every head, the (N+T)×(N+T) matrix M through which the chunk acts on any
+// state row, written to `chunks` at ((chunk * H + head) * (N+T) + row) * (N+T) + column.
+// Per token a state row s (row i: value index i, columns: key index j) does s ← s A_t + v_i k_t with
+// A_t = diag(w_t) − kk_t b_tᵀ, then y_i = s·r_t. Over a chunk, with P_{a..b} = A_a ⋯ A_b:
+//   s_T = s_0 P_{1..T} + Σ_τ v_τ k_τ P_{τ+1..T},   y_t = s_0 · P_{1..t} r_t + Σ_{τ≤t} v_τ (k_τ P_{τ+1..t} r_t).
+// Both are linear in [s_0 | v_1..v_T], and their coefficients are what the same recurrence gives for N+T
+// "virtual rows" started from chosen values: row m < N starts at the unit row e_m with v ≡ 0 (its final state
+// is row m of P_{1..T}, its output at step t is (P_{1..t} r_t)_m); row N+τ starts at 0 with v = 1 at step τ and
+// 0 elsewhere (final state k_τ P_{τ+1..T}, output at step t: k_τ P_{τ+1..t} r_t, 0 before τ). So M's row r is
+// [final state of virtual row r | its outputs at steps 1..T], and [s_T | y_1..y_T] = [s_0 | v_1..v_T] M
+// (shaders/rwkv7_wkv_chunk_scan.wgsl). Nothing here reads the state, so all chunks run at once; each chain
+// is T tokens long, not a whole job. Steps past a short chunk's last token change nothing and output 0.
+// The row walk is rwkv7_wkv_split.wgsl's: L lanes a row holding vec4 columns q, q + L, ..., ROWS rows a
+// workgroup, one row sum a token carrying that token's output and the next token's removal term.
+// Chunks are numbered across the batch's jobs in order (job j's chunks follow those of jobs 0..j−1); the
+// dispatch's y covers a bound on their count and workgroups past the last chunk return at once.
+// tm is read as vec4s (every offset here is a multiple of 4: C and N are), one load a vector where the split
+// kernel's tm4 takes four: the prep is bound by throughput, not by a chain.
+// Its bindings are the scan's (WkvPass.bindings); the layer uniform and the state are not read here.
 @group(0) @binding(0) var<uniform> batch: Batch;
 @group(0) @binding(2) var<storage, read> jobs: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> tm: array<f32>;
+@group(0) @binding(3) var<storage, read_write> tm: array<vec4<f32>>;
 @group(0) @binding(5) var<storage, read_write> chunks: array<f32>;
 
-const TC: u32 = {{TC}}u;
+const CHUNK: u32 = {{CHUNK}}u;
 const ROWS: u32 = {{ROWS}}u;
-/** Virtual rows a head's chunk walks: N for G and F, TC for E and L. */
-const VR: u32 = N + TC;
+// vec4 columns per lane.
 const Q: u32 = N / (4u * L);
-const PARTS: u32 = VR / ROWS;
-const G_AT: u32 = 0u;
-const E_AT: u32 = N * N;
-const F_AT: u32 = N * N + TC * N;
-const L_AT: u32 = N * N + 2u * TC * N;
-/** Floats of one (chunk, head): G [N][N], E [TC][N], F [N][TC] (F_t[m] at m·TC + t), L [TC][TC] (L[t,τ] at τ·TC + t). */
-const CHUNK: u32 = N * N + 2u * TC * N + TC * TC;
+// Virtual rows, and M's width.
+const VROWS: u32 = N + CHUNK;
+// Workgroups per (head, chunk).
+const PARTS: u32 = (VROWS + ROWS - 1u) / ROWS;
+const H: u32 = C / N;
 
-/** The chunk numbered c: (job, first token, tokens), tokens 0 past the sub-pass's last chunk. */
-fn chunk_of(c: u32) -> vec3<u32> {
+fn tm4(o: u32) -> vec4<f32> {
+  return tm[o / 4u];
+}
+
+// The first token and token count of chunk c of the batch; a count of 0 past the last chunk.
+fn chunk_span(c: u32) -> vec2<u32> {
   var first = 0u;
   for (var j = 0u; j < batch.J; j++) {
     let job = jobs[j];
-    let n = (job.z + TC - 1u) / TC;
-    if (c < first + n) {
+    let count = (job.z + CHUNK - 1u) / CHUNK;
+    if (c < first + count) {
       let k = c - first;
-      return vec3<u32>(j, job.y + k * TC, min(TC, job.z - k * TC));
+      return vec2<u32>(job.y + k * CHUNK, min(CHUNK, job.z - k * CHUNK));
     }
-    first += n;
+    first += count;
   }
-  return vec3<u32>(0u, 0u, 0u);
-}
-
-fn tm4(o: u32) -> vec4<f32> {
-  return vec4<f32>(tm[o], tm[o + 1u], tm[o + 2u], tm[o + 3u]);
+  return vec2<u32>(0u, 0u);
 }
 
 @compute @workgroup_size(ROWS * L)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let ch = chunk_of(wid.y);
-  if (ch.z == 0u) { return; } // the same for the whole workgroup
   let h = wid.x / PARTS;
   let vr = (wid.x % PARTS) * ROWS + lid / L;
   let q = lid % L;
+  let span = chunk_span(wid.y);
+  let n = span.y;
+  if (n == 0u) { return; }
+  // Rows past the last virtual row (when ROWS does not divide N+T) take part in the sums but write nothing.
+  let live = vr < VROWS;
+  let out = ((wid.y * H + h) * VROWS + vr) * VROWS;
   var s: array<vec4<f32>, Q>;
+  var p = 0.0;
+  let first = span.x * C + h * N;
   for (var m = 0u; m < Q; m++) {
-    let c = 4u * (q + m * L);
-    // Unit row e_vr for the first N rows, zeros for the E/L rows.
-    s[m] = select(vec4<f32>(0.0), vec4<f32>(vec4<u32>(c, c + 1u, c + 2u, c + 3u) == vec4<u32>(vr)), vr < N);
+    let col = 4u * (q + m * L);
+    s[m] = select(vec4<f32>(0.0), vec4<f32>(1.0), vec4<u32>(col, col + 1u, col + 2u, col + 3u) == vec4<u32>(vr));
+    p += dot(s[m], tm4(KK_ * REG + first + col));
   }
-  // The step at which an E/L row takes its v = 1 (never for the G/F rows).
-  let born = select(TC, vr - N, vr >= N);
-  let out = (wid.y * (C / N) + h) * CHUNK;
-  // As rwkv7_wkv_split.wgsl: one row sum a token carries its output and the next token's removal term.
-  var sa = 0.0;
-  {
-    let head = ch.y * C + h * N;
-    var p = 0.0;
-    for (var m = 0u; m < Q; m++) { p += dot(s[m], tm4(KK_ * REG + head + 4u * (q + m * L))); }
-    sa = row_sum2(vec2<f32>(p, 0.0), lid).x;
-  }
-  for (var t = 0u; t < ch.z; t++) {
-    let head = (ch.y + t) * C + h * N;
-    let nhead = select(head, head + C, t + 1u < ch.z);
-    let v = select(0.0, 1.0, t == born);
+  var sa = row_sum2(vec2<f32>(p, 0.0), lid).x;
+  for (var t = 0u; t < n; t++) {
+    let at = (span.x + t) * C + h * N;
+    let next = select(at, at + C, t + 1u < n); // the last token's "next" is itself: harmless, and no branch
+    let v = select(0.0, 1.0, vr == N + t);
     var py = 0.0;
     var pn = 0.0;
     for (var m = 0u; m < Q; m++) {
-      let c = head + 4u * (q + m * L);
-      let nv = s[m] * tm4(W_ * REG + c) - sa * tm4(A_ * REG + c) + v * tm4(K_ * REG + c);
-      s[m] = nv;
-      py += dot(nv, tm4(R_ * REG + c));
-      pn += dot(nv, tm4(KK_ * REG + nhead + 4u * (q + m * L)));
+      let col = 4u * (q + m * L);
+      let ns = s[m] * tm4(W_ * REG + at + col) - sa * tm4(A_ * REG + at + col) + v * tm4(K_ * REG + at + col);
+      s[m] = ns;
+      py += dot(ns, tm4(R_ * REG + at + col));
+      pn += dot(ns, tm4(KK_ * REG + next + col));
     }
     let sums = row_sum2(vec2<f32>(py, pn), lid);
+    if (live && q == 0u) { chunks[out + N + t] = sums.x; }
     sa = sums.y;
-    if (q == 0u) {
-      // F and L stored transposed ([m][t], [τ][t]): the scan's lanes (one a token) then read neighbouring floats.
-      if (vr < N) { chunks[out + F_AT + vr * TC + t] = sums.x; } else { chunks[out + L_AT + (vr - N) * TC + t] = sums.x; }
-    }
   }
-  // Steps past a short last chunk are the identity: F and L rows there are never read.
-  let row = select(out + E_AT + (vr - N) * N, out + G_AT + vr * N, vr < N);
+  if (!live) { return; }
+  if (q == 0u) {
+    for (var t = n; t < CHUNK; t++) { chunks[out + N + t] = 0.0; }
+  }
   for (var m = 0u; m < Q; m++) {
-    let c = row + 4u * (q + m * L);
-    chunks[c] = s[m].x;
-    chunks[c + 1u] = s[m].y;
-    chunks[c + 2u] = s[m].z;
-    chunks[c + 3u] = s[m].w;
+    let o = out + 4u * (q + m * L);
+    chunks[o] = s[m].x;
+    chunks[o + 1u] = s[m].y;
+    chunks[o + 2u] = s[m].z;
+    chunks[o + 3u] = s[m].w;
   }
 }

@@ -1,12 +1,15 @@
-// Second pass of the chunked WKV-7 (rwkv7_wkv_chunk_prep.wgsl says what G, E, F, L are): each job's state goes
-// from chunk to chunk, s_end = s_0 G + Σ_τ v_τ E_τ, and each token's output is y_t = s_0 · F_t + Σ_τ L[t,τ] v_τ.
-// Rows are independent: a workgroup holds RS rows of one head in workgroup memory, lane j of a row computes
-// column j of its next state (N multiply-adds over G's column j plus TC over E's) and, for the chunk's first TC
-// lanes, one token's output; a chunk costs two barriers, not TC dependent row sums. The chunk's G, E, F, L are
-// copied into workgroup memory by all lanes at once (coalesced), and the next chunk's are loaded into registers
-// while this one is computed: read from storage inside the multiply-add loops, each of a chunk's N + TC loads was
-// a round trip (H200: 672–909 µs a 1.5B layer of 512 tokens, against 191 for the split kernel). Dispatched as
-// (H · N / RS, jobs).
+// Kernel 2 of the chunk-parallel WKV-7 recurrence (the chunkT variants, engine/rwkv7/wkv-chunk.ts): the state
+// carried through a job's chunks in order. For each state row i and chunk, with M the chunk's (N+T)×(N+T)
+// matrix for this head (shaders/rwkv7_wkv_chunk_prep.wgsl) and v_τ the row's value at the chunk's token τ:
+//   [s_T | y_1..y_T] = [s_0 | v_1..v_T] M
+// the row's state after the chunk and its outputs at the chunk's tokens. One workgroup per (head, 4 rows, job),
+// one lane per column of M: lane c forms column c for the workgroup's 4 rows at once, as a vec4 (each element
+// of M loaded once for the 4 rows, its loads coalesced along M's rows), from the rows' [s_0 | v] held in
+// workgroup memory as one vec4 per column. A chunk's serial work is then N+T vec4 multiply-adds between two
+// barriers, where the token-by-token kernels chain T row reductions. M does not depend on the state, so each
+// lane loads its column of the next chunk's M (and its v) while the current chunk is summed, which keeps the
+// loads' latency off the chain. A short chunk's missing tokens have zero rows in M and v = 0 here; their y is
+// not written.
 struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
 @group(0) @binding(1) var<uniform> layer: Layer;
@@ -16,85 +19,78 @@ struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 @group(0) @binding(5) var<storage, read_write> chunks: array<f32>;
 
 const STATE: u32 = {{STATE}}u;
-const TC: u32 = {{TC}}u;
-const RS: u32 = {{RS}}u;
-const E_AT: u32 = N * N;
-const F_AT: u32 = N * N + TC * N;
-const L_AT: u32 = N * N + 2u * TC * N;
-const CHUNK: u32 = N * N + 2u * TC * N + TC * TC;
+const CHUNK: u32 = {{CHUNK}}u;
+const VROWS: u32 = N + CHUNK;
+// Workgroups per head (4 rows each).
+const PARTS: u32 = N / 4u;
+const H: u32 = C / N;
 
-/** The chunk's G, E, F, L (rwkv7_wkv_chunk_prep.wgsl's layout). */
-var<workgroup> gs: array<f32, CHUNK>;
-/** Floats of a chunk each lane copies. */
-const PER: u32 = (CHUNK + RS * N - 1u) / (RS * N);
-/** The rows' current state, [row][column]. */
-var<workgroup> st: array<f32, RS * N>;
-/** The rows' v of the chunk's tokens, [row][token] (0 past the chunk's end). */
-var<workgroup> vs: array<f32, RS * TC>;
+// [s_0 | v_1..v_T] of the workgroup's 4 rows, column by column: the left side of the chunk's product.
+var<workgroup> x: array<vec4<f32>, VROWS>;
 
-@compute @workgroup_size(RS * N)
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
-  let h = wid.x / (N / RS);
-  let r = lid / N;
-  let j = lid % N;
-  let i = (wid.x % (N / RS)) * RS + r;
+// Column `col` of M of chunk `c` (numbered across the batch) for head h.
+fn column(c: u32, h: u32, col: u32) -> array<f32, VROWS> {
+  var g: array<f32, VROWS>;
+  let at = (c * H + h) * VROWS * VROWS + col;
+  for (var m = 0u; m < VROWS; m++) { g[m] = chunks[at + m * VROWS]; }
+  return g;
+}
+
+// The 4 rows' v at token tau of the chunk starting at token t0 with n tokens (0 past its end).
+fn values(t0: u32, tau: u32, n: u32, at: u32) -> vec4<f32> {
+  if (tau >= n) { return vec4<f32>(0.0); }
+  let o = V_ * REG + (t0 + tau) * C + at;
+  return vec4<f32>(tm[o], tm[o + 1u], tm[o + 2u], tm[o + 3u]);
+}
+
+@compute @workgroup_size(VROWS)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) col: u32) {
+  let h = wid.x / PARTS;
+  let i0 = (wid.x % PARTS) * 4u;
+  let at = h * N + i0; // the 4 rows' offset within a token's C values
   let job = jobs[wid.y];
-  // The job's first chunk: those of the jobs before it come first (as rwkv7_wkv_chunk_prep.wgsl numbers them).
-  var c0 = 0u;
-  for (var p = 0u; p < wid.y; p++) { c0 += (jobs[p].z + TC - 1u) / TC; }
-  let at = job.x * STATE + layer.att_kv + h * N * N + i * N + j;
-  st[r * N + j] = state[at];
-  let count = (job.z + TC - 1u) / TC;
-  var next: array<f32, PER>;
-  if (count > 0u) {
-    let base = (c0 * (C / N) + h) * CHUNK;
-    for (var e = 0u; e < PER; e++) {
-      let x = lid + e * RS * N;
-      if (x < CHUNK) { next[e] = chunks[base + x]; }
+  // This job's first chunk in the batch's numbering: the chunks of the jobs before it.
+  var first = 0u;
+  for (var j = 0u; j < wid.y; j++) { first += (jobs[j].z + CHUNK - 1u) / CHUNK; }
+  let count = (job.z + CHUNK - 1u) / CHUNK;
+  let row0 = job.x * STATE + layer.att_kv + h * N * N + i0 * N;
+  if (col < N) { x[col] = vec4<f32>(state[row0 + col], state[row0 + N + col], state[row0 + 2u * N + col], state[row0 + 3u * N + col]); }
+  if (count == 0u) { return; }
+  // Lanes of M's first N columns hold no v: for them col − N wraps past any chunk, and values() gives 0.
+  var g = column(first, h, col);
+  var v = values(job.y, col - N, min(CHUNK, job.z), at);
+  for (var k = 0u; k < count; k++) {
+    let t0 = job.y + k * CHUNK;
+    let n = min(CHUNK, job.z - k * CHUNK);
+    if (col >= N) { x[col] = v; }
+    workgroupBarrier();
+    // The next chunk's column and v (the last chunk's own again after the last: harmless, and no branch).
+    let next = min(k + 1u, count - 1u);
+    let nt0 = job.y + next * CHUNK;
+    let nn = min(CHUNK, job.z - next * CHUNK);
+    let nat = (((first + next) * H + h) * VROWS) * VROWS + col;
+    var acc = vec4<f32>(0.0);
+    for (var m = 0u; m < VROWS; m++) {
+      acc += x[m] * g[m];
+      g[m] = chunks[nat + m * VROWS];
+    }
+    v = values(nt0, col - N, nn, at);
+    workgroupBarrier();
+    if (col < N) {
+      x[col] = acc;
+    } else if (col - N < n) {
+      let o = Y_ * REG + (t0 + col - N) * C + at;
+      tm[o] = acc.x;
+      tm[o + 1u] = acc.y;
+      tm[o + 2u] = acc.z;
+      tm[o + 3u] = acc.w;
     }
   }
-  for (var c = 0u; c < count; c++) {
-    let t0 = job.y + c * TC;
-    let n = min(TC, job.z - c * TC);
-    for (var e = 0u; e < PER; e++) {
-      let x = lid + e * RS * N;
-      if (x < CHUNK) { gs[x] = next[e]; }
-    }
-    if (j < TC) {
-      var v = 0.0;
-      if (j < n) { v = tm[V_ * REG + (t0 + j) * C + h * N + i]; }
-      vs[r * TC + j] = v;
-    }
-    workgroupBarrier();
-    if (c + 1u < count) {
-      let base = ((c0 + c + 1u) * (C / N) + h) * CHUNK;
-      for (var e = 0u; e < PER; e++) {
-        let x = lid + e * RS * N;
-        if (x < CHUNK) { next[e] = chunks[base + x]; }
-      }
-    }
-    // Column j of the row's next state; two partial sums halve the dependent chain.
-    var a0 = 0.0;
-    var a1 = 0.0;
-    for (var m = 0u; m < N; m += 2u) {
-      a0 += st[r * N + m] * gs[m * N + j];
-      a1 += st[r * N + m + 1u] * gs[(m + 1u) * N + j];
-    }
-    for (var u = 0u; u < TC; u++) { a0 += vs[r * TC + u] * gs[E_AT + u * N + j]; }
-    // Token j's output.
-    if (j < n) {
-      var y0 = 0.0;
-      var y1 = 0.0;
-      for (var m = 0u; m < N; m += 2u) {
-        y0 += st[r * N + m] * gs[F_AT + m * TC + j];
-        y1 += st[r * N + m + 1u] * gs[F_AT + (m + 1u) * TC + j];
-      }
-      for (var u = 0u; u <= j; u++) { y0 += gs[L_AT + u * TC + j] * vs[r * TC + u]; }
-      tm[Y_ * REG + (t0 + j) * C + h * N + i] = y0 + y1;
-    }
-    workgroupBarrier();
-    st[r * N + j] = a0 + a1;
+  if (col < N) {
+    let s = x[col];
+    state[row0 + col] = s.x;
+    state[row0 + N + col] = s.y;
+    state[row0 + 2u * N + col] = s.z;
+    state[row0 + 3u * N + col] = s.w;
   }
-  workgroupBarrier();
-  state[at] = st[r * N + j];
 }

@@ -17,6 +17,7 @@ import {
   describeWkv,
   parseWkvVariant,
   wkvDevice,
+  wkvPasses,
   wkvUnsupported,
   wkvVariantName,
   wkvVariants,
@@ -39,6 +40,7 @@ describe('WKV kernel variants: the choice', () => {
   it('names round-trip, and an unknown name is refused naming the forms', () => {
     for (const n of NAMES) assert.equal(wkvVariantName(parseWkvVariant(n)), n);
     assert.throws(() => parseWkvVariant('split16'), /unknown WKV kernel variant 'split16'.*row-staged/);
+    for (const n of ['chunk16', 'chunk32', 'chunk16-subgroup', 'chunk32-subgroup']) assert.ok(NAMES.includes(n), `${n} in ${NAMES}`);
   });
 
   it('says why a device or head size cannot run a variant', () => {
@@ -80,37 +82,97 @@ describe('WKV kernel variants: the choice', () => {
   });
 });
 
-describe('WKV kernel variants: the chunked one', () => {
-  it('is named by its chunk length and scan rows; other lengths are refused', () => {
-    assert.deepEqual(parseWkvVariant('chunk16x16'), { kind: 'chunk', tc: 16, rows: 16 });
-    assert.deepEqual(parseWkvVariant('chunk32x4'), { kind: 'chunk', tc: 32, rows: 4 });
-    assert.throws(() => parseWkvVariant('chunk24x4'), /unknown WKV kernel variant 'chunk24x4'.*chunkTCxR/);
+describe('WKV kernel variants: the chunked ones', () => {
+  it('are named chunkT[-subgroup]; other forms and the replaced chunkTCxR names are refused naming the variants', () => {
+    assert.deepEqual(parseWkvVariant('chunk16'), { kind: 'chunk', tokens: 16, reduce: 'shared' });
+    assert.deepEqual(parseWkvVariant('chunk32-subgroup'), { kind: 'chunk', tokens: 32, reduce: 'subgroup' });
+    assert.deepEqual(parseWkvVariant('chunk24-subgroup'), { kind: 'chunk', tokens: 24, reduce: 'subgroup' });
+    for (const bad of ['chunk', 'chunk0', 'chunk016', 'chunk-4', 'chunk16x', 'chunk16-shared', 'chunk16-subgroups'])
+      assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant .*chunkT\[-subgroup\] \(chunk16, chunk32, chunk16-subgroup, chunk32-subgroup\)/, bad);
+    for (const old of ['chunk16x4', 'chunk16x16', 'chunk32x4', 'chunk32x16'])
+      assert.throws(
+        () => parseWkvVariant(old),
+        new RegExp(`'${old}' \\(chunkTCxR\\) was replaced by the chunkT\\[-subgroup\\] variants: chunk16, chunk32, chunk16-subgroup, chunk32-subgroup$`),
+      );
+    assert.throws(() => wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk32x16' }), /'chunk32x16' \(chunkTCxR\) was replaced/);
   });
 
-  it('says why a device cannot run it', () => {
-    assert.equal(wkvUnsupported(parseWkvVariant('chunk16x16'), GPU32), null);
-    assert.match(wkvUnsupported(parseWkvVariant('chunk16x16'), { ...GPU32, maxInvocations: 256 })!, /1024 invocations exceed the device's 256/);
-    assert.match(wkvUnsupported(parseWkvVariant('chunk16x4'), { ...GPU32, headSize: 6 })!, /head size 6 is not a multiple of 4/);
-    assert.match(wkvUnsupported(parseWkvVariant('chunk16x3'), GPU32)!, /rows \(3\) must be a power of two dividing the head size 64/);
-    assert.match(wkvUnsupported(parseWkvVariant('chunk32x16'), { ...GPU32, maxWorkgroupStorage: 4096 })!, /bytes of workgroup memory, the device has 4096/);
+  it('two passes over a scratch buffer, sized by a bound on the chunks of any batch', () => {
+    const c = { C: 4 * 64, N: 64, TMAX: 512, STATE: 999 };
+    const passes = wkvPasses(parseWkvVariant('chunk16'), c);
+    assert.deepEqual(passes.map((p) => [p.scratch, p.bindings]), [
+      [true, ['uniform', 'uniform', 'read', 'rw', 'rw', 'rw']],
+      [true, ['uniform', 'uniform', 'read', 'rw', 'rw', 'rw']],
+    ]);
+    assert.deepEqual(passes.map((p) => p.parts.at(-1)), ['rwkv7_wkv_chunk_prep', 'rwkv7_wkv_chunk_scan']);
+    assert.deepEqual(wkvPasses(parseWkvVariant('chunk16-subgroup'), c)[0].parts, ['head_common', 'wkv_rowsum_subgroup', 'rwkv7_wkv_chunk_prep']);
+    // prep: 80 virtual rows of 8 lanes in workgroups of 8 rows per head, and the chunks of 40 tokens in 3 jobs;
+    // scan: 4 rows a workgroup, one per job.
+    assert.deepEqual(passes.map((p) => p.dispatch(4, 3, 40)), [[4 * 10, wkvMaxChunks(16, 40, 3)], [64, 3]]);
+    const split = wkvPasses(parseWkvVariant('split8x8-shared'), c);
+    assert.deepEqual(split.map((p) => [p.scratch, p.bindings.length, p.dispatch(4, 3, 40)]), [[false, 5, [32, 3]]]);
+    assert.equal(wkvScratchFloats(parseWkvVariant('split8x8-shared'), 4, 64, 512, 8), 0);
+    assert.equal(wkvScratchFloats(parseWkvVariant('chunk16'), 4, 64, 512, 8), wkvMaxChunks(16, 512, 8) * 4 * 80 * 80);
+    assert.equal(wkvScratchFloats(parseWkvVariant('chunk16-subgroup'), 32, 64, 512, 16), 47 * 32 * 80 * 80);
+    // The bound holds for every way of cutting the tokens into jobs of at least one token (Σ ceil(len/T)); it is
+    // the most chunks of some cut of each size tried, so the scratch is no larger than needed.
+    const most = new Map<string, number>();
+    const cuts = (left: number, jobs: number, T: number, chunks: number, first: number) => {
+      if (left === 0) most.set(`${first},${jobs},${T}`, Math.max(most.get(`${first},${jobs},${T}`) ?? 0, chunks));
+      for (let len = 1; len <= left; len++) cuts(left - len, jobs + 1, T, chunks + Math.ceil(len / T), first);
+    };
+    for (const T of [1, 3, 4, 16]) for (let tokens = 1; tokens <= 14; tokens++) cuts(tokens, 0, T, 0, tokens);
+    for (const [key, chunks] of most) {
+      const [tokens, jobs, T] = key.split(',').map(Number);
+      assert.equal(wkvMaxChunks(T, tokens, jobs), chunks, `${tokens} tokens in ${jobs} jobs, chunks of ${T}`);
+    }
+    assert.equal(wkvMaxChunks(16, 17, 1), 2);
+    assert.equal(wkvMaxChunks(16, 40, 5), 7); // 1 + 1 + 1 + 1 + 36 tokens: 4 + 3 chunks
+    assert.equal(wkvMaxChunks(16, 512, 1), 32);
+    assert.equal(wkvMaxChunks(16, 5, 8), 5); // never more chunks than tokens
+    assert.equal(wkvMaxChunks(32, 100, 3), 6); // 1 + 1 + 98 tokens: 1 + 1 + 4 chunks
   });
 
-  it('bounds its chunks and scratch by the sub-pass: a partial chunk per job, never more chunks than tokens', () => {
-    assert.equal(wkvMaxChunks(16, 512, 1), 33);
-    assert.equal(wkvMaxChunks(16, 10, 8), 9);
-    assert.equal(wkvMaxChunks(16, 5, 8), 5);
-    assert.equal(wkvMaxChunks(32, 100, 3), 7);
-    // G [64][64], E and F [16][64], L [16][16] per chunk and head.
-    assert.equal(wkvScratchFloats(parseWkvVariant('chunk16x16'), 32, 64, 512, 16), (32 + 16) * 32 * (4096 + 2048 + 256));
-    assert.equal(wkvScratchFloats(parseWkvVariant('split8x8-shared'), 32, 64, 512, 16), 0);
+  it('says why a device cannot run one', () => {
+    const chunk16 = parseWkvVariant('chunk16');
+    assert.equal(wkvUnsupported(chunk16, GPU32), null);
+    assert.equal(wkvUnsupported(parseWkvVariant('chunk32'), { ...GPU32, headSize: 32 }), null);
+    const chunkSg = parseWkvVariant('chunk16-subgroup');
+    assert.equal(wkvUnsupported(chunkSg, GPU32), null);
+    assert.match(wkvUnsupported(chunkSg, { ...GPU32, subgroupMinSize: 0 })!, /no subgroups/);
+    // The prep's rows take 8 lanes at head size 64, 4 at head size 16: subgroups of 8 (lavapipe's) do for both,
+    // subgroups of 4 for the second only.
+    assert.equal(wkvUnsupported(chunkSg, { ...GPU32, subgroupMinSize: 8 }), null);
+    assert.match(wkvUnsupported(chunkSg, { ...GPU32, subgroupMinSize: 4 })!, /subgroups may be 4 lanes, fewer than the prep's 8 a row/);
+    assert.equal(wkvUnsupported(chunkSg, { ...GPU32, subgroupMinSize: 4, headSize: 16 }), null);
+    assert.equal(wkvUnsupported(chunk16, { ...GPU32, subgroupMinSize: 0 }), null);
+    assert.match(wkvUnsupported(chunk16, { ...GPU32, headSize: 6 })!, /head size 6 is not a multiple of 4/);
+    assert.match(wkvUnsupported(chunk16, { ...GPU32, maxInvocations: 64 })!, /N \+ T = 80 invocations, the device has 64/);
+    assert.match(wkvUnsupported(chunk16, { ...GPU32, maxWorkgroupStorage: 1024 })!, /1280 bytes of workgroup memory/);
+    // The scratch for the runtime's largest batch: 1.5B (32 heads), 4096 tokens in 8 jobs is 263 chunks × 32 × 80² floats.
+    const big = { heads: 32, tokens: 4096, jobs: 8, maxBindingBytes: 128 * 2 ** 20 };
+    assert.match(wkvUnsupported(chunk16, { ...GPU32, batch: big })!, /scratch for 4096 tokens in 8 jobs of 32 heads is 215449600 bytes, more than the device binds in one buffer \(134217728\)/);
+    assert.equal(wkvUnsupported(chunk16, { ...GPU32, batch: { ...big, tokens: 512 } }), null);
+    assert.equal(wkvUnsupported(chunk16, { ...GPU32, batch: { ...big, maxBindingBytes: 2 ** 31 } }), null);
   });
 
-  it('runs for prefill only where RWKV_WKV_PREFILL names it (not a default yet)', () => {
-    const ab = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk16x16' }) };
-    assert.equal(wkvVariantName(chooseWkv(512, ab)), 'chunk16x16');
-    assert.equal(wkvVariantName(chooseWkv(1, ab)), 'split4x16-subgroup');
-    assert.equal(wkvVariantName(chooseWkv(512, GPU32)), 'split8x8-shared');
-    assert.equal(wkvVariantName(chooseWkv(512, { ...ab, maxInvocations: 256 })), 'split8x8-shared');
+  it('run for prefill only where RWKV_WKV_PREFILL names them, where the device runs them (not a default yet)', () => {
+    const name = (tokens: number, d: WkvDevice) => wkvVariantName(chooseWkv(tokens, d));
+    for (const tokens of [1, 15, 16, 512]) assert.doesNotMatch(name(tokens, GPU32), /chunk/);
+    for (const tokens of [1, 512]) assert.doesNotMatch(name(tokens, { ...GPU32, cpuDriver: true }), /chunk/);
+    const chunked = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk16' }) };
+    assert.equal(name(WKV_PREFILL_TOKENS, chunked), 'chunk16');
+    assert.equal(name(512, chunked), 'chunk16');
+    assert.equal(name(WKV_PREFILL_TOKENS - 1, chunked), 'split4x16-subgroup');
+    assert.equal(describeWkv(chunked, null), `WKV split4x16-subgroup, chunk16 from ${WKV_PREFILL_TOKENS} tokens a job`);
+    assert.equal(name(512, { ...chunked, batch: { heads: 32, tokens: 65536, jobs: 1, maxBindingBytes: 2 ** 30 } }), 'split8x8-shared');
+    assert.equal(name(512, { ...chunked, maxInvocations: 64 }), 'split8x8-shared');
+    assert.equal(name(512, { ...chunked, cpuDriver: true }), 'chunk16');
+    assert.equal(name(512, { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk32' }) }), 'chunk32');
+    const either = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk32-subgroup,chunk16' }) };
+    assert.equal(name(512, either), 'chunk32-subgroup');
+    assert.equal(name(512, { ...either, subgroupMinSize: 0 }), 'chunk16');
+    assert.throws(() => wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk' }), /unknown WKV kernel variant 'chunk'/);
   });
 });
 
@@ -133,8 +195,10 @@ describe('WKV kernel variants on this device', function () {
 
   describe('against the reference kernel on random inputs', () => {
     // Job mixes: decode beside prefill chunks, lengths around the row variants' prefetch and the choice's threshold.
+    // The last two batches of the first problem: jobs of lengths that are not multiples of the chunk variants'
+    // 16 or 32 tokens, several of them shorter than a chunk, in one sub-pass; and a lone job shorter than a chunk.
     const problems = [
-      { heads: 3, headSize: 64, batches: [[1, 17, 40, 2], [1, 1, 1], [64]] },
+      { heads: 3, headSize: 64, batches: [[1, 17, 40, 2], [1, 1, 1], [64], [1, 5, 16, 17, 40], [3]] },
       { heads: 2, headSize: 32, batches: [[5, 1, 33]] },
     ];
     const refs = new Map<string, { y: Float32Array; state: Float32Array }>();
@@ -143,7 +207,8 @@ describe('WKV kernel variants on this device', function () {
       const p = problems[i];
       if (!harnesses.has(i)) {
         const tokens = Math.max(...p.batches.map((b) => b.reduce((x, y) => x + y, 0)));
-        harnesses.set(i, new WkvHarness(gpu, { heads: p.heads, headSize: p.headSize, tokens, slots: 4, seed: 11 + i }));
+        const slots = Math.max(...p.batches.map((b) => b.length));
+        harnesses.set(i, new WkvHarness(gpu, { heads: p.heads, headSize: p.headSize, tokens, slots, seed: 11 + i }));
       }
       return harnesses.get(i)!;
     };
@@ -181,16 +246,17 @@ describe('WKV kernel variants on this device', function () {
     const be = await createBackend({ model, slots: 64, maxTokens: 64, maxRows: 64, precision: 'f32', gpu, device: 'gpu' });
     try {
       const rt = be as unknown as Rwkv7Runtime;
-      supported(this, parseWkvVariant('chunk16x4'), 64);
-      rt.wkvVariant = parseWkvVariant('chunk16x4');
+      supported(this, parseWkvVariant('chunk16'), 64);
+      rt.wkvVariant = parseWkvVariant('chunk16');
       const wkvs = (T: number, J: number) => rt.dispatchLabels(T, J, J).filter((l) => l.startsWith('rwkv7_wkv')).length;
-      // Room for ceil(64 / 16) + 16 = 20 chunks. A sub-pass of T tokens in J jobs may have min(T, ceil(T / 16) + J):
-      // one 64-token job 5 (two passes), 64 one-token jobs 64 (one pass), 40 tokens in 16 jobs 19, in 18 jobs 21.
+      // Room for 64 tokens in 16 jobs: min(64, ⌊(64 + 16·15) / 16⌋) = 19 chunks. A sub-pass of T tokens in J jobs
+      // may have min(T, ⌊(T + 15J) / 16⌋): one 64-token job 4 (two passes), 64 one-token jobs 64 (one pass),
+      // 40 tokens in 18 jobs 19 (two), in 20 jobs 21 (one).
       assert.equal(wkvs(64, 1), 2);
       assert.deepEqual(rt.dispatchLabels(64, 1, 1).filter((l) => l.startsWith('rwkv7_wkv')), ['rwkv7_wkv_prep', 'rwkv7_wkv']);
       assert.equal(wkvs(64, 64), 1);
-      assert.equal(wkvs(40, 16), 2);
-      assert.equal(wkvs(40, 18), 1);
+      assert.equal(wkvs(40, 18), 2);
+      assert.equal(wkvs(40, 20), 1);
     } finally {
       be.dispose();
     }
@@ -218,6 +284,53 @@ describe('WKV kernel variants on this device', function () {
       assert.throws(() => (runtime.wkvVariant = parseWkvVariant('split32x4-subgroup')), /split32x4-subgroup cannot run here: head size 64 is not a multiple of 4 × 32 lanes/);
       assert.equal(runtime.wkvVariant, null);
     });
+
+    it('a chunk variant records its prep before the recurrence of every layer, sized for the sub-pass', function () {
+      const v = parseWkvVariant('chunk16');
+      supported(this, v, be.info.headSize);
+      const runtime = be as unknown as Rwkv7Runtime;
+      runtime.wkvVariant = v;
+      try {
+        const wkv = runtime.dispatchSizes(40, 2, 2).filter((d) => d.label.startsWith('rwkv7_wkv'));
+        const H = be.info.nHead;
+        assert.equal(be.info.headSize, 64); // v7-tiny: 80 virtual rows, 10 prep workgroups of 8 a head
+        const layer = [
+          { label: 'rwkv7_wkv_prep', x: H * 10, y: wkvMaxChunks(16, 40, 2), z: 1 },
+          { label: 'rwkv7_wkv', x: (H * 64) / 4, y: 2, z: 1 },
+        ];
+        assert.deepEqual(wkv, Array.from({ length: be.info.nLayer }, () => layer).flat());
+      } finally {
+        runtime.wkvVariant = null;
+      }
+    });
+
+    for (const chunkName of ['chunk16', 'chunk32-subgroup']) {
+      it(`RWKV_WKV_PREFILL=${chunkName} runs it for prefill sub-passes only, on the golden logits`, async function () {
+        supported(this, parseWkvVariant(chunkName), be.info.headSize);
+        const was = process.env.RWKV_WKV_PREFILL;
+        process.env.RWKV_WKV_PREFILL = chunkName;
+        let chunked: Backend;
+        try {
+          chunked = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 2, precision: 'f32', gpu, device: 'gpu' });
+        } finally {
+          if (was === undefined) delete process.env.RWKV_WKV_PREFILL;
+          else process.env.RWKV_WKV_PREFILL = was;
+        }
+        try {
+          const runtime = chunked as unknown as Rwkv7Runtime;
+          assert.match(runtime.wkvPath, new RegExp(`, ${chunkName} from ${WKV_PREFILL_TOKENS} tokens a job$`));
+          const preps = (tokens: number) => runtime.dispatchLabels(tokens, 1, 1).filter((l) => l === 'rwkv7_wkv_prep').length;
+          assert.equal(preps(WKV_PREFILL_TOKENS), be.info.nLayer);
+          assert.equal(preps(WKV_PREFILL_TOKENS - 1), 0);
+          assert.equal(preps(1), 0);
+          assert.ok(tokens.length >= WKV_PREFILL_TOKENS);
+          const [seq] = await chunked.run([{ slot: 0, tokens, output: 'all' }]);
+          assert.ok(worstRelL2(seq!, logits, vocab) < TOL, `sequence at once: rel L2 ${worstRelL2(seq!, logits, vocab)}`);
+        } finally {
+          chunked.dispose();
+        }
+      });
+    }
 
     for (const name of NAMES) {
       it(`${name}: a sequence at once, token by token, in a mixed batch, and the final state`, async function () {

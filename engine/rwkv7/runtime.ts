@@ -193,8 +193,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Floats of the split products' partial sums (0 without split-K). */
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
-  /** The chunked WKV's per-chunk transition data (wkvScratch), made when that variant first runs. */
-  private wkvScratchBuffer: GPUBuffer | null = null;
+  /** The chunked WKV's per-chunk matrices (wkvScratch), by chunk length, each made when first needed. */
+  private readonly wkvScratchBuffers = new Map<number, GPUBuffer>();
   private wkvForced: WkvVariant | null = null;
   /** Workgroups per token of the norm + token-shift kernel forced for every sub-pass (tests, benchmarks), or null: lnShiftSplit's choice. */
   lnSplit: number | null = null;
@@ -283,7 +283,9 @@ export class Rwkv7Runtime implements InferenceBackend {
         );
     }
     this.ownsDevice = opts.ownsDevice ?? false;
-    this.wkvFacts = wkvDevice(gpu, N);
+    // The chunked WKV's scratch holds a prefill of TMAX tokens in WKV_CHUNK_JOBS jobs (wkvScratch); the variant is
+    // refused where that is more than the device binds.
+    this.wkvFacts = wkvDevice(gpu, N, { heads: H, tokens: this.TMAX, jobs: WKV_CHUNK_JOBS });
     this.unwatch = watchGpu(gpu, (reason) => {
       for (const fn of this.brokenListeners) fn(reason);
     });
@@ -415,28 +417,33 @@ export class Rwkv7Runtime implements InferenceBackend {
    */
   private wkvFor(longest: number, tokens: number, jobs: number): WkvVariant {
     const v = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
-    if (v.kind !== 'chunk' || wkvMaxChunks(v.tc, tokens, jobs) <= this.wkvChunkCapacity(v.tc)) return v;
+    if (v.kind !== 'chunk' || wkvMaxChunks(v.tokens, tokens, jobs) <= this.wkvChunkCapacity(v.tokens)) return v;
     return chooseWkv(longest, { ...this.wkvFacts, prefillFirst: this.wkvFacts.prefillFirst?.filter((n) => !n.startsWith('chunk')) });
   }
 
-  /** Chunks the chunked WKV's scratch holds: a prefill of TMAX tokens in up to WKV_CHUNK_JOBS jobs. */
-  private wkvChunkCapacity(tc: number): number {
-    return wkvMaxChunks(tc, this.TMAX, WKV_CHUNK_JOBS);
+  /** Chunks of T tokens the chunked WKV's scratch holds: a prefill of TMAX tokens in up to WKV_CHUNK_JOBS jobs. */
+  private wkvChunkCapacity(T: number): number {
+    return wkvMaxChunks(T, this.TMAX, WKV_CHUNK_JOBS);
   }
 
-  /** The chunked WKV's scratch, made on first use, large enough for either chunk length. */
+  /**
+   * The chunked WKV's scratch for its chunk length (both row-sum forms share it), made on first use, sized for
+   * wkvChunkCapacity chunks; wkvUnsupported (this.wkvFacts.batch) already refused a variant whose scratch the GPU
+   * cannot bind, so the error here is a guard.
+   */
   private wkvScratch(v: Extract<WkvVariant, { kind: 'chunk' }>): GPUBuffer {
-    if (!this.wkvScratchBuffer) {
+    let b = this.wkvScratchBuffers.get(v.tokens);
+    if (!b) {
       const N = this.wkvFacts.headSize;
-      const floats = Math.max(...([16, 32] as const).map((tc) => wkvScratchFloats({ ...v, tc }, this.C / N, N, this.TMAX, WKV_CHUNK_JOBS)));
-      const bytes = floats * 4;
+      const bytes = wkvScratchFloats(v, this.C / N, N, this.TMAX, WKV_CHUNK_JOBS) * 4;
       const lim = this.device.limits;
       if (bytes > lim.maxStorageBufferBindingSize || bytes > lim.maxBufferSize) {
         throw new Error(`WKV kernel ${wkvVariantName(v)}: its scratch of ${bytes} bytes exceeds this GPU's binding limit of ${Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize)} bytes; use a smaller maxTokens or another WKV kernel`);
       }
-      this.wkvScratchBuffer = createBuffer(this.device, 'wkvChunks', bytes, GPUBufferUsage.STORAGE);
+      b = createBuffer(this.device, `wkvChunks${v.tokens}`, bytes, GPUBufferUsage.STORAGE);
+      this.wkvScratchBuffers.set(v.tokens, b);
     }
-    return this.wkvScratchBuffer;
+    return b;
   }
 
   private kernel(key: string, make: () => Kernel): Kernel {
@@ -1293,7 +1300,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.stateStaging?.destroy();
     for (const b of this.deaRows) b.destroy();
     this.rowsTmp?.destroy();
-    this.wkvScratchBuffer?.destroy();
+    for (const b of this.wkvScratchBuffers.values()) b.destroy();
+    this.wkvScratchBuffers.clear();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

@@ -1,0 +1,91 @@
+// The chunk-parallel WKV-7 variant ('chunk16', 'chunk32': chunks of T tokens; '-subgroup': the prep's row sums
+// on subgroup shuffles): its two kernels, their dispatches, its scratch buffer and what it needs from a device.
+// A job's tokens are cut into chunks of T (the last one shorter); per head, a chunk's effect on any state row is
+// one (N+T)×(N+T) matrix M that does not depend on the state, so every chunk of every job is worked out at once
+// (prep), and only the chunk-to-chunk carry of the state stays sequential (scan), at ~N+T multiply-adds a chunk
+// where the token-by-token kernels chain T reductions.
+//
+//   prep   shaders/rwkv7_wkv_chunk_prep.wgsl: (H × ceil((N+T)/rows), chunks) workgroups of 64 lanes, `rows`
+//          virtual rows of chunkPrepLanes(N) lanes each (8 rows of 8 at N = 64). Writes M of each (chunk, head)
+//          to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
+//   scan   shaders/rwkv7_wkv_chunk_scan.wgsl: (H × N/4, jobs) workgroups of N+T lanes, sequential over a job's
+//          chunks: [s_T | y_1..y_T] = [s_0 | v_1..v_T] M for 4 state rows, then s_T carried to the next chunk.
+// Work, against the ~5N multiply-adds a row and token of the token-by-token kernels: the prep does (N+T)/N times
+// that, the scan (N+T)²/(5NT) times (1.25 and 1.25 at N = 64, T = 16), so on a CPU driver, bound by throughput,
+// the variant is slower (lavapipe, 0.1B, 128 tokens: ~2.6× the first kernel's wall time); on a GPU the gain is
+// the parallelism: each chain is T tokens long in the prep and N+T steps a chunk in the scan.
+
+import type { BindingKind } from '../gpu/kernel';
+import type { WkvConstants, WkvDevice, WkvPass } from './wkv';
+
+/** State rows per scan workgroup: each lane applies its column of M to this many rows at once, as a vec4. */
+export const CHUNK_SCAN_ROWS = 4;
+/** Invocations of a prep workgroup: rows of `chunkPrepLanes` lanes each. */
+const CHUNK_PREP_INVOCATIONS = 64;
+
+/** Lanes per virtual row in the prep kernel: up to 8, each holding whole vec4 columns of the row. */
+export function chunkPrepLanes(N: number): number {
+  for (const lanes of [8, 4, 2, 1]) if (N % (4 * lanes) === 0) return lanes;
+  return 0;
+}
+
+/**
+ * Most chunks of T tokens a batch of `tokens` tokens in `jobs` jobs cuts into: Σ ceil(len_j / T) ≤
+ * (tokens + jobs·(T−1)) / T, and never more than one a token. Chunks are numbered across jobs, so this sizes the
+ * prep dispatch and the scratch (wkv.ts exports it; the runtime bounds its sub-passes with it).
+ */
+export function wkvMaxChunks(T: number, tokens: number, jobs: number): number {
+  return Math.min(tokens, Math.floor((tokens + jobs * (T - 1)) / T));
+}
+
+/** Floats of scratch for batches of up to `tokens` tokens in up to `jobs` jobs: an (N+T)² matrix per chunk and head. */
+export function chunkScratchFloats(T: number, H: number, N: number, tokens: number, jobs: number): number {
+  return wkvMaxChunks(T, tokens, jobs) * H * (N + T) ** 2;
+}
+
+/** Why a device cannot run the chunk variant of chunk length T (prep sums by `reduce`) for this model, or null. */
+export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: WkvDevice): string | null {
+  const N = d.headSize;
+  if (!Number.isInteger(T) || T < 1) return `chunk length ${T} is not a positive whole number`;
+  const lanes = chunkPrepLanes(N);
+  if (lanes === 0) return `head size ${N} is not a multiple of 4`;
+  if (reduce === 'subgroup') {
+    if (d.subgroupMinSize === 0) return 'the device has no subgroups';
+    if (d.subgroupMinSize < lanes) return `its subgroups may be ${d.subgroupMinSize} lanes, fewer than the prep's ${lanes} a row`;
+  }
+  if (N % CHUNK_SCAN_ROWS !== 0) return `head size ${N} is not a multiple of ${CHUNK_SCAN_ROWS} rows`;
+  if (N + T > d.maxInvocations) return `its scan needs N + T = ${N + T} invocations, the device has ${d.maxInvocations} per workgroup`;
+  const wgBytes = Math.max(CHUNK_SCAN_ROWS * (N + T) * 4, CHUNK_PREP_INVOCATIONS * 8);
+  if (wgBytes > d.maxWorkgroupStorage) return `it needs ${wgBytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}`;
+  // The scratch is sized for the largest batch of a runtime (or harness); a bare device description has none.
+  const b = d.batch;
+  if (b) {
+    const bytes = chunkScratchFloats(T, b.heads, N, b.tokens, b.jobs) * 4;
+    if (bytes > b.maxBindingBytes)
+      return `its scratch for ${b.tokens} tokens in ${b.jobs} jobs of ${b.heads} heads is ${bytes} bytes, more than the device binds in one buffer (${b.maxBindingBytes}); use fewer tokens a step`;
+  }
+  return null;
+}
+
+/** The chunk variant's two dispatches (prep, then scan), each binding the scratch buffer as a sixth binding. */
+export function chunkPasses(T: number, reduce: 'subgroup' | 'shared', c: WkvConstants, bindings: BindingKind[]): WkvPass[] {
+  const N = c.N;
+  const lanes = chunkPrepLanes(N);
+  const prepRows = CHUNK_PREP_INVOCATIONS / lanes;
+  return [
+    {
+      parts: ['head_common', reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'rwkv7_wkv_chunk_prep'],
+      constants: { ...c, CHUNK: T, L: lanes, ROWS: prepRows },
+      bindings,
+      scratch: true,
+      dispatch: (H, J, tokens) => [H * Math.ceil((N + T) / prepRows), Math.max(1, wkvMaxChunks(T, tokens, J))],
+    },
+    {
+      parts: ['head_common', 'rwkv7_wkv_chunk_scan'],
+      constants: { ...c, CHUNK: T },
+      bindings,
+      scratch: true,
+      dispatch: (H, J) => [(H * N) / CHUNK_SCAN_ROWS, J],
+    },
+  ];
+}
