@@ -13,6 +13,7 @@ import { stateLayout } from '../engine/state-layout';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import {
   chooseWkv,
+  WKV_CHUNK_TOKENS,
   wkvPrefillFromEnv,
   describeWkv,
   parseWkvVariant,
@@ -60,17 +61,22 @@ describe('WKV kernel variants: the choice', () => {
     assert.equal(name(1, GPU32), 'split4x16-subgroup');
     assert.equal(name(WKV_PREFILL_TOKENS - 1, GPU32), 'split4x16-subgroup');
     assert.equal(name(WKV_PREFILL_TOKENS, GPU32), 'split8x8-shared');
+    assert.equal(name(WKV_CHUNK_TOKENS - 1, GPU32), 'split8x8-shared');
+    assert.equal(name(WKV_CHUNK_TOKENS, GPU32), 'chunk32-subgroup');
     assert.equal(name(1, { ...GPU32, subgroupMinSize: 0 }), 'split4x16-shared');
     assert.equal(name(1, { ...GPU32, subgroupMinSize: 8 }), 'split4x16-subgroup');
-    assert.equal(name(512, { ...GPU32, headSize: 16 }), 'split4x16-shared');
+    assert.equal(name(256, { ...GPU32, headSize: 16 }), 'split4x16-shared');
+    assert.equal(name(512, { ...GPU32, headSize: 16, subgroupMinSize: 0 }), 'split4x16-shared');
     assert.equal(name(1, { ...GPU32, headSize: 6 }), 'row-staged');
     assert.equal(name(512, { ...GPU32, headSize: 6 }), 'row');
     assert.equal(name(512, { ...GPU32, cpuDriver: true }), 'row');
-    assert.equal(describeWkv(GPU32, null), `WKV split4x16-subgroup, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job`);
+    assert.equal(describeWkv(GPU32, null), `WKV split4x16-subgroup, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job, chunk32-subgroup from ${WKV_CHUNK_TOKENS}`);
+    assert.equal(describeWkv({ ...GPU32, subgroupMinSize: 0 }, null), `WKV split4x16-shared, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job`);
     assert.equal(describeWkv({ ...GPU32, cpuDriver: true }, null), 'WKV row');
     // RWKV_WKV_PREFILL's names go first for prefill only, where the device runs them.
     const ab = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'split16x16-shared, split16x4-shared' }) };
     assert.equal(name(512, ab), 'split16x16-shared');
+    assert.equal(name(256, ab), 'split16x16-shared');
     assert.equal(name(1, ab), 'split4x16-subgroup');
     assert.equal(name(512, { ...ab, maxWorkgroupStorage: 1024 }), 'split16x4-shared');
     assert.throws(() => wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'split8x8' }), /unknown WKV kernel variant 'split8x8'/);
@@ -156,9 +162,15 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.equal(wkvUnsupported(chunk16, { ...GPU32, batch: { ...big, maxBindingBytes: 2 ** 31 } }), null);
   });
 
-  it('run for prefill only where RWKV_WKV_PREFILL names them, where the device runs them (not a default yet)', () => {
+  it('chunk32-subgroup runs for jobs of 512 tokens and more on a GPU; the others, and shorter prefill, where RWKV_WKV_PREFILL names them', () => {
     const name = (tokens: number, d: WkvDevice) => wkvVariantName(chooseWkv(tokens, d));
-    for (const tokens of [1, 15, 16, 512]) assert.doesNotMatch(name(tokens, GPU32), /chunk/);
+    for (const tokens of [1, 15, 16, WKV_CHUNK_TOKENS - 1]) assert.doesNotMatch(name(tokens, GPU32), /chunk/);
+    for (const tokens of [WKV_CHUNK_TOKENS, 4096]) assert.equal(name(tokens, GPU32), 'chunk32-subgroup');
+    // Where it cannot run (no subgroups, a scratch the device cannot bind), or left out (the runtime's fallback),
+    // the split kernel; CPU drivers never take it by default.
+    assert.equal(name(WKV_CHUNK_TOKENS, { ...GPU32, subgroupMinSize: 0 }), 'split8x8-shared');
+    assert.equal(name(WKV_CHUNK_TOKENS, { ...GPU32, batch: { heads: 32, tokens: 65536, jobs: 1, maxBindingBytes: 2 ** 30 } }), 'split8x8-shared');
+    assert.equal(wkvVariantName(chooseWkv(WKV_CHUNK_TOKENS, GPU32, false)), 'split8x8-shared');
     for (const tokens of [1, 512]) assert.doesNotMatch(name(tokens, { ...GPU32, cpuDriver: true }), /chunk/);
     const chunked = { ...GPU32, prefillFirst: wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk16' }) };
     assert.equal(name(WKV_PREFILL_TOKENS, chunked), 'chunk16');

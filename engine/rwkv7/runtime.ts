@@ -418,7 +418,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   private wkvFor(longest: number, tokens: number, jobs: number): WkvVariant {
     const v = this.wkvForced ?? chooseWkv(longest, this.wkvFacts);
     if (v.kind !== 'chunk' || wkvMaxChunks(v.tokens, tokens, jobs) <= this.wkvChunkCapacity(v.tokens)) return v;
-    return chooseWkv(longest, { ...this.wkvFacts, prefillFirst: this.wkvFacts.prefillFirst?.filter((n) => !n.startsWith('chunk')) });
+    return chooseWkv(longest, this.wkvFacts, false);
   }
 
   /** Chunks of T tokens the chunked WKV's scratch holds: a prefill of TMAX tokens in up to WKV_CHUNK_JOBS jobs. */

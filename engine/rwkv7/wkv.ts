@@ -20,7 +20,8 @@
 //                results differ from the reference only by rounding. The first kernel's row sums run through
 //                workgroup memory ('chunkT') or on subgroup shuffles ('chunkT-subgroup'): it is bound by
 //                throughput, not by a chain, so the split kernels' verdict need not hold. A scratch buffer of
-//                wkvScratchFloats; for prefill only, and not chosen by default (PREFERENCE says why).
+//                wkvScratchFloats; for prefill only: chunk32-subgroup is the GPU choice for jobs of
+//                WKV_CHUNK_TOKENS or more, the others run where RWKV_WKV_PREFILL names them (PREFERENCE says why).
 
 import type { GpuContext } from '../gpu/device';
 import { isCpuDriverName } from '../gpu/capabilities';
@@ -181,22 +182,32 @@ export function wkvCandidates(d: WkvDevice): WkvVariant[] {
  * 128/512 tokens ×1.29/×1.05), and each split kernel costs several seconds of LLVM compilation per model
  * shape where the first one takes about one.
  */
-// The chunk variants are in no order yet: timed only on their own (bench/wkv.ts on the H200, 1.5B shape, 512
-// tokens: chunk32-subgroup 172 µs a layer against split8x8-shared's 192), not yet in the engine's prefill;
-// RWKV_WKV_PREFILL=chunk32-subgroup (or another chunk name) runs them for prefill.
-const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill', string[]>> = {
+// Jobs of WKV_CHUNK_TOKENS or more ('long') take chunk32-subgroup first: in the engine on the H200 (1.5B, bench
+// engine section, processes split / chunk / split, 2026-12-04 eleventh session) a 512-token prefill ran at 21,052 /
+// 24,100 / 21,002 tok/s, while 128-token chunks lost (10,144 / 9,221 / 9,624); alone (bench/wkv.ts, 512 tokens)
+// 172 µs a layer against split8x8-shared's 192. The other chunk variants are in no order: slower alone. A CPU driver
+// keeps the first kernel (the chunked one does ~1.25× its arithmetic, which a CPU pays in full).
+const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill' | 'long', string[]>> = {
   gpu: {
     decode: ['split4x16-subgroup', 'split4x16-shared', 'split8x8-shared', 'split16x4-shared', 'row-staged'],
     prefill: ['split8x8-shared', 'split16x4-shared', 'split4x16-shared', 'split8x8-subgroup'],
+    long: ['chunk32-subgroup', 'split8x8-shared', 'split16x4-shared', 'split4x16-shared', 'split8x8-subgroup'],
   },
-  cpu: { decode: ['row'], prefill: ['row'] },
+  cpu: { decode: ['row'], prefill: ['row'], long: ['row'] },
 };
 
-/** The variant for a sub-pass whose longest job has `longestJob` tokens. */
-export function chooseWkv(longestJob: number, d: WkvDevice): WkvVariant {
-  const prefill = longestJob >= WKV_PREFILL_TOKENS;
-  const order = [...(prefill ? (d.prefillFirst ?? []) : []), ...PREFERENCE[d.cpuDriver ? 'cpu' : 'gpu'][prefill ? 'prefill' : 'decode']];
+/** Jobs of at least this many tokens in a sub-pass choose the 'long' order (the chunked prefill first). */
+export const WKV_CHUNK_TOKENS = 512;
+
+/**
+ * The variant for a sub-pass whose longest job has `longestJob` tokens. `chunks: false` leaves the chunked variants
+ * out (the runtime's fallback when a batch's chunks would not fit their scratch).
+ */
+export function chooseWkv(longestJob: number, d: WkvDevice, chunks = true): WkvVariant {
+  const tier = longestJob >= WKV_CHUNK_TOKENS ? 'long' : longestJob >= WKV_PREFILL_TOKENS ? 'prefill' : 'decode';
+  const order = [...(tier !== 'decode' ? (d.prefillFirst ?? []) : []), ...PREFERENCE[d.cpuDriver ? 'cpu' : 'gpu'][tier]];
   for (const name of order) {
+    if (!chunks && name.startsWith('chunk')) continue;
     const v = parseWkvVariant(name);
     if (wkvUnsupported(v, d) === null) return v;
   }
@@ -253,5 +264,9 @@ export function describeWkv(d: WkvDevice, forced: WkvVariant | null): string {
   if (forced) return `WKV ${wkvVariantName(forced)}`;
   const decode = wkvVariantName(chooseWkv(1, d));
   const prefill = wkvVariantName(chooseWkv(WKV_PREFILL_TOKENS, d));
-  return decode === prefill ? `WKV ${decode}` : `WKV ${decode}, ${prefill} from ${WKV_PREFILL_TOKENS} tokens a job`;
+  const long = wkvVariantName(chooseWkv(WKV_CHUNK_TOKENS, d));
+  const parts = [decode];
+  if (prefill !== decode) parts.push(`${prefill} from ${WKV_PREFILL_TOKENS} tokens a job`);
+  if (long !== prefill) parts.push(`${long} from ${WKV_CHUNK_TOKENS}`);
+  return `WKV ${parts.join(', ')}`;
 }
