@@ -11,6 +11,24 @@ const RESULT = 'subgroup_matrix_result<f32, 16, 16>';
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
+ * Result tile c_i_j through the subgroup's 256 floats of workgroup memory (`ot`) into `sink`, its 32 lanes taking 16
+ * neighbouring outputs of a token at a time; tokens from `t0`, outputs from `o0`, both past the bounds skipped. Every
+ * subgroup of the workgroup runs it, so its barriers are uniform. Shared by both kernels' epilogues.
+ */
+function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink: string): string {
+  return [
+    `subgroupMatrixStore(&ot, sg * 256u, c_${i}_${j}, false, 16u);`,
+    'workgroupBarrier();',
+    'for (var e = lane; e < 256u; e += 32u) {',
+    `  let t = ${t0} + ${i * 16}u + e / 16u;`,
+    `  let o = ${o0} + ${j * 16}u + e % 16u;`,
+    `  if (t < rows && o < s.n) { ${sink} }`,
+    '}',
+    'workgroupBarrier();',
+  ].join('\n  ');
+}
+
+/**
  * Code for mm_sgtile.wgsl's placeholders: {{ACCUMULATORS}}, {{TRIP}} (KU steps of 16 inputs), {{STEP}} (one), {{STORES}}
  * and {{SHARED}} (module-scope declarations the stores need). Split (split > 1), each result tile goes whole to the
  * partial sums for mm_split_reduce.wgsl. Unsplit, the product stores its own results as the reduction would (store():
@@ -34,20 +52,11 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split = 2):
     STORES: split > 1
       ? pairs.map(([i, j]) => `subgroupMatrixStore(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, false, pstride);`).join('\n  ')
       : [
-          // Every subgroup of the workgroup runs these stores (no early return in mm_sgtile), so the barriers are uniform.
+          // mm_sgtile has no early return, so every subgroup reaches these stores.
           'let rows = row_count();',
           'let tr0 = t0 + sm * MT * 16u;',
           'let or0 = o0 + sn * NT * 16u;',
-          ...pairs.map(([i, j]) => [
-            `subgroupMatrixStore(&ot, sg * 256u, c_${i}_${j}, false, 16u);`,
-            'workgroupBarrier();',
-            'for (var e = lane; e < 256u; e += 32u) {',
-            `  let t = tr0 + ${i * 16}u + e / 16u;`,
-            `  let o = or0 + ${j * 16}u + e % 16u;`,
-            '  if (t < rows && o < s.n) { store(s, t, o, ot[sg * 256u + e]); }',
-            '}',
-            'workgroupBarrier();',
-          ].join('\n  ')),
+          ...pairs.map(([i, j]) => tileThroughWorkgroup(i, j, 'tr0', 'or0', 'store(s, t, o, ot[sg * 256u + e]);')),
         ].join('\n  '),
     SHARED: split > 1 ? '' : 'var<workgroup> ot: array<f32, 256u * SGS>;',
   };
@@ -71,16 +80,7 @@ export function stagedRowsCode(mt: number, nt: number, kc: number): Record<'ACCU
     ...range(nt).flatMap((j) => range(mt).map((i) => `  c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, w${u}_${j}, c_${i}_${j});`)),
     '}',
   ].join('\n    '));
-  const epilogue = pairs.map(([i, j]) => [
-    `subgroupMatrixStore(&ot, sg * 256u, c_${i}_${j}, false, 16u);`,
-    'workgroupBarrier();',
-    'for (var e = lane; e < 256u; e += 32u) {',
-    `  let t = t0 + ${i * 16}u + e / 16u;`,
-    `  let o = o0 + ${j * 16}u + e % 16u;`,
-    '  if (t < rows && o < s.n) { emit(s, t, o, ot[sg * 256u + e], wid.z); }',
-    '}',
-    'workgroupBarrier();',
-  ].join('\n  '));
+  const epilogue = pairs.map(([i, j]) => tileThroughWorkgroup(i, j, 't0', 'o0', 'emit(s, t, o, ot[sg * 256u + e], wid.z);'));
   return {
     ACCUMULATORS: pairs.map(([i, j]) => `var c_${i}_${j}: ${RESULT};`).join('\n  '),
     WLOADS: wloads.join('\n    '),
