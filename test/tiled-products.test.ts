@@ -65,7 +65,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
   });
 
   it('generates the product as straight-line code: one variable per matrix, a trip of KU steps loaded before it multiplies', () => {
-    const code = tiledProductCode(4, 2, 4);
+    const code = tiledProductCode(4, 2, 4, 2);
     assert.strictEqual(code.ACCUMULATORS.match(/var c_\d_\d: subgroup_matrix_result<f32, 16, 16>;/g)!.length, 8);
     const trip = code.TRIP.split('\n').map((l) => l.trim());
     // 4 steps × (4 left + 2 right) loads, then 4 × 8 multiplies, every load before the first multiply.

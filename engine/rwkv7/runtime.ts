@@ -428,18 +428,14 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   /**
    * The chunked WKV's scratch for its chunk length (both row-sum forms share it), made on first use, sized for
-   * wkvChunkCapacity chunks; wkvUnsupported (this.wkvFacts.batch) already refused a variant whose scratch the GPU
-   * cannot bind, so the error here is a guard.
+   * wkvChunkCapacity chunks. Every way here (chooseWkv, the wkvVariant setter) went through wkvUnsupported with
+   * this.wkvFacts.batch, the same size against the device's binding limit, so a scratch too large is refused there.
    */
   private wkvScratch(v: Extract<WkvVariant, { kind: 'chunk' }>): GPUBuffer {
     let b = this.wkvScratchBuffers.get(v.tokens);
     if (!b) {
       const N = this.wkvFacts.headSize;
       const bytes = wkvScratchFloats(v, this.C / N, N, this.TMAX, WKV_CHUNK_JOBS) * 4;
-      const lim = this.device.limits;
-      if (bytes > lim.maxStorageBufferBindingSize || bytes > lim.maxBufferSize) {
-        throw new Error(`WKV kernel ${wkvVariantName(v)}: its scratch of ${bytes} bytes exceeds this GPU's binding limit of ${Math.min(lim.maxStorageBufferBindingSize, lim.maxBufferSize)} bytes; use a smaller maxTokens or another WKV kernel`);
-      }
       b = createBuffer(this.device, `wkvChunks${v.tokens}`, bytes, GPUBufferUsage.STORAGE);
       this.wkvScratchBuffers.set(v.tokens, b);
     }

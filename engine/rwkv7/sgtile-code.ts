@@ -35,7 +35,7 @@ function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink
  * activation, accumulation, bounds): each tile through the subgroup's 1 KB of workgroup memory, its lanes writing 16
  * neighbouring outputs of a token at a time — one dispatch and one pass over the results fewer.
  */
-export function tiledProductCode(mt: number, nt: number, ku: number, split = 2): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES' | 'SHARED', string> {
+export function tiledProductCode(mt: number, nt: number, ku: number, split: number): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES' | 'SHARED', string> {
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
   // Loads of step u: the left matrices of the subgroup's MT token blocks, the right ones of its NT output blocks.
   const loads = (u: number) => [
