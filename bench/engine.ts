@@ -3,7 +3,7 @@
 // reads per second as a fraction of the WGSL read probe (a kernel reading a large buffer, the HBM ceiling a
 // kernel can reach) and of Dawn's buffer copy, both measured in the same run.
 
-import { warmUp } from './warm-up';
+import { timeSteps, warmUp } from './warm-up';
 import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
@@ -24,17 +24,6 @@ export const OFFICIAL_SHAPES: ModelShape[] = [
 
 /** A tiny shape for a smoke run on a CPU driver. */
 export const SMOKE_SHAPES: ModelShape[] = [{ name: 'tiny', nLayer: 2, nEmbd: 128 }];
-
-async function timeIt(minSeconds: number, minReps: number, step: () => Promise<unknown>): Promise<{ reps: number; seconds: number }> {
-  await step(); // warm-up (pipelines, caches)
-  const t0 = performance.now();
-  let reps = 0;
-  while (reps < minReps || performance.now() - t0 < minSeconds * 1000) {
-    await step();
-    reps++;
-  }
-  return { reps, seconds: (performance.now() - t0) / 1000 };
-}
 
 export async function benchEngine(
   gpu: GpuContext,
@@ -74,15 +63,15 @@ export async function benchEngine(
     let n = 0;
     // Every figure below is of the warm GPU (warm-up.ts).
     await warmUp(() => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
-    const dec1 = await timeIt(secs, 10, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
+    const dec1 = await timeSteps(secs, 10, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
     const dec1Tps = dec1.reps / dec1.seconds;
     const jobs32 = () => Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
-    const dec32 = await timeIt(secs, 5, () => be.run(jobs32()));
+    const dec32 = await timeSteps(secs, 5, () => be.run(jobs32()));
     const dec32Tps = (32 * dec32.reps) / dec32.seconds;
     // The same steps with each row reduced on the GPU to its top candidates ('top', what generate() uses).
     const batchTps = async (batch: number, output: 'last' | 'top') => {
       const jobs = () => Array.from({ length: batch }, (_, s) => ({ slot: s, tokens: [tok(n++)], output }));
-      const r = await timeIt(secs, 5, () => be.run(jobs()));
+      const r = await timeSteps(secs, 5, () => be.run(jobs()));
       return (batch * r.reps) / r.seconds;
     };
     const dec8 = await batchTps(8, 'last');
@@ -92,7 +81,7 @@ export async function benchEngine(
     const dec64Top = await batchTps(64, 'top');
     const prefill = async (chunk: number) => {
       const toks = Array.from({ length: chunk }, (_, i) => tok(i + n));
-      const r = await timeIt(secs, 3, () => be.run([{ slot: 1, tokens: toks, output: 'last' }]));
+      const r = await timeSteps(secs, 3, () => be.run([{ slot: 1, tokens: toks, output: 'last' }]));
       return (chunk * r.reps) / r.seconds;
     };
     const pre128 = await prefill(128);
@@ -106,7 +95,7 @@ export async function benchEngine(
           be.vecMaxRows = vecMax;
           be.gemmTile = tile;
           const jobs = () => Array.from({ length: batch }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
-          const r = await timeIt(secs / 2, 3, () => be.run(jobs()));
+          const r = await timeSteps(secs / 2, 3, () => be.run(jobs()));
           crossover[`${shape.name}.decodeB${batch}.${label}TokPerS`] = +((batch * r.reps) / r.seconds).toFixed(0);
         }
       }

@@ -3,11 +3,12 @@
 // dispatch runs in a timed pass of its own (engine/gpu/kernel-profiler.ts); the unprofiled step time of the
 // same shape is printed beside the kernels' sum, which tells how much of a step is not GPU work at all.
 // --profile-shapes 0.1B,1.5B chooses shapes; --profile-steps N the profiled steps per case (default 10); --profile-top N
-// the kernels printed a case (default 12; the JSON keeps all).
+// the kernels printed a case (default 12; the JSON keeps all); --profile-repeat N each dispatch N times in its pass
+// (times divided by N: products then read their weights from L2 after the first, engine/gpu/kernel-profiler.ts).
 // Decode at batch 1 and 8 runs twice: with the fused decode step (the default up to its job limit) and with the
 // separate kernels ("separate"), so one run shows what the fusion saves in dispatches and step time.
 
-import { warmUp } from './warm-up';
+import { CASE_HOLD_SECONDS, timeSteps, warmUp } from './warm-up';
 import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { KernelProfiler } from '../engine/gpu/kernel-profiler';
@@ -61,11 +62,12 @@ export async function profileKernels(gpu: GpuContext, onGpu: boolean): Promise<R
     ];
     for (const [name, jobs, fuseJobs] of cases) {
       runtime.fuseDecodeJobs = fuseJobs;
-      await be.run(jobs()); // warm-up: pipelines and recorded passes
-      const t0 = performance.now();
-      for (let i = 0; i < steps; i++) await be.run(jobs());
-      const stepMs = (performance.now() - t0) / steps;
-      const profiler = new KernelProfiler(gpu.device);
+      // Pipelines and recorded passes, the clock held up, then the unprofiled step time (warm-up.ts).
+      const timed = await timeSteps(0, steps, () => be.run(jobs()));
+      const stepMs = (1000 * timed.seconds) / timed.reps;
+      // Again just before the profiled steps: the profiler's own setup is not GPU work.
+      await warmUp(() => be.run(jobs()), CASE_HOLD_SECONDS);
+      const profiler = new KernelProfiler(gpu.device, 2048, Number(arg('profile-repeat') ?? 1));
       runtime.profiler = profiler;
       try {
         for (let i = 0; i < steps; i++) {

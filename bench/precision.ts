@@ -20,7 +20,7 @@
 // scores it (train/RESULTS.md): non-overlapping windows of 512 input tokens, each from the zero state, every
 // next token predicted (N windows spread evenly over the split when --heldout-windows limits them).
 
-import { warmUp } from './warm-up';
+import { timeSteps, warmUp } from './warm-up';
 import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
@@ -76,14 +76,8 @@ export async function heldoutNll(be: Backend, rows: Uint16Array, windows: number
 }
 
 async function rate(seconds: number, minReps: number, tokensPerStep: number, step: () => Promise<unknown>): Promise<number> {
-  await step(); // warm-up: pipelines
-  const t0 = performance.now();
-  let reps = 0;
-  while (reps < minReps || performance.now() - t0 < seconds * 1000) {
-    await step();
-    reps++;
-  }
-  return (tokensPerStep * reps) / ((performance.now() - t0) / 1000);
+  const r = await timeSteps(seconds, minReps, step);
+  return (tokensPerStep * r.reps) / r.seconds;
 }
 
 interface ModelChoice {

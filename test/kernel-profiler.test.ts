@@ -77,6 +77,37 @@ describe('kernel profiler', function () {
     }
   });
 
+  it('with a repeat, dispatches each kernel that many times in its pass: accumulating products add again, times are divided', async () => {
+    const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 64, vocabSize: 300, dtype: 'f32', seed: 5 });
+    const be = await createBackend({ model: ck, slots: 1, precision: 'f32', gpu, device: 'gpu' });
+    try {
+      const runtime = be as unknown as Rwkv7Runtime;
+      const job = [{ slot: 0, tokens: [5, 6, 7], output: 'last' as const }];
+      const plain = Float32Array.from((await be.run(job))[0] as Float32Array);
+      be.resetState(0);
+      const profiler = new KernelProfiler(gpu.device, 2048, 3);
+      runtime.profiler = profiler;
+      const repeated = (await be.run(job))[0] as Float32Array;
+      await profiler.collect();
+      runtime.profiler = null;
+      // The output and FFN value products add into the residual: three times, so the logits move.
+      const diff = repeated.reduce((a, v, i) => a + Math.abs(v - plain[i]), 0) / plain.reduce((a, v) => a + Math.abs(v), 0);
+      assert.ok(diff > 1e-3, `logits moved by ${diff}`);
+      const report = profiler.report();
+      profiler.dispose();
+      // Still one entry a dispatch of the step, not three.
+      assert.strictEqual(report.find((k) => k.label === 'rwkv7_wkv')!.dispatchesPerStep, 2);
+      assert.ok(report.some((k) => k.microsPerStep > 0));
+    } finally {
+      be.dispose();
+    }
+  });
+
+  it('refuses a repeat outside 1..64', () => {
+    const fake = { features: new Set<string>(['timestamp-query']) } as unknown as GPUDevice;
+    for (const r of [0, 65, 1.5]) assert.throws(() => new KernelProfiler(fake, 16, r), /repeat/);
+  });
+
   it('refuses a device without timestamp queries, naming the feature', () => {
     const fake = { features: new Set<string>() } as unknown as GPUDevice;
     assert.throws(() => new KernelProfiler(fake), /timestamp-query/);

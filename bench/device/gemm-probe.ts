@@ -5,7 +5,9 @@
 // dispatches taking them in turn, so with N × the weights above the 50 MB L2 each product streams them from memory
 // as the engine's layers do; --cold-one: the N copies as ranges of one buffer; --warm: each product followed by a
 // kernel touching the next copy's pages, pageWarmer; --alias: N bind groups over one copy, to tell the footprint from
-// the number of bind groups taken in turn). Figures: the best of N interleaved rounds.
+// the number of bind groups taken in turn; --hold MS: before each timed sample, the same work untimed for about MS
+// ms, so the H200's SM clock has risen from its idle 345 MHz, bench/device/clocks.sh). Figures: the best of N
+// interleaved rounds; --chain: each product after a dispatch that rewrites its activation blocks, inputRewriter).
 // Both operands are stored as 16×16 f16 blocks (512 contiguous bytes each), as the engine's tiled product reads
 // them (shaders/sgtile_layout.wgsl, wlayout_blocks.wgsl). Every variant is checked on sampled elements against
 // float64 over the f16 inputs before it is timed; shapes are tile multiples, so no bounds code.
@@ -25,10 +27,10 @@ import { bindGroup, makeKernel } from '../../engine/gpu/kernel';
 import { groupUniform, matmulDispatch, matmulShader } from '../../engine/rwkv7/matmul';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
-import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile } from './probe-data';
+import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile, tileInputMajor } from './probe-data';
 
 interface Variant {
-  family: 'dir' | 'stg' | 'mma' | 'eng';
+  family: 'dir' | 'stg' | 'mma' | 'eng' | 'rd';
   mt: number; nt: number; sgm: number; sgn: number;
   split: number;
   /** dir: prefetch the next step's matrices. */
@@ -40,6 +42,13 @@ interface Variant {
   flat?: boolean;
   /** flat dir: steps of 16 inputs a loop trip. */
   ku?: number;
+  /**
+   * flat dir: weights stored input-block-major (block (ob, kb) at (kb · N/16 + ob) · 256), so at each step the
+   * workgroups read neighbouring blocks, one window sweeping the matrix, instead of one stream per strip of 16 rows.
+   */
+  kmaj?: boolean;
+  /** rd: the weights read and summed, no product: 'sweep' (the grid strides over the whole copy), 'strip' (each workgroup one contiguous range). */
+  read?: 'sweep' | 'strip';
 }
 interface Shape { n: number; k: number; t: number }
 
@@ -47,9 +56,10 @@ const LEFT = 'subgroup_matrix_left<f16, 16, 16>';
 const RIGHT = 'subgroup_matrix_right<f16, 16, 16>';
 
 function name(v: Variant): string {
+  if (v.family === 'rd') return `rd-${v.read}-w${v.mt}`;
   const tiles = `${v.mt}x${v.nt}x${v.sgm}x${v.sgn}`;
   const extra = v.family === 'dir' ? (v.pf ? '-pf1' : '') : v.family === 'mma' || v.family === 'eng' ? '' : `-k${v.kc}${v.copy}`;
-  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.split > 1 ? `-s${v.split}` : ''}`;
+  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.split > 1 ? `-s${v.split}` : ''}${v.kmaj ? '-kmaj' : ''}`;
 }
 
 const bm = (v: Variant) => 16 * v.mt * v.sgm;
@@ -145,7 +155,7 @@ function flatDirectShader(v: Variant): string {
   const ku = v.ku ?? 1;
   const step = (u: number) => [
     ...range(v.mt).map((i) => `    let a${u}_${i} = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB + kb + ${u}u) * 256u, false, 16u);`),
-    ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u, true, 16u);`),
+    ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ${v.kmaj ? `((kb + ${u}u) * (p.N / 16u) + ob0 + sn * ${v.nt}u + ${j}u) * 256u` : `((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u`}, true, 16u);`),
   ].join('\n');
   const mma = (u: number) => pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`).join('\n');
   return `${HEADER}
@@ -182,7 +192,29 @@ ${flatStore(v)}
 `;
 }
 
+/**
+ * rd: the weight copy read as vec4<u32> by v.mt × 256 workgroups of 256 lanes and summed into Y (kept so the
+ * loads stay): 'sweep' strides the grid over the whole copy, as the WGSL read probe does; 'strip' gives each
+ * workgroup one contiguous range, as a product with one stream per strip of rows reads.
+ */
+function readShader(v: Variant): string {
+  const groups = v.mt * 256;
+  const index = v.read === 'sweep' ? `(i * ${groups}u + wid.x) * 256u + lid` : `wid.x * per + i * 256u + lid`;
+  return `${HEADER}
+@compute @workgroup_size(256)
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
+  let total = arrayLength(&W4);
+  let per = total / ${groups}u;
+  var acc = vec4<u32>(0u);
+  for (var i = 0u; i < per / 256u; i++) { acc += W4[${index}]; }
+  let s = acc.x + acc.y + acc.z + acc.w;
+  if (s == 12345u) { Y[wid.x * 256u + lid] = f32(s); }
+}
+`;
+}
+
 function shaderOf(v: Variant): string {
+  if (v.family === 'rd') return readShader(v);
   if (v.family === 'eng') return `// the engine's shader: ${JSON.stringify(engineShader(v).parts)}`;
   if (v.family === 'mma') return mmaOnlyShader(v);
   if (v.family === 'dir') return v.flat ? flatDirectShader(v) : directShader(v);
@@ -210,6 +242,23 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
   const pipeline = device.createComputePipeline({ layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }), compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
   const groups = copies.map((c) => device.createBindGroup({ layout, entries: [{ binding: 0, resource: c }] }));
   return { pipeline, groups, workgroups: Math.ceil(copies[0].size / WARM_STRIDE / 64) };
+}
+
+/**
+ * --chain: a kernel that rewrites the product's activation blocks (from a copy, same values) before each product,
+ * as the engine's input-tiling pass does, so every product reads an input the previous dispatch wrote.
+ */
+function inputRewriter(device: GPUDevice, src: GPUBuffer, dst: GPUBuffer) {
+  const vec4s = dst.size / 16;
+  const code = `@group(0) @binding(0) var<storage, read> S: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> D: array<vec4<u32>>;
+@compute @workgroup_size(256)
+fn main(@builtin(global_invocation_id) gid: vec3u) {
+  if (gid.x < ${vec4s}u) { D[gid.x] = S[gid.x]; }
+}`;
+  const pipeline = device.createComputePipeline({ layout: 'auto', compute: { module: device.createShaderModule({ code }), entryPoint: 'main' } });
+  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [{ binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: dst } }] });
+  return { pipeline, group, workgroups: Math.ceil(vec4s / 256) };
 }
 
 /** The engine's tiled product for an 'eng' variant, over weights stored as 16×16 blocks. */
@@ -336,6 +385,7 @@ function flatStagedCompute(v: Variant): string {
 
 /** Why a variant cannot run a shape, or null. */
 function unfit(v: Variant, sh: Shape, maxShared: number): string | null {
+  if (v.family === 'rd') return sh.n * sh.k % (v.mt * 256 * 256 * 8) ? 'copy not a multiple of the grid' : null;
   if (sh.t % bm(v) || sh.n % bn(v)) return 'shape not a tile multiple';
   const kb = sh.k / 16;
   if (kb % v.split) return 'K not a multiple of the splits';
@@ -357,6 +407,7 @@ function variants(): Variant[] {
   const out: Variant[] = [];
   const t = (mt: number, nt: number, sgm: number, sgn: number) => ({ mt, nt, sgm, sgn });
   for (const tiles of [t(2, 2, 2, 2), t(4, 4, 1, 1), t(4, 2, 2, 4), t(2, 2, 4, 4)]) out.push({ family: 'mma', flat: true, ...tiles, split: 1 });
+  for (const read of ['sweep', 'strip'] as const) for (const w of [1, 4]) out.push({ family: 'rd', ...t(w, 1, 1, 1), split: 1, read });
   for (const split of [1, 2, 4, 8]) {
     // Split only: unsplit, the engine's product stores its results through store() into y, not into the probe's Y.
     for (const ku of split > 1 ? [1, 2, 4] : []) {
@@ -374,6 +425,7 @@ function variants(): Variant[] {
       out.push({ family: 'dir', flat: true, ...t(4, 4, 1, 1), split, ku });
       out.push({ family: 'dir', flat: true, ...t(4, 2, 1, 2), split, ku });
       out.push({ family: 'dir', flat: true, ...t(2, 4, 2, 1), split, ku });
+      for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 1, 1, 4), t(4, 4, 1, 1)]) out.push({ family: 'dir', flat: true, ...tiles, split, ku, kmaj: true });
     }
     for (const kc of [32, 64] as const) {
       out.push({ family: 'stg', flat: true, ...t(2, 2, 2, 4), split, kc, copy: 'v' });
@@ -409,6 +461,9 @@ async function main(): Promise<void> {
   const coldOne = process.argv.includes('--cold-one');
   const warmPages = process.argv.includes('--warm');
   const alias = process.argv.includes('--alias');
+  const chain = process.argv.includes('--chain');
+  const hold = process.argv.includes('--hold') ? Number(process.argv[process.argv.indexOf('--hold') + 1]) : 0;
+  if (!(hold >= 0 && hold <= 5000)) throw new Error('--hold: give milliseconds from 0 to 5000');
   console.log(`weights: ${cold} cop${cold > 1 ? 'ies taken in turn' : 'y'}${coldOne ? ', ranges of one buffer' : ''}${alias ? ', all one buffer (bind groups only)' : ''}`);
   const gpu = await acquireGpu({ exactTimestamps: true, kernelPath: 'subgroup-matrix', extraToggles });
   console.log(`toggles: ${gpu.dawnToggles.join(',')}`);
@@ -456,9 +511,16 @@ async function main(): Promise<void> {
       : alias
         ? Array.from({ length: cold }, () => ({ buffer: wTil, offset: 0, size: wBytes }))
         : [wTil, ...Array.from({ length: cold - 1 }, () => mk(tile(wBits, sh.n, sh.k)))].map((buffer) => ({ buffer, offset: 0, size: wBytes }));
-    const bgs = copies.map((w) => device.createBindGroup({ layout, entries: [{ buffer: u }, { buffer: aTil }, w, { buffer: y }, { buffer: aTil }, w].map((resource, binding) => ({ binding, resource })) }));
+    const groupsOver = (cs: typeof copies) => cs.map((w) => device.createBindGroup({ layout, entries: [{ buffer: u }, { buffer: aTil }, w, { buffer: y }, { buffer: aTil }, w].map((resource, binding) => ({ binding, resource })) }));
+    const bgs = groupsOver(copies);
+    // kmaj variants: the same number of copies (separate buffers) in the input-block-major order.
+    const kmajCopies = list.some((v) => v.kmaj)
+      ? Array.from({ length: alias ? 1 : cold }, () => ({ buffer: mk(tileInputMajor(wBits, sh.n, sh.k)), offset: 0, size: wBytes }))
+      : [];
+    const bgsK = groupsOver(alias ? Array.from({ length: cold }, () => kmajCopies[0]) : kmajCopies);
     const samples = sampleProduct(aBits, wBits, sh);
     const warmer = warmPages ? pageWarmer(device, copies) : null;
+    const rewriter = chain ? inputRewriter(device, mk(tile(aBits, sh.t, sh.k)), aTil) : null;
     // What the engine's kernels ('eng') read besides the operands: the batch and the group's one segment.
     const uni = (words: Uint32Array) => { const b = device.createBuffer({ size: words.byteLength, usage: GPUBufferUsage.UNIFORM | GPUBufferUsage.COPY_DST }); device.queue.writeBuffer(b, 0, words); return b; };
     const engBatch = uni(new Uint32Array([sh.t, 1, sh.t, 0]));
@@ -477,7 +539,8 @@ async function main(): Promise<void> {
         device.pushErrorScope('validation');
         let pipeline: GPUComputePipeline;
         let groups = bgs;
-        let grid: [number, number, number] = [sh.n / bn(v), sh.t / bm(v), v.split];
+        let grid: [number, number, number] = v.family === 'rd' ? [v.mt * 256, 1, 1] : [sh.n / bn(v), sh.t / bm(v), v.split];
+        if (v.kmaj) groups = bgsK;
         if (v.family === 'eng') {
           // The engine's bindings: batch, weights, x, y, group, partial sums (the probe's Y: for one segment of a
           // width that is a multiple of 64 and T a multiple of 64 its layout is [split][T][N]), tiled inputs.
@@ -495,6 +558,11 @@ async function main(): Promise<void> {
         const encode = (reps: number) => (enc: GPUCommandEncoder) => {
           const pass = enc.beginComputePass();
           for (let r = 0; r < reps; r++) {
+            if (rewriter) {
+              pass.setPipeline(rewriter.pipeline);
+              pass.setBindGroup(0, rewriter.group);
+              pass.dispatchWorkgroups(rewriter.workgroups);
+            }
             pass.setPipeline(pipeline);
             pass.setBindGroup(0, groups[r % groups.length]);
             pass.dispatchWorkgroups(...grid);
@@ -521,7 +589,7 @@ async function main(): Promise<void> {
         const out = new Float32Array(read.getMappedRange().slice(0));
         read.unmap();
         const rel = sampledError(out, samples, sh, v.split);
-        if (v.family !== 'mma' && !(rel < 2e-3)) throw new Error(`relative error ${rel.toExponential(2)}`);
+        if (v.family !== 'mma' && v.family !== 'rd' && !(rel < 2e-3)) throw new Error(`relative error ${rel.toExponential(2)}`);
         const reps = await calibrateRepetitions(timer, encode, 0.01, 2000);
         timed.push({ v, encode: encode(reps), reps, rel, spans: [] });
       } catch (e) {
@@ -530,7 +598,11 @@ async function main(): Promise<void> {
       }
     }
     for (let r = 0; r < rounds; r++) {
-      for (const x of timed) x.spans.push((await timer.time(x.encode)) / x.reps);
+      for (const x of timed) {
+        // --hold: the same work for about `hold` ms first, untimed, so the SM clock is up when the round is timed.
+        if (hold > 0) await timer.time((enc) => { for (let i = 0; i < Math.ceil(hold / 10); i++) x.encode(enc); });
+        x.spans.push((await timer.time(x.encode)) / x.reps);
+      }
     }
     for (const x of timed) {
       const best = Math.min(...x.spans), med = median(x.spans);
@@ -539,7 +611,7 @@ async function main(): Promise<void> {
         tflops: +((2 * sh.n * sh.k * sh.t) / best / 1e12).toFixed(1), weightGBs: Math.round((sh.n * sh.k * 2) / best / 1e9), relErr: +x.rel.toExponential(2),
       }));
     }
-    for (const b of [...new Set([wTil, ...copies.map((c) => c.buffer)]), aTil, y, read, u, engBatch, engGroup, engX, engY]) b.destroy();
+    for (const b of [...new Set([wTil, ...copies.map((c) => c.buffer), ...kmajCopies.map((c) => c.buffer)]), aTil, y, read, u, engBatch, engGroup, engX, engY]) b.destroy();
   }
   timer.dispose();
   process.exit(0);

@@ -13,6 +13,16 @@ export function tile(src: Uint16Array, rows: number, k: number): Uint16Array {
   return out;
 }
 
+/** As tile, with the blocks in input-block-major order: block (r/16, k/16) at ((k/16)·(rows/16) + r/16)·256. */
+export function tileInputMajor(src: Uint16Array, rows: number, k: number): Uint16Array {
+  const out = new Uint16Array(rows * k);
+  const rb = rows / 16;
+  for (let r = 0; r < rows; r++) {
+    for (let c = 0; c < k; c++) out[((((c >> 4) * rb) + (r >> 4)) << 8) + ((r & 15) << 4) + (c & 15)] = src[r * k + c];
+  }
+  return out;
+}
+
 /** `count` f16 values uniform in [-scale, scale), from a small LCG (the same data for the same seed). */
 export function randomHalves(count: number, seed: number, scale: number): Uint16Array {
   let s = seed >>> 0 || 1;

@@ -18,8 +18,12 @@ export class KernelProfiler {
   private labels: string[] = [];
   private readonly times: KernelTimes = { byLabel: new Map(), totalMicros: 0, steps: 0 };
 
-  /** `capacity`: most dispatches one step encodes (each takes two timestamps). */
-  constructor(device: GPUDevice, capacity = 2048) {
+  /**
+   * `capacity`: most dispatches one step encodes (each takes two timestamps). `repeat`: times the runtime
+   * dispatches each kernel in its pass (Rwkv7Runtime.encodeProfiled); its spans are divided by it.
+   */
+  constructor(device: GPUDevice, capacity = 2048, readonly repeat = 1) {
+    if (!(Number.isInteger(repeat) && repeat >= 1 && repeat <= 64)) throw new RangeError(`profiler repeat ${repeat}: give a whole number from 1 to 64`);
     this.pairs = new TimestampPairs(device, capacity, 'kernel profiling');
   }
 
@@ -37,7 +41,7 @@ export class KernelProfiler {
     if (n === 0) return;
     const spans = await this.pairs.spans(n);
     for (let i = 0; i < n; i++) {
-      const us = spans[i];
+      const us = spans[i] / this.repeat;
       const entry = this.times.byLabel.get(this.labels[i]) ?? [0, 0];
       entry[0] += us;
       entry[1] += 1;

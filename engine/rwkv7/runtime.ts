@@ -602,7 +602,12 @@ export class Rwkv7Runtime implements InferenceBackend {
     return enc;
   }
 
-  /** Each dispatch in a pass of its own, timed by the profiler (one command buffer: no early submits). */
+  /**
+   * Each dispatch in a pass of its own, timed by the profiler (one command buffer: no early submits). With
+   * profiler.repeat > 1 each is dispatched that many times in its pass (the profiler divides): a product's later
+   * copies find its weights in L2, which tells a kernel's own speed from how its weights arrive. Accumulating
+   * products then add more than once: a profile, not a result.
+   */
   private encodeProfiled(enc: GPUCommandEncoder, ops: Op[], profiler: KernelProfiler): GPUCommandEncoder {
     for (const op of ops) {
       if (op === 'submit') continue;
@@ -610,7 +615,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       const pass = enc.beginComputePass(timestampWrites ? { timestampWrites } : {});
       pass.setPipeline(op.pipeline);
       pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y, op.z);
+      for (let r = 0; r < profiler.repeat; r++) pass.dispatchWorkgroups(op.x, op.y, op.z);
       pass.end();
     }
     return enc;
