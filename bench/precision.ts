@@ -21,6 +21,7 @@
 // next token predicted (N windows spread evenly over the split when --heldout-windows limits them).
 
 import { timeSteps, warmUp } from './warm-up';
+import { measureWgslReadBandwidth } from './device/read-bandwidth';
 import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
@@ -90,7 +91,21 @@ interface ModelChoice {
 const MODELS: Record<string, ModelChoice> = {
   bundled: { name: 'bundled', load: () => loadCheckpoint(path.join(packageRoot(), 'models', 'default.st')), perplexity: true },
   '1.5B': { name: '1.5B', load: () => randomRwkv7Checkpoint({ nLayer: 24, nEmbd: 2048, vocabSize: 65536, dtype: 'f16', seed: 7 }), perplexity: false },
+  // The official 2.9B shape: weights a larger part of a batch-1 step, so fewer bytes can show more (bytesOnlySpeedup).
+  '2.9B': { name: '2.9B', load: () => randomRwkv7Checkpoint({ nLayer: 32, nEmbd: 2560, vocabSize: 65536, dtype: 'f16', seed: 7 }), perplexity: false },
 };
+
+/**
+ * The most a format with fewer weight bytes can speed up a step of `stepSeconds` if nothing but the bytes changed and
+ * they were read at `readBytesPerSecond` (the WGSL read probe): the step less the time of the bytes saved. At batch 1
+ * on the H200 the f16 weights of a 1.5B model are about a fifth of the step (bench/RESULTS.md "int8 at batch 1"),
+ * so int8, half the bytes, cannot reach 1.5× there however its kernel reads them (the bound printed is 1.11).
+ */
+export function bytesOnlySpeedup(stepSeconds: number, savedBytes: number, readBytesPerSecond: number): number {
+  if (!(stepSeconds > 0 && readBytesPerSecond > 0 && savedBytes >= 0)) throw new RangeError('bytesOnlySpeedup: a step time and read rate above 0, saved bytes not negative');
+  const rest = stepSeconds - savedBytes / readBytesPerSecond;
+  return rest > 0 ? stepSeconds / rest : Infinity;
+}
 
 export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: number, log: (s: string) => void = console.log): Promise<Record<string, unknown>> {
   const modelNames = (arg('precision-models') ?? (onGpu ? 'bundled,1.5B' : 'bundled')).split(',');
@@ -119,6 +134,14 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
     log(`held-out tokens not found at ${heldoutFile}: perplexity skipped (bench/precision.ts says how to build them)`);
   }
   const results: Record<string, unknown> = { adapter: gpu.adapterName, kernelPath: gpu.kernelPath, heldoutFile: heldout ? heldoutFile : null };
+  // The read probe of this run (GPU only): what the bytes a format saves are worth inside a step at most.
+  let readGBps = 0;
+  if (onGpu) {
+    const bytes = Math.min(1 << 30, gpu.device.limits.maxStorageBufferBindingSize, gpu.device.limits.maxBufferSize) & ~15;
+    readGBps = (await measureWgslReadBandwidth(gpu.device, { bytes, workgroupCounts: [2112, 8448, 16896], unrolls: [4, 8] })).best.gbPerS;
+    results.wgslReadGBps = +readGBps.toFixed(1);
+    log(`WGSL read probe: ${readGBps.toFixed(1)} GB/s`);
+  }
   for (const m of modelNames) {
     const model = MODELS[m];
     if (!model) throw new Error(`--precision-models: unknown model '${m}'; known: ${Object.keys(MODELS).join(', ')}`);
@@ -172,11 +195,16 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
         ratios[`${p}.bytesVsF16`] = +((r.weightBytes as number) / (f16.weightBytes as number)).toFixed(3);
         ratios[`${p}.decodeB1VsF16`] = +((r.decodeB1TokPerS as number) / (f16.decodeB1TokPerS as number)).toFixed(3);
         ratios[`${p}.decodeB32VsF16`] = +((r.decodeB32TokPerS as number) / (f16.decodeB32TokPerS as number)).toFixed(3);
+        if (readGBps > 0 && (r.weightBytes as number) < (f16.weightBytes as number)) {
+          const saved = (f16.weightBytes as number) - (r.weightBytes as number);
+          ratios[`${p}.decodeB1BytesOnlyBound`] = +bytesOnlySpeedup(1 / (f16.decodeB1TokPerS as number), saved, readGBps * 1e9).toFixed(3);
+        }
         if (r.perplexity !== undefined && f16.perplexity !== undefined) ratios[`${p}.perplexityVsF16`] = +((r.perplexity as number) / (f16.perplexity as number)).toFixed(4);
       }
       const say = (label: string, v: number | undefined, target: string) => (v === undefined ? '' : `${label} ${v} (target ${target}); `);
       log(`${model.name} against f16: ` + say('int8 perplexity', ratios['int8.perplexityVsF16'], '<= 1.01') + say('nf4 perplexity', ratios['nf4.perplexityVsF16'], '<= 1.05') +
-        say('int8 decode b1', ratios['int8.decodeB1VsF16'], '>= 1.5') + say('nf4 decode b1', ratios['nf4.decodeB1VsF16'], '-'));
+        say('int8 decode b1', ratios['int8.decodeB1VsF16'], '>= 1.5') + say('nf4 decode b1', ratios['nf4.decodeB1VsF16'], '-') +
+        (ratios['int8.decodeB1BytesOnlyBound'] !== undefined ? `int8 b1 bound from its bytes alone (f16 step less the saved bytes at the read probe) ${ratios['int8.decodeB1BytesOnlyBound']}; ` : ''));
     }
     results[model.name] = { ...rows, ratios };
   }

@@ -32,7 +32,9 @@ async function quantisedProduct(gpu: GpuContext, format: QuantizedFormat, v: Mat
   // magnitudes so a scale read from the wrong row shows.
   const mats = [
     { name: 'a', n: 72, k: 96, data: values(72 * 96, 3).map((x, i) => x * (1 + Math.floor(i / 96) % 7)) },
-    { name: 'b', n: 96, k: 64, data: values(96 * 64, 4, 0.1).map((x, i) => x * (1 + Math.floor(i / 64) % 5)) },
+    // Rows long enough that a streaming lane takes whole trips of loads and then a tail (mm_vec.wgsl: a stride of
+    // 256 inputs at 32 lanes, LOADS a trip; 1,056 = 4 × 256 + 32).
+    { name: 'b', n: 96, k: 1056, data: values(96 * 1056, 4, 0.1).map((x, i) => x * (1 + Math.floor(i / 1056) % 5)) },
   ];
   const packed = await packQuantizedGroup(mats, format, SEGMENT_ALIGN);
   const deq = dequantised(mats, format);
