@@ -5,7 +5,7 @@
 // queries (bench/device/gpu-span-timer.ts): µs per dispatch, the state's bytes moved per second (decode),
 // and µs per token (prefill). The variants the engine picks are marked. A two-kernel variant (chunkT: prep,
 // then the chunk-to-chunk scan) is timed as both dispatches together, and checked on its final outputs.
-// Cases: decode of 1, 8 and 64 jobs, prefill chunks of 128 and 512 tokens of one job, for the 1.5B shape
+// Cases: decode of 1, 8 and 64 jobs, prefill chunks of 128, 256 and 512 tokens of one job, for the 1.5B shape
 // (32 heads of 64) and the 0.1B one (12 heads); a CPU driver runs the 0.1B shape up to 128 tokens unless told.
 // --wkv-shapes 0.1B,1.5B chooses shapes; --wkv-cases 'decode J=1,prefill T=128' chooses cases.
 
@@ -23,6 +23,7 @@ function arg(name: string): string | undefined {
 
 export const WKV_SHAPES = [
   { name: '1.5B', heads: 32 },
+  { name: '0.4B', heads: 16 },
   { name: '0.1B', heads: 12 },
 ];
 
@@ -30,7 +31,10 @@ export const WKV_CASES: { name: string; jobs: number[] }[] = [
   { name: 'decode J=1', jobs: [1] },
   { name: 'decode J=8', jobs: Array(8).fill(1) },
   { name: 'decode J=64', jobs: Array(64).fill(1) },
+  { name: 'prefill T=64', jobs: [64] },
   { name: 'prefill T=128', jobs: [128] },
+  // Where the chunked variants start to pay, by heads (wkv.ts wkvMidTokens, WKV_CHUNK_TOKENS).
+  { name: 'prefill T=256', jobs: [256] },
   { name: 'prefill T=512', jobs: [512] },
 ];
 
@@ -78,7 +82,7 @@ export async function benchWkv(
         for (const c of cases) {
           h.use(c.jobs);
           const longest = Math.max(...c.jobs);
-          const chosen = wkvVariantName(chooseWkv(longest, facts));
+          const chosen = wkvVariantName(chooseWkv(longest, { ...facts, heads: shape.heads }));
           progress(`wkv ${shape.name} ${c.name}: reference`);
           const ref = await h.run(reference);
           let refUs = 0;
@@ -93,6 +97,8 @@ export async function benchWkv(
               row.stateMaxAbsDiff = maxAbsDiff(out.state, ref.state);
               progress(`wkv ${shape.name} ${c.name}: ${name} time`);
               const reps = await calibrateRepetitions(timer, (n) => h.encode(v, n), spanSeconds, 2000);
+              // About 30 spans of the same work untimed first, so the GPU's clock is up (bench/warm-up.ts).
+              await timer.time(h.encode(v, reps * 30));
               const spans: number[] = [];
               for (let i = 0; i < 3; i++) spans.push((await timer.time(h.encode(v, reps))) / reps);
               const seconds = median(spans);
@@ -126,7 +132,7 @@ export async function benchWkv(
 /** The command line's shapes and cases; a CPU driver by default runs the 0.1B shape without the 512-token chunk. */
 function selection(onGpu: boolean): { shapes?: string[]; cases?: string[] } {
   const shapes = arg('wkv-shapes')?.split(',') ?? (onGpu ? undefined : ['0.1B']);
-  const cases = arg('wkv-cases')?.split(',') ?? (onGpu ? undefined : WKV_CASES.map((c) => c.name).filter((n) => n !== 'prefill T=512'));
+  const cases = arg('wkv-cases')?.split(',') ?? (onGpu ? undefined : WKV_CASES.map((c) => c.name).filter((n) => !['prefill T=64', 'prefill T=256', 'prefill T=512'].includes(n)));
   return { shapes, cases };
 }
 

@@ -14,6 +14,7 @@ import { randomRwkv7Checkpoint } from '../engine/random-model';
 import {
   chooseWkv,
   WKV_CHUNK_TOKENS,
+  wkvMidTokens,
   wkvPrefillFromEnv,
   describeWkv,
   parseWkvVariant,
@@ -160,6 +161,34 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.match(wkvUnsupported(chunk16, { ...GPU32, batch: big })!, /scratch for 4096 tokens in 8 jobs of 32 heads is 215449600 bytes, more than the device binds in one buffer \(134217728\)/);
     assert.equal(wkvUnsupported(chunk16, { ...GPU32, batch: { ...big, tokens: 512 } }), null);
     assert.equal(wkvUnsupported(chunk16, { ...GPU32, batch: { ...big, maxBindingBytes: 2 ** 31 } }), null);
+  });
+
+  it('chunk16-subgroup runs from 128 tokens a job on layers of up to 16 heads, from 256 up to 32 heads, not above or where heads are unknown', () => {
+    const name = (tokens: number, d: WkvDevice) => wkvVariantName(chooseWkv(tokens, d));
+    assert.equal(wkvMidTokens(12), 128);
+    assert.equal(wkvMidTokens(16), 128);
+    assert.equal(wkvMidTokens(17), 256);
+    assert.equal(wkvMidTokens(32), 256);
+    assert.equal(wkvMidTokens(40), Infinity);
+    assert.equal(wkvMidTokens(undefined), Infinity);
+    const small = { ...GPU32, heads: 12 };
+    assert.equal(name(127, small), 'split8x8-shared');
+    assert.equal(name(128, small), 'chunk16-subgroup');
+    assert.equal(name(WKV_CHUNK_TOKENS - 1, small), 'chunk16-subgroup');
+    assert.equal(name(WKV_CHUNK_TOKENS, small), 'chunk32-subgroup');
+    // The runtime's facts carry the heads in batch.
+    const big = { ...GPU32, batch: { heads: 32, tokens: 512, jobs: 16, maxBindingBytes: 2 ** 30 } };
+    assert.equal(name(255, big), 'split8x8-shared');
+    assert.equal(name(256, big), 'chunk16-subgroup');
+    assert.equal(name(WKV_CHUNK_TOKENS, big), 'chunk32-subgroup');
+    assert.equal(name(300, { ...GPU32, heads: 40 }), 'split8x8-shared');
+    assert.equal(name(WKV_CHUNK_TOKENS, { ...GPU32, heads: 40 }), 'chunk32-subgroup');
+    // Without subgroups, or left out (the runtime's fallback), the split kernel; CPU drivers keep the first kernel.
+    assert.equal(name(256, { ...small, subgroupMinSize: 0 }), 'split8x8-shared');
+    assert.equal(wkvVariantName(chooseWkv(256, small, false)), 'split8x8-shared');
+    assert.equal(name(256, { ...small, cpuDriver: true }), 'row');
+    assert.equal(describeWkv(small, null), `WKV split4x16-subgroup, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job, chunk16-subgroup from 128, chunk32-subgroup from ${WKV_CHUNK_TOKENS}`);
+    assert.equal(describeWkv(big, null), `WKV split4x16-subgroup, split8x8-shared from ${WKV_PREFILL_TOKENS} tokens a job, chunk16-subgroup from 256, chunk32-subgroup from ${WKV_CHUNK_TOKENS}`);
   });
 
   it('chunk32-subgroup runs for jobs of 512 tokens and more on a GPU; the others, and shorter prefill, where RWKV_WKV_PREFILL names them', () => {

@@ -20,8 +20,9 @@
 //                results differ from the reference only by rounding. The first kernel's row sums run through
 //                workgroup memory ('chunkT') or on subgroup shuffles ('chunkT-subgroup'): it is bound by
 //                throughput, not by a chain, so the split kernels' verdict need not hold. A scratch buffer of
-//                wkvScratchFloats; for prefill only: chunk32-subgroup is the GPU choice for jobs of
-//                WKV_CHUNK_TOKENS or more, the others run where RWKV_WKV_PREFILL names them (PREFERENCE says why).
+//                wkvScratchFloats; for prefill only: on GPUs chunk16-subgroup runs jobs from wkvMidTokens (128 or
+//                256 tokens, by heads) and chunk32-subgroup from WKV_CHUNK_TOKENS; the others run where
+//                RWKV_WKV_PREFILL names them (PREFERENCE says why).
 
 import type { GpuContext } from '../gpu/device';
 import { isCpuDriverName } from '../gpu/capabilities';
@@ -56,6 +57,8 @@ export interface WkvDevice {
    * the device binds, for the variants with one (chunkT); left out, their scratch is not checked.
    */
   batch?: WkvBatchLimits;
+  /** Heads of a layer, where known (else batch.heads): from how many tokens the chunked variant pays depends on it. */
+  heads?: number;
 }
 
 export interface WkvBatchLimits {
@@ -182,29 +185,52 @@ export function wkvCandidates(d: WkvDevice): WkvVariant[] {
  * 128/512 tokens ×1.29/×1.05), and each split kernel costs several seconds of LLVM compilation per model
  * shape where the first one takes about one.
  */
+// Jobs from wkvMidTokens(heads) tokens ('mid') take chunk16-subgroup first: alone on the H200 (bench/wkv.ts, twelfth
+// session, clock held, µs a layer, split8x8-shared / chunk16-subgroup) 12 heads (0.1B) 49.4 / 33.8 at 128 tokens and
+// 95.9 / 50.1 at 256, 16 heads (0.4B) 49.4 / 34.5 and 96.1 / 56.1, 32 heads (1.5B) 50.2 / 49.3 (a tie, and the chunked
+// form is two dispatches) and 97.1 / 86.5; at 64 tokens the split kernel won every shape (26.0 against 26.7–31.6).
 // Jobs of WKV_CHUNK_TOKENS or more ('long') take chunk32-subgroup first: in the engine on the H200 (1.5B, bench
 // engine section, processes split / chunk / split, 2026-12-04 eleventh session) a 512-token prefill ran at 21,052 /
 // 24,100 / 21,002 tok/s, while 128-token chunks lost (10,144 / 9,221 / 9,624); alone (bench/wkv.ts, 512 tokens)
 // 172 µs a layer against split8x8-shared's 192. The other chunk variants are in no order: slower alone. A CPU driver
 // keeps the first kernel (the chunked one does ~1.25× its arithmetic, which a CPU pays in full).
-const PREFERENCE: Record<'gpu' | 'cpu', Record<'decode' | 'prefill' | 'long', string[]>> = {
+const PREFERENCE: Record<'gpu' | 'cpu', Record<WkvTier, string[]>> = {
   gpu: {
     decode: ['split4x16-subgroup', 'split4x16-shared', 'split8x8-shared', 'split16x4-shared', 'row-staged'],
     prefill: ['split8x8-shared', 'split16x4-shared', 'split4x16-shared', 'split8x8-subgroup'],
+    mid: ['chunk16-subgroup', 'split8x8-shared', 'split16x4-shared', 'split4x16-shared', 'split8x8-subgroup'],
     long: ['chunk32-subgroup', 'split8x8-shared', 'split16x4-shared', 'split4x16-shared', 'split8x8-subgroup'],
   },
-  cpu: { decode: ['row'], prefill: ['row'], long: ['row'] },
+  cpu: { decode: ['row'], prefill: ['row'], mid: ['row'], long: ['row'] },
 };
+
+type WkvTier = 'decode' | 'prefill' | 'mid' | 'long';
 
 /** Jobs of at least this many tokens in a sub-pass choose the 'long' order (the chunked prefill first). */
 export const WKV_CHUNK_TOKENS = 512;
+
+/**
+ * Jobs of at least this many tokens (and fewer than WKV_CHUNK_TOKENS) choose the 'mid' order, chunk16-subgroup first:
+ * 128 for layers of up to 16 heads, 256 up to 32 (PREFERENCE says what was measured); none above 32 heads or where
+ * the heads are not known (not measured: more heads give the split kernel more workgroups).
+ */
+export function wkvMidTokens(heads: number | undefined): number {
+  if (heads === undefined || heads > 32) return Infinity;
+  return heads <= 16 ? 128 : 256;
+}
+
+function tierOf(longestJob: number, d: WkvDevice): WkvTier {
+  if (longestJob >= WKV_CHUNK_TOKENS) return 'long';
+  if (longestJob >= wkvMidTokens(d.heads ?? d.batch?.heads)) return 'mid';
+  return longestJob >= WKV_PREFILL_TOKENS ? 'prefill' : 'decode';
+}
 
 /**
  * The variant for a sub-pass whose longest job has `longestJob` tokens. `chunks: false` leaves the chunked variants
  * out (the runtime's fallback when a batch's chunks would not fit their scratch).
  */
 export function chooseWkv(longestJob: number, d: WkvDevice, chunks = true): WkvVariant {
-  const tier = longestJob >= WKV_CHUNK_TOKENS ? 'long' : longestJob >= WKV_PREFILL_TOKENS ? 'prefill' : 'decode';
+  const tier = tierOf(longestJob, d);
   const order = [...(tier !== 'decode' ? (d.prefillFirst ?? []) : []), ...PREFERENCE[d.cpuDriver ? 'cpu' : 'gpu'][tier]];
   for (const name of order) {
     if (!chunks && name.startsWith('chunk')) continue;
@@ -264,9 +290,12 @@ export function describeWkv(d: WkvDevice, forced: WkvVariant | null): string {
   if (forced) return `WKV ${wkvVariantName(forced)}`;
   const decode = wkvVariantName(chooseWkv(1, d));
   const prefill = wkvVariantName(chooseWkv(WKV_PREFILL_TOKENS, d));
+  const midFrom = wkvMidTokens(d.heads ?? d.batch?.heads);
+  const mid = Number.isFinite(midFrom) ? wkvVariantName(chooseWkv(midFrom, d)) : prefill;
   const long = wkvVariantName(chooseWkv(WKV_CHUNK_TOKENS, d));
   const parts = [decode];
   if (prefill !== decode) parts.push(`${prefill} from ${WKV_PREFILL_TOKENS} tokens a job`);
-  if (long !== prefill) parts.push(`${long} from ${WKV_CHUNK_TOKENS}`);
+  if (mid !== prefill) parts.push(`${mid} from ${midFrom}`);
+  if (long !== mid) parts.push(`${long} from ${WKV_CHUNK_TOKENS}`);
   return `WKV ${parts.join(', ')}`;
 }
