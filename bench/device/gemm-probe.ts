@@ -27,7 +27,7 @@ import { bindGroup, makeKernel } from '../../engine/gpu/kernel';
 import { groupUniform, matmulDispatch, matmulShader } from '../../engine/rwkv7/matmul';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
-import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile, tileInputMajor } from './probe-data';
+import { PRODUCT_PROBE_HEADER, randomHalves, sampleProduct, sampledError, tile } from './probe-data';
 
 interface Variant {
   family: 'dir' | 'stg' | 'mma' | 'eng' | 'rd';
@@ -515,7 +515,7 @@ async function main(): Promise<void> {
     const bgs = groupsOver(copies);
     // kmaj variants: the same number of copies (separate buffers) in the input-block-major order.
     const kmajCopies = list.some((v) => v.kmaj)
-      ? Array.from({ length: alias ? 1 : cold }, () => ({ buffer: mk(tileInputMajor(wBits, sh.n, sh.k)), offset: 0, size: wBytes }))
+      ? Array.from({ length: alias ? 1 : cold }, () => ({ buffer: mk(tile(wBits, sh.n, sh.k, 'input')), offset: 0, size: wBytes }))
       : [];
     const bgsK = groupsOver(alias ? Array.from({ length: cold }, () => kmajCopies[0]) : kmajCopies);
     const samples = sampleProduct(aBits, wBits, sh);

@@ -3,22 +3,17 @@
 
 import { f16BitsToF32, f32ToF16 } from '../../engine/loader/dtype';
 
-/** Row-major [rows][k] f16 bits → blocks of 16×16, block (r/16, k/16) at ((r/16)·(k/16 count) + k/16)·256. */
-export function tile(src: Uint16Array, rows: number, k: number): Uint16Array {
+/**
+ * Row-major [rows][k] f16 bits → blocks of 16×16, each 256 contiguous halves. 'strip' order (the engine's): block
+ * (r/16, k/16) at ((r/16)·(k/16 count) + k/16)·256; 'input' order (gemm-probe's kmaj): at ((k/16)·(rows/16) + r/16)·256.
+ */
+export function tile(src: Uint16Array, rows: number, k: number, order: 'strip' | 'input' = 'strip'): Uint16Array {
   const out = new Uint16Array(rows * k);
   const kb = k / 16;
-  for (let r = 0; r < rows; r++) {
-    for (let c = 0; c < k; c++) out[((((r >> 4) * kb) + (c >> 4)) << 8) + ((r & 15) << 4) + (c & 15)] = src[r * k + c];
-  }
-  return out;
-}
-
-/** As tile, with the blocks in input-block-major order: block (r/16, k/16) at ((k/16)·(rows/16) + r/16)·256. */
-export function tileInputMajor(src: Uint16Array, rows: number, k: number): Uint16Array {
-  const out = new Uint16Array(rows * k);
   const rb = rows / 16;
+  const block = order === 'strip' ? (r: number, c: number) => (r >> 4) * kb + (c >> 4) : (r: number, c: number) => (c >> 4) * rb + (r >> 4);
   for (let r = 0; r < rows; r++) {
-    for (let c = 0; c < k; c++) out[((((c >> 4) * rb) + (r >> 4)) << 8) + ((r & 15) << 4) + (c & 15)] = src[r * k + c];
+    for (let c = 0; c < k; c++) out[(block(r, c) << 8) + ((r & 15) << 4) + (c & 15)] = src[r * k + c];
   }
   return out;
 }
