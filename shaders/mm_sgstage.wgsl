@@ -93,11 +93,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
     for (var kk = 0u; kk < KC; kk += 16u) {
       var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
       for (var i = 0u; i < MT; i++) {
-        a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&xs, ((sm * MT + i) * 16u) * XS + kk, false, XS);
+        a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&xs, ((sm * MT + i) * 16u) * XS + kk, XS);
       }
       for (var j = 0u; j < NT; j++) {
         // Weights are [out, in] row-major: the right operand (in × out) column-major.
-        let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&ws, ((sn * NT + j) * 16u) * WS + kk, true, WS);
+        let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&ws, ((sn * NT + j) * 16u) * WS + kk, WS);
         for (var i = 0u; i < MT; i++) {
           acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]);
         }
@@ -108,7 +108,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   // Epilogue through workgroup memory: activation, residual accumulation and bounds per element.
   for (var i = 0u; i < MT; i++) {
     for (var j = 0u; j < NT; j++) {
-      subgroupMatrixStore(&ot, sg * 256u, acc[i * NT + j], false, 16u);
+      subgroupMatrixStore<row_major>(&ot, sg * 256u, acc[i * NT + j], 16u);
       workgroupBarrier();
       for (var e = lane; e < 256u; e += 32u) {
         let t = t0 + (sm * MT + i) * 16u + e / 16u;

@@ -73,21 +73,21 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.strictEqual(trip.filter((l) => l.includes('subgroupMatrixMultiplyAccumulate')).length, 32);
     const lastLoad = trip.length - 1 - [...trip].reverse().findIndex((l) => l.includes('Load'));
     assert.ok(trip.findIndex((l) => l.includes('Multiply')) > lastLoad);
-    assert.match(code.TRIP, /let a3_2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>\(&xt, xbase \+ 512u \* kblocks \+ \(k0 \/ 16u \+ 3u\) \* 256u, false, 16u\);/);
-    assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>\(&W, wbase \+ 16u \* k \+ w_tile_k\(k0 \+ 48u\), true, wstride\);/);
+    assert.match(code.TRIP, /let a3_2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>\(&xt, xbase \+ 512u \* kblocks \+ \(k0 \/ 16u \+ 3u\) \* 256u, 16u\);/);
+    assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>\(&W, wbase \+ 16u \* k \+ w_tile_k\(k0 \+ 48u\), wstride\);/);
     assert.match(code.STEP, /c_3_1 = subgroupMatrixMultiplyAccumulate\(a0_3, b0_1, c_3_1\);/);
-    assert.match(code.STORES, /subgroupMatrixStore\(&part, part0 \+ 48u \* pstride \+ 16u, c_3_1, false, pstride\);/);
+    assert.match(code.STORES, /subgroupMatrixStore<row_major>\(&part, part0 \+ 48u \* pstride \+ 16u, c_3_1, pstride\);/);
     assert.strictEqual(code.SHARED, '');
     // Unsplit: every tile through the subgroup's workgroup memory into store(), as the reduction pass would store it.
     const own = tiledProductCode(4, 2, 4, 1);
     assert.doesNotMatch(own.STORES, /&part/);
-    assert.strictEqual(own.STORES.match(/subgroupMatrixStore\(&ot, sg \* 256u, c_\d_\d, false, 16u\);/g)!.length, 8);
+    assert.strictEqual(own.STORES.match(/subgroupMatrixStore<row_major>\(&ot, sg \* 256u, c_\d_\d, 16u\);/g)!.length, 8);
     assert.strictEqual(own.STORES.match(/store\(s, t, o, ot\[sg \* 256u \+ e\]\)/g)!.length, 8);
     assert.match(own.STORES, /let t = tr0 \+ 48u \+ e \/ 16u;\n\s*let o = or0 \+ 16u \+ e % 16u;/);
     assert.strictEqual(own.SHARED, 'var<workgroup> ot: array<f32, 256u * SGS>;');
     const unsplit = shaderSource(matmulShader({ ...DEFAULT_TILED.large, split: 1 }, H200).parts, matmulShader({ ...DEFAULT_TILED.large, split: 1 }, H200).constants);
     assert.match(unsplit, /var<workgroup> ot: array<f32, 256u \* SGS>;/);
-    assert.doesNotMatch(unsplit, /subgroupMatrixStore\(&part/);
+    assert.doesNotMatch(unsplit, /subgroupMatrixStore<row_major>\(&part/);
     // No arrays of matrices and no {{placeholders}} left in the assembled shader.
     const s = matmulShader({ ...DEFAULT_TILED.large, split: 2 }, H200);
     const src = shaderSource(s.parts, s.constants);
@@ -102,7 +102,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     const wl = code.WLOADS.split('\n').map((l) => l.trim());
     // 4 steps of 16 × 2 output tiles, clamped to the span so a half-full stage reads nothing past it.
     assert.strictEqual(wl.length, 8);
-    assert.match(code.WLOADS, /let w3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>\(&W, w_tile_at\(s, o0 \+ 16u, min\(k0 \+ 48u, span\.y - 16u\)\), true, wstride\);/);
+    assert.match(code.WLOADS, /let w3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>\(&W, w_tile_at\(s, o0 \+ 16u, min\(k0 \+ 48u, span\.y - 16u\)\), wstride\);/);
     // Each step guarded by the span (a last stage may be half full); per step the multiplies go j-major, i-minor.
     const m = code.MULTIPLIES.split('\n').map((l) => l.trim());
     assert.strictEqual(m.filter((l) => l.startsWith('if (k0 + ')).length, 4);

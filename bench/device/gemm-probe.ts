@@ -87,14 +87,14 @@ function tileOrigin(v: Variant): string {
 const STORE_RESULTS = `
   for (var i = 0u; i < MT; i++) {
     for (var j = 0u; j < NT; j++) {
-      subgroupMatrixStore(&Y, wid.z * p.T * p.N + (tb0 + sm * MT + i) * 16u * p.N + (ob0 + sn * NT + j) * 16u, acc[i * NT + j], false, p.N);
+      subgroupMatrixStore<row_major>(&Y, wid.z * p.T * p.N + (tb0 + sm * MT + i) * 16u * p.N + (ob0 + sn * NT + j) * 16u, acc[i * NT + j], p.N);
     }
   }`;
 
 function directShader(v: Variant): string {
   const load = (kb: string, a: string, b: string) => `
-    for (var i = 0u; i < MT; i++) { ${a}[i] = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * MT + i) * KB + ${kb}) * 256u, false, 16u); }
-    for (var j = 0u; j < NT; j++) { ${b}[j] = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * NT + j) * KB + ${kb}) * 256u, true, 16u); }`;
+    for (var i = 0u; i < MT; i++) { ${a}[i] = subgroupMatrixLoad<${LEFT}, row_major>(&A, ((tb0 + sm * MT + i) * KB + ${kb}) * 256u, 16u); }
+    for (var j = 0u; j < NT; j++) { ${b}[j] = subgroupMatrixLoad<${RIGHT}, col_major>(&W, ((ob0 + sn * NT + j) * KB + ${kb}) * 256u, 16u); }`;
   const mma = (a: string, b: string) => `
     for (var j = 0u; j < NT; j++) {
       for (var i = 0u; i < MT; i++) { acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(${a}[i], ${b}[j], acc[i * NT + j]); }
@@ -148,14 +148,14 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /** Stores of the named accumulators c_i_j. */
 function flatStore(v: Variant): string {
-  return pairs(v).map(([i, j]) => `  subgroupMatrixStore(&Y, wid.z * p.T * p.N + (tb0 + sm * ${v.mt}u + ${i}u) * 16u * p.N + (ob0 + sn * ${v.nt}u + ${j}u) * 16u, c_${i}_${j}, false, p.N);`).join('\n');
+  return pairs(v).map(([i, j]) => `  subgroupMatrixStore<row_major>(&Y, wid.z * p.T * p.N + (tb0 + sm * ${v.mt}u + ${i}u) * 16u * p.N + (ob0 + sn * ${v.nt}u + ${j}u) * 16u, c_${i}_${j}, p.N);`).join('\n');
 }
 
 function flatDirectShader(v: Variant): string {
   const ku = v.ku ?? 1;
   const step = (u: number) => [
-    ...range(v.mt).map((i) => `    let a${u}_${i} = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB + kb + ${u}u) * 256u, false, 16u);`),
-    ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ${v.kmaj ? `((kb + ${u}u) * (p.N / 16u) + ob0 + sn * ${v.nt}u + ${j}u) * 256u` : `((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u`}, true, 16u);`),
+    ...range(v.mt).map((i) => `    let a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB + kb + ${u}u) * 256u, 16u);`),
+    ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, ${v.kmaj ? `((kb + ${u}u) * (p.N / 16u) + ob0 + sn * ${v.nt}u + ${j}u) * 256u` : `((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u`}, 16u);`),
   ].join('\n');
   const mma = (u: number) => pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`).join('\n');
   return `${HEADER}
@@ -181,8 +181,8 @@ function mmaOnlyShader(v: Variant): string {
 @compute @workgroup_size(${lanes(v)})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
 ${tileOrigin(v)}
-${range(v.mt).map((i) => `  let a_${i} = subgroupMatrixLoad<${LEFT}>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB) * 256u, false, 16u);`).join('\n')}
-${range(v.nt).map((j) => `  let b_${j} = subgroupMatrixLoad<${RIGHT}>(&W, ((ob0 + sn * ${v.nt}u + ${j}u) * KB) * 256u, true, 16u);`).join('\n')}
+${range(v.mt).map((i) => `  let a_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB) * 256u, 16u);`).join('\n')}
+${range(v.nt).map((j) => `  let b_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, ((ob0 + sn * ${v.nt}u + ${j}u) * KB) * 256u, 16u);`).join('\n')}
 ${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
   for (var kb = 0u; kb < KB / ${v.split}u; kb++) {
 ${pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a_${i}, b_${j}, c_${i}_${j});`).join('\n')}
@@ -309,12 +309,12 @@ function stagedShader(v: Variant): string {
     load = each((op) => `
     for (var u = 0u; u < ${units(op)}u; u++) {
       let blk = sg + u * ${SGS}u;
-      m${op.name}[u] = subgroupMatrixLoad<${op.type}>(&${op.src}, ((${op.origin} + blk / KCB) * KB + kb0 + blk % KCB) * 256u, ${op.colMajor}, 16u);
+      m${op.name}[u] = subgroupMatrixLoad<${op.type}, ${op.colMajor ? 'col_major' : 'row_major'}>(&${op.src}, ((${op.origin} + blk / KCB) * KB + kb0 + blk % KCB) * 256u, 16u);
     }`);
     store = each((op) => `
     for (var u = 0u; u < ${units(op)}u; u++) {
       let blk = sg + u * ${SGS}u;
-      subgroupMatrixStore(&${op.shared}, buf * ${op.rows} * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, m${op.name}[u], ${op.colMajor}, KS);
+      subgroupMatrixStore<${op.colMajor ? 'col_major' : 'row_major'}>(&${op.shared}, buf * ${op.rows} * KS + (blk / KCB) * 16u * KS + (blk % KCB) * 16u, m${op.name}[u], KS);
     }`);
   }
   return `${HEADER}
@@ -353,10 +353,10 @@ ${tileOrigin(v)}
     ${v.flat ? flatStagedCompute(v) : `for (var kk = 0u; kk < KCB; kk++) {
       var a: array<${LEFT}, MT>;
       for (var i = 0u; i < MT; i++) {
-        a[i] = subgroupMatrixLoad<${LEFT}>(&xs, cur * BM * KS + (sm * MT + i) * 16u * KS + kk * 16u, false, KS);
+        a[i] = subgroupMatrixLoad<${LEFT}, row_major>(&xs, cur * BM * KS + (sm * MT + i) * 16u * KS + kk * 16u, KS);
       }
       for (var j = 0u; j < NT; j++) {
-        let w = subgroupMatrixLoad<${RIGHT}>(&ws, cur * BN * KS + (sn * NT + j) * 16u * KS + kk * 16u, true, KS);
+        let w = subgroupMatrixLoad<${RIGHT}, col_major>(&ws, cur * BN * KS + (sn * NT + j) * 16u * KS + kk * 16u, KS);
         for (var i = 0u; i < MT; i++) { acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]); }
       }
     }`}
@@ -376,8 +376,8 @@ function flatStagedCompute(v: Variant): string {
   const kcb = v.kc! / 16;
   const lines: string[] = [];
   for (let kk = 0; kk < kcb; kk++) {
-    for (let i = 0; i < v.mt; i++) lines.push(`let a${kk}_${i} = subgroupMatrixLoad<${LEFT}>(&xs, cur * BM * KS + (sm * MT + ${i}u) * 16u * KS + ${kk * 16}u, false, KS);`);
-    for (let j = 0; j < v.nt; j++) lines.push(`let b${kk}_${j} = subgroupMatrixLoad<${RIGHT}>(&ws, cur * BN * KS + (sn * NT + ${j}u) * 16u * KS + ${kk * 16}u, true, KS);`);
+    for (let i = 0; i < v.mt; i++) lines.push(`let a${kk}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&xs, cur * BM * KS + (sm * MT + ${i}u) * 16u * KS + ${kk * 16}u, KS);`);
+    for (let j = 0; j < v.nt; j++) lines.push(`let b${kk}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&ws, cur * BN * KS + (sn * NT + ${j}u) * 16u * KS + ${kk * 16}u, KS);`);
   }
   for (let kk = 0; kk < kcb; kk++) for (const [i, j] of pairs(v)) lines.push(`c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${kk}_${i}, b${kk}_${j}, c_${i}_${j});`);
   return lines.join('\n    ');

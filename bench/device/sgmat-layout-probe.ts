@@ -50,9 +50,9 @@ function shader(v: Variant, k: number): string {
     {
       let kb = ${kbExpr};
       var a: array<subgroup_matrix_left<f16, 16, 16>, MT>;
-      for (var i = 0u; i < MT; i++) { a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>>(&A, ${aOff}, false, ${aStride}); }
+      for (var i = 0u; i < MT; i++) { a[i] = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>(&A, ${aOff}, ${aStride}); }
       for (var j = 0u; j < NT; j++) {
-        let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>>(&W, ${wOff}, true, ${wStride});
+        let w = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>(&W, ${wOff}, ${wStride});
         for (var i = 0u; i < MT; i++) { acc[i * NT + j] = subgroupMatrixMultiplyAccumulate(a[i], w, acc[i * NT + j]); }
       }
     }`;
@@ -77,7 +77,7 @@ ${Array.from({ length: v.unroll }, (_, u) => step(`k0 + ${u}u`)).join('\n')}
   }
   for (var i = 0u; i < MT; i++) {
     for (var j = 0u; j < NT; j++) {
-      subgroupMatrixStore(&Y, wid.z * p.T * p.N + (tb0 + i) * 16u * p.N + (ob0 + j) * 16u, acc[i * NT + j], false, p.N);
+      subgroupMatrixStore<row_major>(&Y, wid.z * p.T * p.N + (tb0 + i) * 16u * p.N + (ob0 + j) * 16u, acc[i * NT + j], p.N);
     }
   }
 }

@@ -130,6 +130,25 @@ export function stagedFromEnv(env: NodeJS.ProcessEnv = process.env): StagedTiles
   return { large: one, small: one };
 }
 
+/** Bytes of workgroup memory a staged tile declares (shaders/mm_sgstage.wgsl: xs and ws in f16, rows of KC + 8; ot in f32). */
+export function stagedWorkgroupBytes(v: Pick<StagedChoice['variant'], 'mt' | 'nt' | 'sgm' | 'sgn' | 'kc'>): number {
+  return 2 * 16 * (v.mt * v.sgm + v.nt * v.sgn) * (v.kc + 8) + 4 * 256 * v.sgm * v.sgn;
+}
+
+/**
+ * The staged tiles a device with `maxBytes` of workgroup memory (maxComputeWorkgroupStorageSize) can run: all of
+ * them, the one that fits standing in for the other, or null (then f16 products take split mm_sgmat and int8 ones the
+ * f32 tiles). The int8 tiles need 18,432 bytes and the large f16 ones 22,528, above WebGPU's default limit of 16,384:
+ * on such a device their pipelines were invalid and the engine's first step failed (Dawn's null backend showed it).
+ */
+export function stagedWithin(staged: StagedTiles | null, maxBytes: number): StagedTiles | null {
+  if (!staged) return null;
+  const fits = (c: StagedChoice) => stagedWorkgroupBytes(c.variant) <= maxBytes;
+  if (fits(staged.large) && fits(staged.small)) return staged;
+  const one = [staged.small, staged.large].find(fits);
+  return one ? { large: one, small: one } : null;
+}
+
 /** Tokens the tiled activations are padded to (sgtile_layout.wgsl TILE_TOKENS): the most a tiled workgroup covers. */
 export const TILE_TOKENS = 64;
 

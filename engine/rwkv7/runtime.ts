@@ -21,7 +21,7 @@ import type { MatrixGroup, ModelWeights } from './weights';
 import { weightLayoutPart } from './weight-blocks';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
 import {
-  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
+  chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, stagedWithin, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
@@ -252,7 +252,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.gemmTile = opts.gemmTile ?? 64;
     this.fuseDecodeJobs = opts.fuseDecodeJobs ?? fuseDecodeJobsFromEnv();
     this.splitK = opts.splitK ?? splitKFromEnv();
-    this.staged = stagedFromEnv();
+    this.staged = stagedWithin(stagedFromEnv(), gpu.device.limits.maxComputeWorkgroupStorageSize);
     // Tiled products need split K (their small-batch splits) and the subgroup-matrix path; f16 groups only.
     const tiled = this.splitK && gpu.kernelPath === 'subgroup-matrix' ? tiledFromEnv() : null;
     this.tiledInputHalves = tiled ? tiledInputCapacity(weights, this.TMAX) : 0;

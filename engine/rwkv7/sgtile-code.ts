@@ -17,7 +17,7 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
  */
 function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink: string): string {
   return [
-    `subgroupMatrixStore(&ot, sg * 256u, c_${i}_${j}, false, 16u);`,
+    `subgroupMatrixStore<row_major>(&ot, sg * 256u, c_${i}_${j}, 16u);`,
     'workgroupBarrier();',
     'for (var e = lane; e < 256u; e += 32u) {',
     `  let t = ${t0} + ${i * 16}u + e / 16u;`,
@@ -39,8 +39,8 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split: numb
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
   // Loads of step u: the left matrices of the subgroup's MT token blocks, the right ones of its NT output blocks.
   const loads = (u: number) => [
-    ...range(mt).map((i) => `let a${u}_${i} = subgroupMatrixLoad<${LEFT}>(&xt, xbase + ${i * 256}u * kblocks + (k0 / 16u + ${u}u) * 256u, false, 16u);`),
-    ...range(nt).map((j) => `let b${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, wbase + ${j * 16}u * k + w_tile_k(k0 + ${16 * u}u), true, wstride);`),
+    ...range(mt).map((i) => `let a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&xt, xbase + ${i * 256}u * kblocks + (k0 / 16u + ${u}u) * 256u, 16u);`),
+    ...range(nt).map((j) => `let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, wbase + ${j * 16}u * k + w_tile_k(k0 + ${16 * u}u), wstride);`),
   ];
   const multiplies = (u: number) => pairs.map(([i, j]) => `c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`);
   // A trip's loads all come before its multiplies, so they are in flight together.
@@ -50,7 +50,7 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split: numb
     TRIP: trip.join('\n    '),
     STEP: [...loads(0), ...multiplies(0)].join('\n    '),
     STORES: split > 1
-      ? pairs.map(([i, j]) => `subgroupMatrixStore(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, false, pstride);`).join('\n  ')
+      ? pairs.map(([i, j]) => `subgroupMatrixStore<row_major>(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, pstride);`).join('\n  ')
       : [
           // mm_sgtile has no early return, so every subgroup reaches these stores.
           'let rows = row_count();',
@@ -73,10 +73,10 @@ export function stagedRowsCode(mt: number, nt: number, kc: number): Record<'ACCU
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
   const steps = range(kc / 16);
   // A half-full last stage reads weights at its span's end again instead of past it: those are never multiplied.
-  const wloads = steps.flatMap((u) => range(nt).map((j) => `let w${u}_${j} = subgroupMatrixLoad<${RIGHT}>(&W, w_tile_at(s, o0 + ${j * 16}u, min(k0 + ${u * 16}u, span.y - 16u)), true, wstride);`));
+  const wloads = steps.flatMap((u) => range(nt).map((j) => `let w${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, w_tile_at(s, o0 + ${j * 16}u, min(k0 + ${u * 16}u, span.y - 16u)), wstride);`));
   const multiplies = steps.map((u) => [
     `if (k0 + ${u * 16}u < span.y) {`,
-    ...range(mt).map((i) => `  let a${u}_${i} = subgroupMatrixLoad<${LEFT}>(&xs, ${i * 16}u * XS + ${u * 16}u, false, XS);`),
+    ...range(mt).map((i) => `  let a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&xs, ${i * 16}u * XS + ${u * 16}u, XS);`),
     ...range(nt).flatMap((j) => range(mt).map((i) => `  c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, w${u}_${j}, c_${i}_${j});`)),
     '}',
   ].join('\n    '));
