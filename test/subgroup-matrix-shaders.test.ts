@@ -8,7 +8,7 @@
 
 import * as assert from 'assert';
 import { createBackend } from '../engine/backend';
-import type { GpuContext } from '../engine/gpu/device';
+import { engineLimits, type GpuContext } from '../engine/gpu/device';
 import { shaderSource } from '../engine/gpu/shader-source';
 import { DEFAULT_STAGED, matmulShader, stagedWithin, stagedWorkgroupBytes, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
@@ -33,18 +33,7 @@ async function nullDevice(): Promise<NullDevice | null> {
   const adapter = await instance.requestAdapter();
   if (!adapter || !adapter.features.has(SUBGROUP_MATRIX)) return null;
   const features = ['shader-f16', 'subgroups', SUBGROUP_MATRIX].filter((f) => adapter.features.has(f)) as GPUFeatureName[];
-  const lim = adapter.limits;
-  const device = await adapter.requestDevice({
-    requiredFeatures: features,
-    requiredLimits: {
-      maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
-      maxBufferSize: lim.maxBufferSize,
-      maxStorageBuffersPerShaderStage: Math.min(lim.maxStorageBuffersPerShaderStage, 10),
-      maxComputeWorkgroupStorageSize: lim.maxComputeWorkgroupStorageSize,
-      maxComputeInvocationsPerWorkgroup: lim.maxComputeInvocationsPerWorkgroup,
-      maxComputeWorkgroupSizeX: lim.maxComputeWorkgroupSizeX,
-    },
-  });
+  const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits: engineLimits(adapter.limits) });
   const modules: NullDevice['modules'] = [];
   const create = device.createShaderModule.bind(device);
   device.createShaderModule = (d: GPUShaderModuleDescriptor) => {

@@ -249,6 +249,18 @@ function envKernelPath(): KernelPath | undefined {
   return v && v.trim() ? parseKernelPath(v.trim(), KERNEL_PATH_ENV) : undefined;
 }
 
+/** The limits the engine asks of an adapter: the most it offers of what large models and the kernels use. */
+export function engineLimits(lim: GPUSupportedLimits): Record<string, number> {
+  return {
+    maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
+    maxBufferSize: lim.maxBufferSize,
+    maxStorageBuffersPerShaderStage: Math.min(lim.maxStorageBuffersPerShaderStage, 10),
+    maxComputeWorkgroupStorageSize: lim.maxComputeWorkgroupStorageSize,
+    maxComputeInvocationsPerWorkgroup: lim.maxComputeInvocationsPerWorkgroup,
+    maxComputeWorkgroupSizeX: lim.maxComputeWorkgroupSizeX,
+  };
+}
+
 export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const dawn = await loadDawn();
   const wanted = req.kernelPath ?? envKernelPath();
@@ -272,17 +284,7 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
   const info0 = adapter.info;
   checkAdapterFits(lim, [info0.vendor, info0.architecture, info0.device, info0.description].filter((s) => s && s.length).join(' ') || 'unknown adapter', req);
   const features = ['subgroups', 'timestamp-query', ...featuresFor(kernelPath)].filter((f) => adapter.features.has(f)) as GPUFeatureName[];
-  const device = await adapter.requestDevice({
-    requiredFeatures: features,
-    requiredLimits: {
-      maxStorageBufferBindingSize: lim.maxStorageBufferBindingSize,
-      maxBufferSize: lim.maxBufferSize,
-      maxStorageBuffersPerShaderStage: Math.min(lim.maxStorageBuffersPerShaderStage, 10),
-      maxComputeWorkgroupStorageSize: lim.maxComputeWorkgroupStorageSize,
-      maxComputeInvocationsPerWorkgroup: lim.maxComputeInvocationsPerWorkgroup,
-      maxComputeWorkgroupSizeX: lim.maxComputeWorkgroupSizeX,
-    },
-  });
+  const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits: engineLimits(lim) });
   const info = adapter.info;
   const adapterName =
     [info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length).join(' ') ||
