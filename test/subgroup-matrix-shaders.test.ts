@@ -4,7 +4,8 @@
 // Checked: the engine's f16 and int8 steps (prefill and decode) make no invalid pipeline and no shader warning (Dawn
 // printed a deprecation warning for every subgroupMatrixLoad/Store into users' logs before the current form), every
 // tiled, split and staged product variant compiles clean, and staged tiles too large for a device's workgroup
-// memory are not chosen (matmul.ts stagedWithin: the null device has WebGPU's default 16,384 bytes).
+// memory are not chosen (matmul.ts stagedWithin: the null device has WebGPU's default 16,384 bytes). A kernel binding
+// more storage buffers than the device allows is refused by name (gpu/kernel.ts makeKernel: the null device has 8).
 
 import * as assert from 'assert';
 import { createBackend } from '../engine/backend';
@@ -71,11 +72,13 @@ describe('subgroup-matrix shaders on Dawn\'s null backend', function () {
   });
   after(() => nd?.ctx.device.destroy());
 
-  for (const precision of ['f16', 'int8'] as const) {
-    it(`${precision}: a prefill and decode steps of every batch size make valid pipelines with no shader warning`, async () => {
+  const cases = [['v7', 'f16'], ['v7', 'int8'], ['v7a', 'f16']] as const;
+  for (const [variant, precision] of cases) {
+    it(`${variant} ${precision}: a prefill and decode steps of every batch size make valid pipelines with no shader warning`, async () => {
       const { ctx, modules, uncaptured } = nd!;
-      const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, dtype: 'f16', seed: 3 });
-      const be = await createBackend({ model: ck, slots: 64, precision, maxTokens: 512, maxRows: 64, gpu: ctx, device: 'gpu' });
+      const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, dtype: 'f16', seed: 3, variant });
+      // RWKV-7b's cached rows: a short context, so 64 slots of them fit the null device's binding limit.
+      const be = await createBackend({ model: ck, slots: 64, precision, maxTokens: 512, maxRows: 64, maxContext: 1024, gpu: ctx, device: 'gpu' });
       try {
         assert.match(be.kernelPath, /subgroup-matrix path/);
         // The null device computes nothing: the results are not read, only the pipelines and commands checked.
@@ -89,6 +92,22 @@ describe('subgroup-matrix shaders on Dawn\'s null backend', function () {
       assert.deepStrictEqual(await shaderMessages(modules), []);
     });
   }
+
+  it('v7b on a device of 8 storage buffers a stage: its first step is refused naming the kernel, nothing breaks the device', async () => {
+    const { ctx, uncaptured } = nd!;
+    assert.strictEqual(ctx.device.limits.maxStorageBuffersPerShaderStage, 8);
+    const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, dtype: 'f16', seed: 3, variant: 'v7b' });
+    const be = await createBackend({ model: ck, slots: 8, precision: 'f16', maxTokens: 512, maxRows: 64, maxContext: 1024, gpu: ctx, device: 'gpu' });
+    try {
+      await assert.rejects(
+        be.run([{ slot: 0, tokens: [1, 2, 3], output: 'last' }]),
+        /kernel rwkv7b_dea_rows\(.*\) binds 9 storage buffers, more than this GPU allows in a shader stage \(8\); run this model on the CPU backend/,
+      );
+    } finally {
+      be.dispose();
+    }
+    assert.deepStrictEqual(uncaptured, []);
+  });
 
   it('every tiled, split and staged product variant compiles with no warning', async () => {
     const { ctx } = nd!;

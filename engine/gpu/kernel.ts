@@ -23,6 +23,14 @@ export function makeKernel(
     .filter(([, v]) => typeof v !== 'string')
     .map(([k, v]) => `${k}=${v}`)
     .join(',')})`;
+  // Checked here, where it can be named: past the limit Dawn makes an invalid pipeline, and the step that uses it
+  // fails with an uncaptured error that breaks the device (RWKV-7b's attention rows bind 9 storage buffers, and
+  // WebGPU's default limit is 8: Dawn's null backend has it, test/subgroup-matrix-shaders.test.ts).
+  const storage = bindings.filter((b) => b !== 'uniform').length;
+  const allowed = device.limits.maxStorageBuffersPerShaderStage;
+  if (storage > allowed) {
+    throw new Error(`kernel ${name} binds ${storage} storage buffers, more than this GPU allows in a shader stage (${allowed}); run this model on the CPU backend (device: 'cpu')`);
+  }
   const layout = device.createBindGroupLayout({
     label: name,
     entries: bindings.map((kind, binding) => ({
