@@ -8,7 +8,7 @@ import { createBackend } from '../engine/backend';
 import type { GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { measureCopyBandwidth } from './copy-bandwidth';
-import { measureWgslReadBandwidth } from './device/read-bandwidth';
+import { benchReadProbe, probeBytesFor } from './device/read-bandwidth';
 
 export interface ModelShape {
   name: string;
@@ -32,12 +32,11 @@ export async function benchEngine(
 ): Promise<Record<string, number | string>> {
   const log = opts.log ?? console.log;
   const secs = opts.seconds ?? 2;
-  const probeBytes = Math.min(1 << 30, gpu.device.limits.maxStorageBufferBindingSize, gpu.device.limits.maxBufferSize) & ~15;
+  const probeBytes = probeBytesFor(gpu.device);
   const copy = await measureCopyBandwidth(gpu.device, probeBytes);
   // Dawn's copyBufferToBuffer is far below what a kernel can read on some drivers (a fifth on the H200),
   // so the weight-read rate is also put against a plain WGSL read of the same memory.
-  // The probe's best over grid sizes and unrolls (one variant alone under-read by half on the H200, run 1).
-  const read = await measureWgslReadBandwidth(gpu.device, { bytes: probeBytes, workgroupCounts: [2112, 8448, 16896], unrolls: [4, 8] });
+  const read = await benchReadProbe(gpu.device, probeBytes);
   const results: Record<string, number | string> = {
     adapter: gpu.adapterName,
     kernelPath: gpu.kernelPath,

@@ -21,7 +21,7 @@
 // next token predicted (N windows spread evenly over the split when --heldout-windows limits them).
 
 import { timeSteps, warmUp } from './warm-up';
-import { measureWgslReadBandwidth } from './device/read-bandwidth';
+import { benchReadProbe } from './device/read-bandwidth';
 import * as fs from 'fs';
 import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
@@ -137,8 +137,7 @@ export async function benchPrecision(gpu: GpuContext, onGpu: boolean, seconds: n
   // The read probe of this run (GPU only): what the bytes a format saves are worth inside a step at most.
   let readGBps = 0;
   if (onGpu) {
-    const bytes = Math.min(1 << 30, gpu.device.limits.maxStorageBufferBindingSize, gpu.device.limits.maxBufferSize) & ~15;
-    readGBps = (await measureWgslReadBandwidth(gpu.device, { bytes, workgroupCounts: [2112, 8448, 16896], unrolls: [4, 8] })).best.gbPerS;
+    readGBps = (await benchReadProbe(gpu.device)).best.gbPerS;
     results.wgslReadGBps = +readGBps.toFixed(1);
     log(`WGSL read probe: ${readGBps.toFixed(1)} GB/s`);
   }

@@ -201,3 +201,16 @@ async function sumPartials(device: GPUDevice, partials: GPUBuffer, readback: GPU
 function isPowerOfTwo(n: number): boolean {
   return Number.isInteger(n) && n > 0 && (n & (n - 1)) === 0;
 }
+
+/** Bytes the benchmarks probe with: 1 GiB, or the most the device binds and allocates, in whole 16-byte units. */
+export function probeBytesFor(device: GPUDevice): number {
+  return Math.min(DEFAULT_BYTES, device.limits.maxStorageBufferBindingSize, device.limits.maxBufferSize) & ~15;
+}
+
+/**
+ * The read probe the engine and precision sections put a step's weight reads against: the best over grid sizes and
+ * unrolls (one variant alone under-read by half on the H200, run 1), over `bytes` (probeBytesFor).
+ */
+export function benchReadProbe(device: GPUDevice, bytes = probeBytesFor(device)): Promise<ReadProbeResult> {
+  return measureWgslReadBandwidth(device, { bytes, workgroupCounts: [2112, 8448, 16896], unrolls: [4, 8] });
+}
