@@ -14,6 +14,7 @@ import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, State
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
 import { BindGroupCache } from './bind-group-cache';
+import { EncodedAhead, encodeAll, encodeStretches } from './encoded-ahead';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from '../rwkv7/top-logits';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
@@ -112,6 +113,8 @@ export abstract class SlotRuntime implements InferenceBackend {
   private readonly matUniforms = new Map<string, { buffer: GPUBuffer; virtualRows: number }>();
   private readonly groups: BindGroupCache;
   private readonly recorded = new Map<string, Op[]>();
+  /** The next call's commands, encoded while this one waits for its read-back (encoded-ahead.ts). */
+  readonly ahead = new EncodedAhead<Op[]>();
   private staging: GPUBuffer | null = null;
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
@@ -276,7 +279,8 @@ export abstract class SlotRuntime implements InferenceBackend {
 
   // ---- the forward pass ---------------------------------------------------------------------------------
 
-  private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass): GPUCommandEncoder {
+  /** The recorded commands of a sub-pass: they depend only on its shape, so they are recorded once per shape. */
+  private opsFor(sp: SubPass): Op[] {
     const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile}`;
     let ops = this.recorded.get(key);
     if (!ops) {
@@ -284,23 +288,19 @@ export abstract class SlotRuntime implements InferenceBackend {
       if (this.recorded.size >= 64) this.recorded.delete(this.recorded.keys().next().value!);
       this.recorded.set(key, ops);
     }
-    let pass = enc.beginComputePass();
-    let pipeline: GPUComputePipeline | null = null;
-    for (const op of ops) {
-      if (op === 'submit') {
-        pass.end();
-        this.device.queue.submit([enc.finish()]);
-        enc = this.device.createCommandEncoder();
-        pass = enc.beginComputePass();
-        pipeline = null;
-        continue;
-      }
-      if (op.pipeline !== pipeline) pass.setPipeline((pipeline = op.pipeline));
-      pass.setBindGroup(0, op.group);
-      pass.dispatchWorkgroups(op.x, op.y);
-    }
-    pass.end();
-    return enc;
+    return ops;
+  }
+
+  /**
+   * Submits every stretch of `ops` but the last (encoded ahead during the call before when it ran the same ops,
+   * encoded-ahead.ts) and returns the last, to be submitted with the call's own copies.
+   */
+  private submitAllButLast(ops: Op[]): GPUCommandBuffer {
+    const q = this.device.queue;
+    const ahead = this.ahead.take(ops);
+    if (!ahead) return encodeStretches(this.device, ops, (cb) => q.submit([cb]));
+    for (let i = 0; i < ahead.length - 1; i++) q.submit([ahead[i]]);
+    return ahead[ahead.length - 1];
   }
 
   private record(T: number, J: number, R: number): Op[] {
@@ -436,6 +436,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     });
     const topBytes = tops > 0 ? this.top.bytes(tops) : 0;
     const staging = fullBytes + topBytes > 0 ? this.stagingBuffer(fullBytes + topBytes) : null;
+    let lastOps: Op[] | null = null;
     passes.forEach((sp, spi) => {
       const ids = new Uint32Array(sp.tokens);
       const tok = new Uint32Array(sp.tokens);
@@ -472,20 +473,25 @@ export abstract class SlotRuntime implements InferenceBackend {
       q.writeBuffer(this.buf.tok, 0, tok);
       q.writeBuffer(this.buf.jobs, 0, jobBuf);
       q.writeBuffer(this.buf.rows, 0, rows);
-      const enc = this.encodeSubPass(device.createCommandEncoder(), sp);
+      const before = this.submitAllButLast((lastOps = this.opsFor(sp)));
+      const enc = device.createCommandEncoder();
       for (const [from, to, count] of copies) {
         enc.copyBufferToBuffer(this.buf.logits, from * rowBytes, staging!, to * rowBytes, count * rowBytes);
       }
       if (topRows.length) this.top.encode(enc, topRows);
       if (spi === passes.length - 1 && tops > 0) this.top.copyOut(enc, staging!, fullBytes, tops);
-      q.submit([enc.finish()]);
+      q.submit([before, enc.finish()]);
     });
+    const done = staging ? staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes) : device.queue.onSubmittedWorkDone();
+    // While the GPU runs, the next call's commands (when the call before ran the same ones: a steady loop).
+    const ops = passes.length === 1 ? lastOps : null;
+    if (ops) this.ahead.afterCall(ops, () => encodeAll(device, ops));
+    else this.ahead.clear();
+    await done;
     if (!staging) {
-      await device.queue.onSubmittedWorkDone();
       this.checkAlive();
       return jobs.map(() => null);
     }
-    await staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes);
     try {
       this.checkAlive();
       const all = new Float32Array(totalRows * V);
@@ -583,6 +589,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     this.kernels.clear();
     this.groups.clear();
     this.recorded.clear();
+    this.ahead.clear();
     this.matUniforms.clear();
     if (this.ownsDevice) releaseGpu(this.gpu);
   }

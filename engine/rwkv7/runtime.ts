@@ -14,6 +14,7 @@ import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, State
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
 import { BindGroupCache } from '../gpu/bind-group-cache';
+import { EncodedAhead, encodeAll, encodeStretches } from '../gpu/encoded-ahead';
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
@@ -210,6 +211,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   private readonly matUniforms = new Map<string, { buffer: GPUBuffer; virtualRows: number }>();
   private readonly groups: BindGroupCache;
   private readonly recorded = new Map<string, Op[]>();
+  /** The next call's commands, encoded while this one waits for its read-back (encoded-ahead.ts). */
+  readonly ahead = new EncodedAhead<Op[]>();
   private staging: GPUBuffer | null = null;
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
@@ -562,10 +565,10 @@ export class Rwkv7Runtime implements InferenceBackend {
   // ---- the forward pass ---------------------------------------------------------------------------------
 
   /**
-   * Encodes one sub-pass. Its commands depend only on the batch shape (tokens, jobs, output rows), so
-   * they are recorded once per shape and replayed: per-step encoding is then a bare loop of native calls.
+   * The recorded commands of a sub-pass. They depend only on the batch shape (tokens, jobs, output rows), so they
+   * are recorded once per shape and replayed: per-step encoding is then a bare loop of native calls.
    */
-  private encodeSubPass(enc: GPUCommandEncoder, sp: SubPass): GPUCommandEncoder {
+  private opsFor(sp: SubPass): Op[] {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
@@ -576,11 +579,31 @@ export class Rwkv7Runtime implements InferenceBackend {
       if (this.recorded.size >= 64) this.recorded.delete(this.recorded.keys().next().value!);
       this.recorded.set(key, ops);
     }
-    if (this.profiler) return this.encodeProfiled(enc, ops, this.profiler);
-    const span = this.stepSpan;
-    // Spanned (benchmarks): the first pass writes the begin timestamp, an empty pass at the end the end one, and the
-    // dispatches the span leaves out are skipped; early submits stay where they are.
-    const stamps = span?.nextPass();
+    return ops;
+  }
+
+  /**
+   * Sends a sub-pass's commands to the GPU: every stretch but the last is submitted here (taken from those encoded
+   * ahead during the previous call when it ran the same ops, encoded-ahead.ts), the last is returned in `before`, to
+   * be submitted with `enc`, which the caller fills with the call's own copies.
+   */
+  private encodeSubPass(ops: Op[]): { before: GPUCommandBuffer | null; enc: GPUCommandEncoder } {
+    const enc = this.device.createCommandEncoder();
+    if (this.profiler) return { before: null, enc: this.encodeProfiled(enc, ops, this.profiler) };
+    if (this.stepSpan) return { before: null, enc: this.encodeSpanned(enc, ops, this.stepSpan) };
+    const q = this.device.queue;
+    const ahead = this.ahead.take(ops);
+    if (!ahead) return { before: encodeStretches(this.device, ops, (cb) => q.submit([cb])), enc };
+    for (let i = 0; i < ahead.length - 1; i++) q.submit([ahead[i]]);
+    return { before: ahead[ahead.length - 1], enc };
+  }
+
+  /**
+   * Spanned (benchmarks): the first pass writes the begin timestamp, an empty pass at the end the end one, and the
+   * dispatches the span leaves out are skipped; early submits stay where they are.
+   */
+  private encodeSpanned(enc: GPUCommandEncoder, ops: Op[], span: StepSpan): GPUCommandEncoder {
+    const stamps = span.nextPass();
     let pass = enc.beginComputePass(stamps ? { timestampWrites: { querySet: stamps.querySet, beginningOfPassWriteIndex: stamps.beginningOfPassWriteIndex } } : {});
     let pipeline: GPUComputePipeline | null = null;
     for (const op of ops) {
@@ -592,7 +615,7 @@ export class Rwkv7Runtime implements InferenceBackend {
         pipeline = null;
         continue;
       }
-      if (span && !span.keeps(op.label)) continue;
+      if (!span.keeps(op.label)) continue;
       if (op.pipeline !== pipeline) pass.setPipeline((pipeline = op.pipeline));
       pass.setBindGroup(0, op.group);
       pass.dispatchWorkgroups(op.x, op.y, op.z);
@@ -1021,6 +1044,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     });
     const topBytes = tops > 0 ? this.top.bytes(tops) : 0;
     const staging = fullBytes + topBytes > 0 ? this.stagingBuffer(fullBytes + topBytes) : null;
+    let lastOps: Op[] | null = null;
     passes.forEach((sp, spi) => {
       const ids = new Uint32Array(sp.tokens);
       const tok = new Uint32Array(sp.tokens);
@@ -1058,23 +1082,25 @@ export class Rwkv7Runtime implements InferenceBackend {
       q.writeBuffer(this.buf.tok, 0, tok);
       q.writeBuffer(this.buf.jobs, 0, jobBuf);
       q.writeBuffer(this.buf.rows, 0, rows);
-      const enc = this.encodeSubPass(device.createCommandEncoder(), sp);
+      const ops = (lastOps = this.opsFor(sp));
+      const { before, enc } = this.encodeSubPass(ops);
       for (const [from, to, count] of copies) {
         enc.copyBufferToBuffer(this.buf.logits, from * rowBytes, staging!, to * rowBytes, count * rowBytes);
       }
       if (topRows.length) this.top.encode(enc, topRows);
       if (spi === passes.length - 1 && tops > 0) this.top.copyOut(enc, staging!, fullBytes, tops);
-      q.submit([enc.finish()]);
+      q.submit(before ? [before, enc.finish()] : [enc.finish()]);
     });
     if (times) times.submitted = performance.now();
+    // Nothing to map: the commands are done.
+    const done = staging ? staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes) : device.queue.onSubmittedWorkDone();
+    this.encodeNextAhead(passes.length === 1 ? lastOps : null);
+    await done;
+    if (times) times.mapped = performance.now();
     if (!staging) {
-      await device.queue.onSubmittedWorkDone();
-      if (times) times.mapped = performance.now(); // nothing to map: the commands are done
       this.checkAlive();
       return jobs.map(() => null);
     }
-    await staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes);
-    if (times) times.mapped = performance.now();
     try {
       // An uncaptured error raised by this call's commands means its results are garbage.
       this.checkAlive();
@@ -1091,6 +1117,15 @@ export class Rwkv7Runtime implements InferenceBackend {
     } finally {
       staging.unmap();
     }
+  }
+
+  /**
+   * While the GPU runs a call of one sub-pass, its commands encoded again for the next call (when the one before ran
+   * them too). Not while profiling or spanning: those encode differently.
+   */
+  private encodeNextAhead(ops: Op[] | null) {
+    if (!ops || this.profiler || this.stepSpan) return this.ahead.clear();
+    this.ahead.afterCall(ops, () => encodeAll(this.device, ops));
   }
 
   private stagingBuffer(bytes: number): GPUBuffer {
@@ -1307,6 +1342,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.kernels.clear();
     this.groups.clear();
     this.recorded.clear();
+    this.ahead.clear();
     this.matUniforms.clear();
     if (this.ownsDevice) releaseGpu(this.gpu);
   }
