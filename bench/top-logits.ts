@@ -1,4 +1,4 @@
-// The GPU top-logits reduction (output 'top') alone: time per call for 8 and 64 rows of 65536 logits,
+// The GPU top-logits reduction (output 'top') alone: time per call for 1, 8 and 64 rows of 65536 logits,
 // against a round trip that only copies the results back, for 1 and 8 histogram copies in the kernel.
 // Rows are model-like logits (normal, spread 3) so most values share a few exponents, the hard case for
 // the radix histogram.
@@ -53,7 +53,7 @@ export async function benchTopLogits(gpu: GpuContext, opts: { vocab: number; sec
   for (const copies of [1, 8]) {
     const reducer = new TopLogitsReducer(device, V, maxRows, logits, copies);
     const staging = device.createBuffer({ size: reducer.bytes(maxRows), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    for (const rows of [8, 64]) {
+    for (const rows of [1, 8, 64]) {
       const call = (reduce: boolean) => async () => {
         const enc = device.createCommandEncoder();
         if (reduce) reducer.encode(enc, Array.from({ length: rows }, (_, i) => ({ logitsRow: i, adjust: undefined, out: i })));

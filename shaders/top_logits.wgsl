@@ -25,10 +25,10 @@ const WG: u32 = 256u;
 const V: u32 = {{V}}u;
 const CAP: u32 = {{CAP}}u;
 const STRIDE: u32 = 4u + 2u * CAP;
-// Copies of the histogram, each fed by a share of the invocations: logits crowd into few digits (the top
-// digit is sign and exponent), and one copy would serialize nearly every increment on a handful of counters.
+// Copies of the histogram, copy c fed by invocations lid % COPIES = c, laid out bin-major (bin·COPIES + c): logits
+// crowd into few digits (the top digit is sign and exponent), so the invocations of a subgroup mostly add to the same
+// bin; in this layout those adds go to COPIES different words in COPIES different banks.
 const COPIES: u32 = {{COPIES}}u;
-
 var<workgroup> hist: array<atomic<u32>, 256 * COPIES>;
 var<workgroup> merged: array<u32, 256>;
 var<workgroup> red_m: array<f32, WG>;
@@ -50,7 +50,22 @@ fn sort_key(x: f32) -> u32 {
 }
 
 fn clear_hist(lid: u32) {
-  for (var c = 0u; c < COPIES; c++) { atomicStore(&hist[c * 256u + lid], 0u); }
+  for (var c = 0u; c < COPIES; c++) { atomicStore(&hist[lid * COPIES + c], 0u); }
+}
+
+// Each invocation reads its entries U at a time, every load issued before the first is used: one workgroup reads a
+// whole row, and with one load in flight per invocation it waited on memory for most of ~0.5 ms a call (H200). The
+// entries an invocation visits, and their order, are the same as one at a time (i = lid, lid + WG, ...).
+const U: u32 = 8u;
+
+// The row's entries i0, i0 + WG, ..., i0 + (U-1)·WG; -inf past its end (key 0: never a candidate, no probability).
+fn load_u(base: u32, i0: u32) -> array<f32, U> {
+  var xs: array<f32, U>;
+  for (var u = 0u; u < U; u++) {
+    let i = i0 + u * WG;
+    xs[u] = select(bitcast<f32>(NEG_INF_BITS), logits[base + min(i, V - 1u)], i < V);
+  }
+  return xs;
 }
 
 // Merge two (max, sum of exp(x - max)) pairs.
@@ -89,18 +104,21 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   workgroupBarrier();
 
   // Online max and normalizer, and the histogram of the keys' top digit.
-  let copy = (lid % COPIES) * 256u;
+  let copy = lid % COPIES;
   var ms = vec2f(0.0, 0.0);
   var count = 0u;
-  for (var i = lid; i < V; i += WG) {
-    let x = logits[base + i];
-    let k = sort_key(x);
-    if (k == 0u) { continue; }
-    count += 1u;
-    atomicAdd(&hist[copy + (k >> 24u)], 1u);
-    if (ms.y == 0.0) { ms = vec2f(x, 1.0); }
-    else if (x > ms.x) { ms = vec2f(x, ms.y * exp(ms.x - x) + 1.0); }
-    else { ms.y += exp(x - ms.x); }
+  for (var i0 = lid; i0 < V; i0 += U * WG) {
+    let xs = load_u(base, i0);
+    for (var u = 0u; u < U; u++) {
+      let x = xs[u];
+      let k = sort_key(x);
+      if (k == 0u) { continue; }
+      count += 1u;
+      atomicAdd(&hist[(k >> 24u) * COPIES + copy], 1u);
+      if (ms.y == 0.0) { ms = vec2f(x, 1.0); }
+      else if (x > ms.x) { ms = vec2f(x, ms.y * exp(ms.x - x) + 1.0); }
+      else { ms.y += exp(x - ms.x); }
+    }
   }
   atomicAdd(&n_valid, count);
   red_m[lid] = ms.x;
@@ -127,14 +145,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
         clear_hist(lid);
         workgroupBarrier();
         let high = st.x >> (shift + 8u);
-        for (var i = lid; i < V; i += WG) {
-          let k = sort_key(logits[base + i]);
-          if (k != 0u && (k >> (shift + 8u)) == high) { atomicAdd(&hist[copy + ((k >> shift) & 255u)], 1u); }
+        for (var i0 = lid; i0 < V; i0 += U * WG) {
+          let xs = load_u(base, i0);
+          for (var u = 0u; u < U; u++) {
+            let k = sort_key(xs[u]);
+            if (k != 0u && (k >> (shift + 8u)) == high) { atomicAdd(&hist[((k >> shift) & 255u) * COPIES + copy], 1u); }
+          }
         }
         workgroupBarrier();
       }
       var total = 0u;
-      for (var c = 0u; c < COPIES; c++) { total += atomicLoad(&hist[c * 256u + lid]); }
+      for (var c = 0u; c < COPIES; c++) { total += atomicLoad(&hist[lid * COPIES + c]); }
       merged[lid] = total;
       workgroupBarrier();
       if (lid == 0u) {
@@ -155,15 +176,17 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
 
   // st.x is now the key of the CAP-th largest value: take every key above it and st.y of those equal to it.
   let out0 = job.out * STRIDE;
-  for (var i = lid; i < V; i += WG) {
-    let x = logits[base + i];
-    let k = sort_key(x);
-    var take = k > st.x;
-    if (!take && k == st.x && st.y > 0u) { take = atomicAdd(&n_tie, 1u) < st.y; }
-    if (take) {
-      let j = atomicAdd(&n_out, 1u);
-      cand_k[j] = k;
-      cand_r[j] = i;
+  for (var i0 = lid; i0 < V; i0 += U * WG) {
+    let xs = load_u(base, i0);
+    for (var u = 0u; u < U; u++) {
+      let k = sort_key(xs[u]);
+      var take = k > st.x;
+      if (!take && k == st.x && st.y > 0u) { take = atomicAdd(&n_tie, 1u) < st.y; }
+      if (take) {
+        let j = atomicAdd(&n_out, 1u);
+        cand_k[j] = k;
+        cand_r[j] = i0 + u * WG;
+      }
     }
   }
   workgroupBarrier();

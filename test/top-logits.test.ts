@@ -10,7 +10,7 @@ import { createBackend, type Backend } from '../engine/backend';
 import { RwkvEngine } from '../engine/engine';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { createBuffer } from '../engine/gpu/kernel';
-import { TOP_CAPACITY, TopLogitsReducer } from '../engine/rwkv7/top-logits';
+import { TOP_CAPACITY, topHistogramCopies, TopLogitsReducer } from '../engine/rwkv7/top-logits';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { Candidates } from '../engine/samplers/probability';
 import { pickNucleus } from '../engine/samplers/nucleus';
@@ -104,12 +104,12 @@ describe("output 'top': logits reduced on the GPU", function () {
   });
 
   /** Reduce synthetic rows with the production kernel and parse them as the runtime does. */
-  async function reduce(rows: Float32Array[], adjusts: (LogitAdjust | undefined)[]): Promise<TopLogits[]> {
+  async function reduce(rows: Float32Array[], adjusts: (LogitAdjust | undefined)[], copies?: number): Promise<TopLogits[]> {
     const V = rows[0].length;
     const { device } = gpu;
     const logits = createBuffer(device, 'test-logits', rows.length * V * 4, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
     rows.forEach((r, i) => device.queue.writeBuffer(logits, i * V * 4, r));
-    const reducer = new TopLogitsReducer(device, V, rows.length, logits);
+    const reducer = new TopLogitsReducer(device, V, rows.length, logits, copies);
     adjusts.forEach((a, i) => reducer.check(a, i));
     const bytes = reducer.bytes(rows.length);
     const staging = device.createBuffer({ size: bytes, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
@@ -152,7 +152,14 @@ describe("output 'top': logits reduced on the GPU", function () {
     }
   }
 
-  it('finds the largest entries and the normalizer on rows built to stress the radix select', async () => {
+  it('keeps 8 histogram copies where workgroup memory holds them, the most that fit elsewhere', () => {
+    assert.strictEqual(topHistogramCopies(49152), 8); // the H200's limit
+    assert.strictEqual(topHistogramCopies(10000), 4);
+    assert.strictEqual(topHistogramCopies(16384), 8); // WebGPU's default
+    assert.strictEqual(topHistogramCopies(6000), 1);
+  });
+
+  for (const copies of [undefined, 1, 3]) it(`finds the largest entries and the normalizer on rows built to stress the radix select (${copies ?? 'default'} histogram copies)`, async () => {
     const V = 65536;
     const rnd = seeded(7);
     const rows: Float32Array[] = [];
@@ -188,7 +195,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     adjusts[7] = { rows: new Int32Array(0), deltas: new Float32Array(0), allowed: bits((i) => i % 1601 === 0) };
     rows.push(Float32Array.from({ length: V }, () => rnd()));
     adjusts[8] = { rows: Int32Array.of(5), deltas: Float32Array.of(1), allowed: bits(() => false) };
-    const got = await reduce(rows, adjusts);
+    const got = await reduce(rows, adjusts, copies);
     got.forEach((g, i) => assertMatches(g, rows[i], adjusts[i], `row ${i}`));
   });
 

@@ -30,6 +30,19 @@ export interface TopRow {
   out: number;
 }
 
+/** Workgroup bytes of the kernel besides its histograms: merged counts, the two reductions, the candidates. */
+const TOP_WORKGROUP_BYTES = 256 * 4 + 2 * 256 * 4 + 2 * TOP_CAPACITY * 4 + 64;
+
+/**
+ * Histogram copies the kernel keeps (1 KiB each): 8 where the device's workgroup memory holds them, else the most
+ * that fit. Kernel µs for 1/8/64 rows on the H200: one copy 215/276/278, 8 copies 233/234/249, 32 copies 260/254/302;
+ * lavapipe gains most from copies (the stress rows of test top-logits: 3.1 s with one, 0.4 s with 16).
+ */
+export function topHistogramCopies(maxWorkgroupBytes: number): number {
+  for (const copies of [8, 4, 2]) if (TOP_WORKGROUP_BYTES + copies * 1024 <= maxWorkgroupBytes) return copies;
+  return 1;
+}
+
 export class TopLogitsReducer {
   readonly capacity = TOP_CAPACITY;
   /** u32 words of one result. */
@@ -50,7 +63,7 @@ export class TopLogitsReducer {
     maxRows: number,
     private readonly logits: GPUBuffer,
     /** Histogram copies in the kernel (workgroup memory 1 KiB each); see shaders/top_logits.wgsl. */
-    histogramCopies = 8,
+    histogramCopies = topHistogramCopies(device.limits.maxComputeWorkgroupStorageSize),
   ) {
     this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY, COPIES: histogramCopies }, ['read', 'read', 'rw', 'rw', 'read']);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
