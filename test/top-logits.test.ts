@@ -10,7 +10,7 @@ import { createBackend, type Backend } from '../engine/backend';
 import { RwkvEngine } from '../engine/engine';
 import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { createBuffer } from '../engine/gpu/kernel';
-import { TOP_CAPACITY, topHistogramCopies, TopLogitsReducer } from '../engine/rwkv7/top-logits';
+import { TOP_CAPACITY, TOP_SLICE, TopLogitsReducer } from '../engine/rwkv7/top-logits';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import { Candidates } from '../engine/samplers/probability';
 import { pickNucleus } from '../engine/samplers/nucleus';
@@ -152,14 +152,7 @@ describe("output 'top': logits reduced on the GPU", function () {
     }
   }
 
-  it('keeps 8 histogram copies where workgroup memory holds them, the most that fit elsewhere', () => {
-    assert.strictEqual(topHistogramCopies(49152), 8); // the H200's limit
-    assert.strictEqual(topHistogramCopies(10000), 4);
-    assert.strictEqual(topHistogramCopies(16384), 8); // WebGPU's default
-    assert.strictEqual(topHistogramCopies(6000), 1);
-  });
-
-  for (const copies of [undefined, 1, 3]) it(`finds the largest entries and the normalizer on rows built to stress the radix select (${copies ?? 'default'} histogram copies)`, async () => {
+  for (const copies of [undefined, 3, 8]) it(`finds the largest entries and the normalizer on rows built to stress the radix select (${copies ?? 'default'} histogram copies)`, async () => {
     const V = 65536;
     const rnd = seeded(7);
     const rows: Float32Array[] = [];
@@ -196,6 +189,36 @@ describe("output 'top': logits reduced on the GPU", function () {
     rows.push(Float32Array.from({ length: V }, () => rnd()));
     adjusts[8] = { rows: Int32Array.of(5), deltas: Float32Array.of(1), allowed: bits(() => false) };
     const got = await reduce(rows, adjusts, copies);
+    got.forEach((g, i) => assertMatches(g, rows[i], adjusts[i], `row ${i}`));
+  });
+
+  it('cuts rows into slices of TOP_SLICE (a short last one), and adjusts, masks and selects across their edges', async () => {
+    const V = 3 * TOP_SLICE + 77;
+    const rnd = seeded(11);
+    const edges = [0, TOP_SLICE - 1, TOP_SLICE, 2 * TOP_SLICE - 1, 2 * TOP_SLICE, 3 * TOP_SLICE - 1, 3 * TOP_SLICE, V - 1];
+    const rows: Float32Array[] = [];
+    const adjusts: (LogitAdjust | undefined)[] = [];
+    // 0: rising values: the CAP largest all in the last two slices, the short one whole.
+    rows.push(Float32Array.from({ length: V }, (_, i) => i / 100));
+    adjusts.push(undefined);
+    // 1: normal values, the slices' edge rows lifted to the top or sunk.
+    rows.push(Float32Array.from({ length: V }, () => (rnd() - 0.5) * 8));
+    adjusts.push({ rows: Int32Array.from(edges), deltas: Float32Array.from(edges, (_, k) => (k % 2 ? 50 : -Infinity)) });
+    // 2: a mask allowing 200 rows spread over every slice (fewer than the capacity), one of them adjusted.
+    const allowed = new Uint32Array(Math.ceil(V / 32));
+    for (let k = 0; k < 200; k++) {
+      const r = (k * 61 + 5) % V;
+      allowed[r >>> 5] |= 1 << (r & 31);
+    }
+    rows.push(Float32Array.from({ length: V }, () => rnd()));
+    adjusts.push({ rows: Int32Array.of(5), deltas: Float32Array.of(3), allowed });
+    // 3: every value tied but one per slice: the cut inside the ties of all slices at once.
+    rows.push(Float32Array.from({ length: V }, (_, i) => (i % TOP_SLICE === 7 ? 2 : 1)));
+    adjusts.push(undefined);
+    const reducer = new TopLogitsReducer(gpu.device, V, 1, createBuffer(gpu.device, 'x', 4 * V, GPUBufferUsage.STORAGE));
+    assert.strictEqual(reducer.slices, 4);
+    reducer.dispose();
+    const got = await reduce(rows, adjusts);
     got.forEach((g, i) => assertMatches(g, rows[i], adjusts[i], `row ${i}`));
   });
 

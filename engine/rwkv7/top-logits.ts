@@ -2,7 +2,7 @@
 // softmax normalizer, so a decode step reads back a few KiB per request instead of the vocabulary and the
 // CPU samples from a few hundred candidates instead of 65536 rows.
 
-import { bindGroup, createBuffer, type Kernel, makeKernel } from '../gpu/kernel';
+import { bindGroup, type BindingKind, createBuffer, type Kernel, makeKernel } from '../gpu/kernel';
 import type { LogitAdjust, TopLogits } from '../types';
 
 /** Entries a 'top' result holds: enough for ai00's default top_k (128) and any top_k up to it. */
@@ -30,24 +30,22 @@ export interface TopRow {
   out: number;
 }
 
-/** Workgroup bytes of the kernel besides its histograms: merged counts, the two reductions, the candidates. */
-const TOP_WORKGROUP_BYTES = 256 * 4 + 2 * 256 * 4 + 2 * TOP_CAPACITY * 4 + 64;
-
 /**
- * Histogram copies the kernel keeps (1 KiB each): 8 where the device's workgroup memory holds them, else the most
- * that fit. Kernel µs for 1/8/64 rows on the H200: one copy 215/276/278, 8 copies 233/234/249, 32 copies 260/254/302;
- * lavapipe gains most from copies (the stress rows of test top-logits: 3.1 s with one, 0.4 s with 16).
+ * Logits a workgroup of the first pass reduces (shaders/top_logits.wgsl PHASE 1): a 65,536-row vocabulary is 16
+ * slices a row, each to its CAP largest, and the second pass takes the CAP largest of those 4,096.
  */
-export function topHistogramCopies(maxWorkgroupBytes: number): number {
-  for (const copies of [8, 4, 2]) if (TOP_WORKGROUP_BYTES + copies * 1024 <= maxWorkgroupBytes) return copies;
-  return 1;
-}
+export const TOP_SLICE = 4096;
 
 export class TopLogitsReducer {
   readonly capacity = TOP_CAPACITY;
   /** u32 words of one result. */
   readonly stride = 4 + 2 * TOP_CAPACITY;
+  /** Slices a row is cut into by the first pass. */
+  readonly slices: number;
+  private readonly sliceKernel: Kernel;
   private readonly kernel: Kernel;
+  /** Each (row, slice)'s candidates and sums, between the two passes. */
+  private readonly parts: GPUBuffer;
   private readonly jobs: GPUBuffer;
   private adjust: GPUBuffer;
   private readonly out: GPUBuffer;
@@ -62,11 +60,19 @@ export class TopLogitsReducer {
     private readonly V: number,
     maxRows: number,
     private readonly logits: GPUBuffer,
-    /** Histogram copies in the kernel (workgroup memory 1 KiB each); see shaders/top_logits.wgsl. */
-    histogramCopies = topHistogramCopies(device.limits.maxComputeWorkgroupStorageSize),
+    /**
+     * Histogram copies in the kernel (workgroup memory 1 KiB each; shaders/top_logits.wgsl). One: kernel µs for 1/8/64
+     * rows on the H200, 91/110/201 with one against 136/112/177 with 8 (bench/RESULTS.md "The top-logits reduction").
+     */
+    histogramCopies = 1,
   ) {
-    this.kernel = makeKernel(device, ['top_logits'], { V, CAP: TOP_CAPACITY, COPIES: histogramCopies }, ['read', 'read', 'rw', 'rw', 'read']);
+    const constants = { V, CAP: TOP_CAPACITY, COPIES: histogramCopies, SLICE: TOP_SLICE };
+    const bindings: BindingKind[] = ['read', 'read', 'rw', 'rw', 'read', 'rw'];
+    this.sliceKernel = makeKernel(device, ['top_logits'], { ...constants, PHASE: 1 }, bindings);
+    this.kernel = makeKernel(device, ['top_logits'], { ...constants, PHASE: 2 }, bindings);
+    this.slices = Math.ceil(V / TOP_SLICE);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+    this.parts = createBuffer(device, 'topParts', maxRows * this.slices * this.stride * 4, GPUBufferUsage.STORAGE);
     this.jobs = createBuffer(device, 'topJobs', maxRows * JOB_WORDS * 4, S);
     this.maskWords = Math.ceil(V / 32);
     this.masks = createBuffer(device, 'topMasks', maxRows * this.maskWords * 4, S);
@@ -128,10 +134,13 @@ export class TopLogitsReducer {
     }
     this.device.queue.writeBuffer(this.jobs, 0, jobWords);
     this.device.queue.writeBuffer(this.adjust, 0, adjWords);
-    this.group ??= bindGroup(this.device, this.kernel, [this.jobs, this.adjust, this.logits, this.out, this.masks]);
+    // One group serves both passes: their layouts are the same.
+    this.group ??= bindGroup(this.device, this.kernel, [this.jobs, this.adjust, this.logits, this.out, this.masks, this.parts]);
     const pass = enc.beginComputePass();
-    pass.setPipeline(this.kernel.pipeline);
     pass.setBindGroup(0, this.group);
+    pass.setPipeline(this.sliceKernel.pipeline);
+    pass.dispatchWorkgroups(this.slices, rows.length);
+    pass.setPipeline(this.kernel.pipeline);
     pass.dispatchWorkgroups(rows.length);
     pass.end();
   }
@@ -223,5 +232,6 @@ export class TopLogitsReducer {
     this.adjust.destroy();
     this.out.destroy();
     this.masks.destroy();
+    this.parts.destroy();
   }
 }
