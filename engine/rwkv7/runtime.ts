@@ -1092,7 +1092,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       q.submit(before ? [before, enc.finish()] : [enc.finish()]);
     });
     if (times) times.submitted = performance.now();
-    // Nothing to map: the commands are done.
+    // With nothing to read back, the call is done when its commands are.
     const done = staging ? staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes) : device.queue.onSubmittedWorkDone();
     this.encodeNextAhead(passes.length === 1 ? lastOps : null);
     await done;
