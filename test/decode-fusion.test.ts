@@ -3,7 +3,7 @@
 
 import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
-import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { gpuBackends } from './gpu-backends';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { VEC_LOADS } from '../engine/rwkv7/vec-loads';
@@ -22,19 +22,11 @@ function relL2(got: ArrayLike<number>, want: ArrayLike<number>): number {
 
 describe('RWKV-7 fused decode step', function () {
   this.timeout(300000);
-  let gpu: GpuContext;
-  const open: Backend[] = [];
-  before(async () => {
-    gpu = await acquireGpu();
-  });
-  afterEach(() => {
-    for (const be of open.splice(0)) be.dispose();
-  });
+  const fixture = gpuBackends();
 
   async function runtimeFor(opts: { nLayer: number; nEmbd: number; precision: Precision; variant?: 'v7' | 'v7a'; seed?: number }) {
     const ck = randomRwkv7Checkpoint({ nLayer: opts.nLayer, nEmbd: opts.nEmbd, vocabSize: 300, dtype: 'f32', seed: opts.seed ?? 5, variant: opts.variant });
-    const be = await createBackend({ model: ck, slots: 4, precision: opts.precision, gpu, device: 'gpu' });
-    open.push(be);
+    const be = fixture.open(await createBackend({ model: ck, slots: 4, precision: opts.precision, gpu: fixture.gpu, device: 'gpu' }));
     return be as unknown as Rwkv7Runtime & Backend;
   }
 
@@ -56,7 +48,6 @@ describe('RWKV-7 fused decode step', function () {
       assert.strictEqual(separate.length, 11 * nLayer + 3, separate.join(', '));
       assert.ok(fused.length <= 0.7 * separate.length, `${fused.length} against ${separate.length}`);
       rt.dispose();
-      open.pop();
     }
   });
 

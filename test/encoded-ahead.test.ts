@@ -5,12 +5,12 @@
 
 import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
-import { acquireGpu, type GpuContext } from '../engine/gpu/device';
 import { EncodedAhead } from '../engine/gpu/encoded-ahead';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import type { JobResult, SlotJob } from '../engine/types';
 import type { EncodedAhead as Holder } from '../engine/gpu/encoded-ahead';
+import { gpuBackends } from './gpu-backends';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 import * as path from 'path';
@@ -47,20 +47,12 @@ describe('commands encoded ahead', function () {
   });
 
   describe('on the GPU', () => {
-    let gpu: GpuContext;
-    const open: Backend[] = [];
-    before(async () => {
-      gpu = await acquireGpu();
-    });
-    afterEach(() => {
-      for (const be of open.splice(0)) be.dispose();
-    });
+    const fixture = gpuBackends();
 
     async function pair(variant: 'v7' | 'v7b') {
       const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, dtype: 'f32', seed: 11, variant });
       const make = async () => {
-        const be = await createBackend({ model: ck, slots: 4, precision: 'f16', gpu, device: 'gpu', maxContext: 256 });
-        open.push(be);
+        const be = fixture.open(await createBackend({ model: ck, slots: 4, precision: 'f16', gpu: fixture.gpu, device: 'gpu', maxContext: 256 }));
         return be as unknown as Rwkv7Runtime & Runtime;
       };
       return { ahead: await make(), plain: await make() };
@@ -121,8 +113,7 @@ describe('commands encoded ahead', function () {
         const model = path.join(GOLDEN, `${name}.pth`);
         requireGolden(this, model);
         const make = async () => {
-          const be = await createBackend({ model, slots: 4, precision: 'f32', gpu, device: 'gpu' });
-          open.push(be);
+          const be = fixture.open(await createBackend({ model, slots: 4, precision: 'f32', gpu: fixture.gpu, device: 'gpu' }));
           return be as unknown as Runtime;
         };
         const rts = { ahead: await make(), plain: await make() };

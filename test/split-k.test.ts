@@ -3,7 +3,7 @@
 
 import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
-import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { gpuBackends } from './gpu-backends';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { execFileSync } from 'child_process';
 import * as path from 'path';
@@ -76,14 +76,7 @@ describe('split-K products', function () {
   });
 
   describe('in the engine (f32 tiles on this device)', () => {
-    let gpu: GpuContext;
-    const open: Backend[] = [];
-    before(async () => {
-      gpu = await acquireGpu();
-    });
-    after(() => {
-      for (const be of open) be.dispose();
-    });
+    const fixture = gpuBackends('all');
 
     it('a 40-token chunk gives the same logits with K split as without, and the FFN value product is split', async () => {
       const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 128, vocabSize: 300, dtype: 'f32', seed: 21 });
@@ -95,12 +88,11 @@ describe('split-K products', function () {
         process.env.RWKV_MATMUL_SPLIT_K = splitK ? '1' : '0';
         let be: Backend;
         try {
-          be = await createBackend({ model: ck, slots: 1, precision: 'f32', gpu, device: 'gpu' });
+          be = fixture.open(await createBackend({ model: ck, slots: 1, precision: 'f32', gpu: fixture.gpu, device: 'gpu' }));
         } finally {
           if (before === undefined) delete process.env.RWKV_MATMUL_SPLIT_K;
           else process.env.RWKV_MATMUL_SPLIT_K = before;
         }
-        open.push(be);
         const rt = be as unknown as Rwkv7Runtime;
         assert.strictEqual(rt.splitK, splitK);
         const labels = rt.dispatchLabels(40, 1, 40);
