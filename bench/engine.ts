@@ -1,7 +1,8 @@
 // Engine throughput on random models of the official RWKV-7 shapes: decode tokens/s and step ms at batch 1, 8,
-// 32 and 64, prefill tokens/s with chunks of 128 and 512, the kernel path, and the weight bytes a batch-1 step
-// reads per second as a fraction of the WGSL read probe (a kernel reading a large buffer, the HBM ceiling a
-// kernel can reach) and of Dawn's buffer copy, both measured in the same run.
+// 32 and 64 (with full rows read back and with 'top', as generate() runs), prefill tokens/s with chunks of 128 and
+// 512, the kernel path, and the weight bytes a batch-1 step reads per second as a fraction of the WGSL read probe (a
+// kernel reading a large buffer, the HBM ceiling a kernel can reach) and of Dawn's buffer copy, both measured in the
+// same run.
 
 import { timeSteps, warmUp } from './warm-up';
 import { createBackend } from '../engine/backend';
@@ -64,6 +65,9 @@ export async function benchEngine(
     await warmUp(() => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
     const dec1 = await timeSteps(secs, 10, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'last' }]));
     const dec1Tps = dec1.reps / dec1.seconds;
+    // Batch 1 as generate() runs it: the row reduced on the GPU to its top candidates (the read-back a few KiB).
+    const dec1Top = await timeSteps(secs, 10, () => be.run([{ slot: 0, tokens: [tok(n++)], output: 'top' }]));
+    const dec1TopTps = dec1Top.reps / dec1Top.seconds;
     const jobs32 = () => Array.from({ length: 32 }, (_, s) => ({ slot: s, tokens: [tok(n++)], output: 'last' as const }));
     const dec32 = await timeSteps(secs, 5, () => be.run(jobs32()));
     const dec32Tps = (32 * dec32.reps) / dec32.seconds;
@@ -120,6 +124,7 @@ export async function benchEngine(
       [`${p}.stepMs.b64`]: stepMs(64, dec64),
       [`${p}.stepMs.prefill512`]: stepMs(512, pre512),
       [`${p}.decodeB1TokPerS`]: +dec1Tps.toFixed(1),
+      [`${p}.decodeB1TopTokPerS`]: +dec1TopTps.toFixed(1),
       [`${p}.decodeB32TokPerS`]: +dec32Tps.toFixed(1),
       [`${p}.decodeB32TopTokPerS`]: +dec32Top.toFixed(1),
       [`${p}.decodeB64TokPerS`]: +dec64.toFixed(1),
@@ -133,7 +138,7 @@ export async function benchEngine(
     });
     log(
       `${p}: load ${load.toFixed(1)}s, decode b1 ${dec1Tps.toFixed(1)} tok/s, ${stepMs(1, dec1Tps)} ms a step (${((stepBytes * dec1Tps) / 1e9).toFixed(0)} GB/s weights = ` +
-        `${(100 * readFrac).toFixed(1)}% of the WGSL read probe, ${(100 * bwFrac).toFixed(1)}% of copy), b8 ${dec8.toFixed(0)} tok/s (top ${dec8Top.toFixed(0)}), ` +
+        `${(100 * readFrac).toFixed(1)}% of the WGSL read probe, ${(100 * bwFrac).toFixed(1)}% of copy; top ${dec1TopTps.toFixed(1)} tok/s), b8 ${dec8.toFixed(0)} tok/s (top ${dec8Top.toFixed(0)}), ` +
         `b32 ${dec32Tps.toFixed(0)} tok/s (x${(dec32Tps / dec1Tps).toFixed(1)}), b64 ${dec64.toFixed(0)} tok/s (${stepMs(64, dec64)} ms), ` +
         `b32/b64 with full rows ${dec32Tps.toFixed(0)}/${dec64.toFixed(0)} vs top ${dec32Top.toFixed(0)}/${dec64Top.toFixed(0)} tok/s, ` +
         `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s (${stepMs(512, pre512)} ms); kernels: ${be.kernelPath}`,
