@@ -51,6 +51,18 @@ export class EncodedAhead<O extends object> {
   /** Calls that submitted buffers encoded ahead (tests, benchmarks). */
   hits = 0;
 
+  /**
+   * Submits every stretch of `ops` but the last — the buffers held for them, else encoded now, each submitted as soon
+   * as it is finished — and returns the last, for the caller to submit with the call's own commands after it.
+   */
+  submitAllButLast(device: GPUDevice, ops: O & readonly ReplayOp[]): GPUCommandBuffer {
+    const q = device.queue;
+    const held = this.take(ops);
+    if (!held) return encodeStretches(device, ops, (cb) => q.submit([cb]));
+    for (let i = 0; i < held.length - 1; i++) q.submit([held[i]]);
+    return held[held.length - 1];
+  }
+
   /** The buffers held for `ops`, handed out once; null when none are. Whatever else was held is dropped. */
   take(ops: O): GPUCommandBuffer[] | null {
     const held = this.held;

@@ -14,7 +14,7 @@ import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, State
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
 import { BindGroupCache } from './bind-group-cache';
-import { EncodedAhead, encodeAll, encodeStretches } from './encoded-ahead';
+import { EncodedAhead, encodeAll } from './encoded-ahead';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from '../rwkv7/top-logits';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
@@ -291,18 +291,6 @@ export abstract class SlotRuntime implements InferenceBackend {
     return ops;
   }
 
-  /**
-   * Submits every stretch of `ops` but the last (encoded ahead during the call before when it ran the same ops,
-   * encoded-ahead.ts) and returns the last, to be submitted with the call's own copies.
-   */
-  private submitAllButLast(ops: Op[]): GPUCommandBuffer {
-    const q = this.device.queue;
-    const ahead = this.ahead.take(ops);
-    if (!ahead) return encodeStretches(this.device, ops, (cb) => q.submit([cb]));
-    for (let i = 0; i < ahead.length - 1; i++) q.submit([ahead[i]]);
-    return ahead[ahead.length - 1];
-  }
-
   private record(T: number, J: number, R: number): Op[] {
     const { device, C, buf, common } = this;
     const pass = new Recorder();
@@ -473,7 +461,7 @@ export abstract class SlotRuntime implements InferenceBackend {
       q.writeBuffer(this.buf.tok, 0, tok);
       q.writeBuffer(this.buf.jobs, 0, jobBuf);
       q.writeBuffer(this.buf.rows, 0, rows);
-      const before = this.submitAllButLast((lastOps = this.opsFor(sp)));
+      const before = this.ahead.submitAllButLast(device, (lastOps = this.opsFor(sp)));
       const enc = device.createCommandEncoder();
       for (const [from, to, count] of copies) {
         enc.copyBufferToBuffer(this.buf.logits, from * rowBytes, staging!, to * rowBytes, count * rowBytes);

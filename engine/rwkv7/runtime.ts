@@ -14,7 +14,7 @@ import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, State
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
 import { BindGroupCache } from '../gpu/bind-group-cache';
-import { EncodedAhead, encodeAll, encodeStretches } from '../gpu/encoded-ahead';
+import { EncodedAhead, encodeAll } from '../gpu/encoded-ahead';
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
@@ -591,11 +591,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const enc = this.device.createCommandEncoder();
     if (this.profiler) return { before: null, enc: this.encodeProfiled(enc, ops, this.profiler) };
     if (this.stepSpan) return { before: null, enc: this.encodeSpanned(enc, ops, this.stepSpan) };
-    const q = this.device.queue;
-    const ahead = this.ahead.take(ops);
-    if (!ahead) return { before: encodeStretches(this.device, ops, (cb) => q.submit([cb])), enc };
-    for (let i = 0; i < ahead.length - 1; i++) q.submit([ahead[i]]);
-    return { before: ahead[ahead.length - 1], enc };
+    return { before: this.ahead.submitAllButLast(this.device, ops), enc };
   }
 
   /**
