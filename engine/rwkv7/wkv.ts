@@ -219,9 +219,14 @@ export function wkvMidTokens(heads: number | undefined): number {
   return heads <= 16 ? 128 : 256;
 }
 
+/** wkvMidTokens for a device description: its layer's heads, else its batch limits' heads. */
+function midTokensOf(d: WkvDevice): number {
+  return wkvMidTokens(d.heads ?? d.batch?.heads);
+}
+
 function tierOf(longestJob: number, d: WkvDevice): WkvTier {
   if (longestJob >= WKV_CHUNK_TOKENS) return 'long';
-  if (longestJob >= wkvMidTokens(d.heads ?? d.batch?.heads)) return 'mid';
+  if (longestJob >= midTokensOf(d)) return 'mid';
   return longestJob >= WKV_PREFILL_TOKENS ? 'prefill' : 'decode';
 }
 
@@ -290,7 +295,7 @@ export function describeWkv(d: WkvDevice, forced: WkvVariant | null): string {
   if (forced) return `WKV ${wkvVariantName(forced)}`;
   const decode = wkvVariantName(chooseWkv(1, d));
   const prefill = wkvVariantName(chooseWkv(WKV_PREFILL_TOKENS, d));
-  const midFrom = wkvMidTokens(d.heads ?? d.batch?.heads);
+  const midFrom = midTokensOf(d);
   const mid = Number.isFinite(midFrom) ? wkvVariantName(chooseWkv(midFrom, d)) : prefill;
   const long = wkvVariantName(chooseWkv(WKV_CHUNK_TOKENS, d));
   const parts = [decode];
