@@ -20,8 +20,8 @@ function orderedBits(bits: number): number {
 }
 
 /** u32 words of one job (shaders/top_logits.wgsl TopJob), and its "no mask" marker. */
-const JOB_WORDS = 5;
-const NO_MASK = 0xffffffff;
+export const JOB_WORDS = 5;
+export const NO_MASK = 0xffffffff;
 
 /** One row to reduce: where it is in the logits buffer, its adjustments, where its result goes. */
 export interface TopRow {
@@ -57,7 +57,7 @@ export class TopLogitsReducer {
 
   constructor(
     private readonly device: GPUDevice,
-    private readonly V: number,
+    readonly V: number,
     maxRows: number,
     private readonly logits: GPUBuffer,
     /**
@@ -105,6 +105,12 @@ export class TopLogitsReducer {
   /** Reduce `rows` of the logits buffer as it stands after the commands already in `enc`. */
   encode(enc: GPUCommandEncoder, rows: TopRow[]): void {
     if (rows.length === 0) return;
+    this.upload(rows);
+    this.dispatch(enc, rows.length);
+  }
+
+  /** Writes the jobs and adjustments of `rows` (queue writes: they land before the next submit). */
+  upload(rows: TopRow[]): void {
     const pairs = rows.reduce((n, r) => n + (r.adjust?.rows.length ?? 0), 0);
     const jobWords = new Uint32Array(rows.length * JOB_WORDS);
     const adjWords = new Uint32Array(Math.max(2, pairs * 2));
@@ -127,22 +133,47 @@ export class TopLogitsReducer {
       }
       at += n;
     });
+    this.uploadRaw(jobWords, adjWords);
+  }
+
+  /** Writes prepared jobs (JOB_WORDS each) and adjust pairs (row, delta f32 bits); unchecked. */
+  uploadRaw(jobWords: Uint32Array, adjWords: Uint32Array): void {
     if (adjWords.byteLength > this.adjust.size) {
       this.adjust.destroy();
-      this.adjust = createBuffer(this.device, 'topAdjust', adjWords.byteLength * 2, GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST);
+      const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
+      this.adjust = createBuffer(this.device, 'topAdjust', adjWords.byteLength * 2, usage);
       this.group = null;
     }
     this.device.queue.writeBuffer(this.jobs, 0, jobWords);
     this.device.queue.writeBuffer(this.adjust, 0, adjWords);
+  }
+
+  /** The two passes over the first `rowCount` jobs uploaded. */
+  dispatch(enc: GPUCommandEncoder, rowCount: number): void {
+    if (rowCount === 0) return;
     // One group serves both passes: their layouts are the same.
     this.group ??= bindGroup(this.device, this.kernel, [this.jobs, this.adjust, this.logits, this.out, this.masks, this.parts]);
     const pass = enc.beginComputePass();
     pass.setBindGroup(0, this.group);
     pass.setPipeline(this.sliceKernel.pipeline);
-    pass.dispatchWorkgroups(this.slices, rows.length);
+    pass.dispatchWorkgroups(this.slices, rowCount);
     pass.setPipeline(this.kernel.pipeline);
-    pass.dispatchWorkgroups(rows.length);
+    pass.dispatchWorkgroups(rowCount);
     pass.end();
+  }
+
+  /** Jobs (JOB_WORDS u32 each), adjust pairs and results: for kernels that read or update them on the GPU (TopDrawer). */
+  get jobsBuffer(): GPUBuffer {
+    return this.jobs;
+  }
+
+  /** Recreated when an upload outgrows it: read it again after each upload. */
+  get adjustBuffer(): GPUBuffer {
+    return this.adjust;
+  }
+
+  get outBuffer(): GPUBuffer {
+    return this.out;
   }
 
   bytes(results: number): number {
