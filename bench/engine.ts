@@ -5,7 +5,9 @@
 // same run.
 
 import { timeSteps, warmUp } from './warm-up';
-import { createBackend } from '../engine/backend';
+import { createBackend, type Backend } from '../engine/backend';
+import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
+import type { DrawJob } from '../engine/types';
 import type { GpuContext } from '../engine/gpu/device';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { measureCopyBandwidth } from './copy-bandwidth';
@@ -25,6 +27,25 @@ export const OFFICIAL_SHAPES: ModelShape[] = [
 
 /** A tiny shape for a smoke run on a CPU driver. */
 export const SMOKE_SHAPES: ModelShape[] = [{ name: 'tiny', nLayer: 2, nEmbd: 128 }];
+
+/** Steps a draw call (Scheduler drawSteps) the engine section measures. */
+export const DRAW_STEPS = [4, 8] as const;
+
+/** Tokens/s of `batch` slots decoding in draw calls of `steps` steps, the host keeping each slot's sampler in step. */
+async function drawTps(be: Backend, batch: number, steps: number, secs: number, tok: (i: number) => number, nextIndex: () => number): Promise<number> {
+  const V = be.info.vocabSize;
+  const samplers = Array.from({ length: batch }, (_, s) => new TokenSampler(resolveSamplerOptions({ seed: s + 1 }), V, (id) => id));
+  let next = samplers.map(() => tok(nextIndex()));
+  const r = await timeSteps(secs, 3, async () => {
+    const jobs: DrawJob[] = next.map((token, slot) => ({ slot, token, draw: samplers[slot].drawParams(be.topCapacity ?? 0)!, uniforms: samplers[slot].takeUniforms(steps) }));
+    const rows = await be.runDraws!(jobs, steps);
+    next = jobs.map((_, slot) => {
+      for (let s = 0; s < steps; s++) samplers[slot].recordDrawn(rows[s * batch + slot]);
+      return rows[(steps - 1) * batch + slot];
+    });
+  });
+  return (batch * steps * r.reps) / r.seconds;
+}
 
 export async function benchEngine(
   gpu: GpuContext,
@@ -82,6 +103,14 @@ export async function benchEngine(
     const dec32Top = await batchTps(32, 'top');
     const dec64 = await batchTps(64, 'last');
     const dec64Top = await batchTps(64, 'top');
+    // The same batches as the scheduler runs them with drawSteps: DRAW_STEPS steps a call, each token drawn on the
+    // GPU (ai00's default sampler: nucleus with presence / frequency penalties), the host's sampler told each draw.
+    const draws: Record<string, number> = {};
+    if (be.runDraws && (be.maxDrawSteps ?? 0) > 0) {
+      for (const steps of DRAW_STEPS) {
+        for (const batch of [1, 8, 32, 64]) draws[`${shape.name}.decodeB${batch}Draw${steps}TokPerS`] = +(await drawTps(be, batch, steps, secs, tok, () => n++)).toFixed(1);
+      }
+    }
     const prefill = async (chunk: number) => {
       const toks = Array.from({ length: chunk }, (_, i) => tok(i + n));
       const r = await timeSteps(secs, 3, () => be.run([{ slot: 1, tokens: toks, output: 'last' }]));
@@ -129,6 +158,7 @@ export async function benchEngine(
       [`${p}.decodeB32TopTokPerS`]: +dec32Top.toFixed(1),
       [`${p}.decodeB64TokPerS`]: +dec64.toFixed(1),
       [`${p}.decodeB64TopTokPerS`]: +dec64Top.toFixed(1),
+      ...draws,
       [`${p}.prefill128TokPerS`]: +pre128.toFixed(0),
       [`${p}.prefill512TokPerS`]: +pre512.toFixed(0),
       [`${p}.decodeB1WeightGBps`]: +((stepBytes * dec1Tps) / 1e9).toFixed(1),
@@ -143,6 +173,7 @@ export async function benchEngine(
         `b32/b64 with full rows ${dec32Tps.toFixed(0)}/${dec64.toFixed(0)} vs top ${dec32Top.toFixed(0)}/${dec64Top.toFixed(0)} tok/s, ` +
         `prefill c128 ${pre128.toFixed(0)} tok/s, c512 ${pre512.toFixed(0)} tok/s (${stepMs(512, pre512)} ms); kernels: ${be.kernelPath}`,
     );
+    if (Object.keys(draws).length) log(`${p} drawn on the GPU, tok/s: ${Object.entries(draws).map(([k, v]) => `${k.slice(p.length + 1)} ${v.toFixed(0)}`).join(', ')}`);
     be.dispose();
   }
   return results;

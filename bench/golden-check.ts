@@ -5,7 +5,10 @@
 
 import * as path from 'path';
 import { createBackend } from '../engine/backend';
-import { acquireGpu } from '../engine/gpu/device';
+import { acquireGpu, type GpuContext } from '../engine/gpu/device';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
+import type { DrawJob, TopLogits } from '../engine/types';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import { GOLDEN } from '../test/paths';
@@ -60,7 +63,47 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
     out[`${name}.${label}.stepwise`] = worstRelL2(steps, want, V);
     be.dispose();
   }
+  out['draws.mismatches'] = await drawCheck(gpu);
   return out;
+}
+
+/**
+ * Tokens drawn on the GPU (runDraws) against the host drawing from the same tops one call at a time, on a random f16
+ * model of the full World vocabulary: 8 slots, ai00's default sampler (penalties on) or greedy, 24 steps in calls of
+ * 8. Returns how many drawn tokens differ (0 expected: the draw is the host's, in f32).
+ */
+async function drawCheck(gpu: GpuContext): Promise<number> {
+  const ck = randomRwkv7Checkpoint({ nLayer: 2, nEmbd: 256, vocabSize: 65536, dtype: 'f16', seed: 3 });
+  const [host, dev] = [await createBackend({ model: ck, slots: 8, precision: 'f16', gpu }), await createBackend({ model: ck, slots: 8, precision: 'f16', gpu })];
+  const opts = (slot: number) => resolveSamplerOptions(slot % 4 === 0 ? { temperature: 0, presencePenalty: 1 } : { seed: slot + 1 });
+  const samplers = (V: number) => Array.from({ length: 8 }, (_, slot) => new TokenSampler(opts(slot), V, (id) => id));
+  const [hs, ds] = [samplers(65536), samplers(65536)];
+  let hostNext = hs.map((_, slot) => 1000 + slot);
+  let devNext = hostNext.slice();
+  let mismatches = 0;
+  for (let call = 0; call < 3; call++) {
+    const steps = 8;
+    const byHost: number[][] = [];
+    for (let s = 0; s < steps; s++) {
+      const tops = (await host.run(hostNext.map((t, slot) => ({ slot, tokens: [t], output: 'top' as const, adjust: hs[slot].adjustments() })))) as TopLogits[];
+      hostNext = tops.map((top, slot) => hs[slot].sampleTop(top));
+      byHost.push(hostNext);
+    }
+    const jobs: DrawJob[] = devNext.map((token, slot) => ({ slot, token, draw: ds[slot].drawParams(dev.topCapacity ?? 0)!, uniforms: ds[slot].takeUniforms(steps) }));
+    const rows = await dev.runDraws!(jobs, steps);
+    for (let s = 0; s < steps; s++)
+      for (let slot = 0; slot < 8; slot++) {
+        ds[slot].recordDrawn(rows[s * 8 + slot]);
+        if (rows[s * 8 + slot] !== byHost[s][slot]) mismatches++;
+      }
+    devNext = jobs.map((_, slot) => rows[(steps - 1) * 8 + slot]);
+    // A mismatch would feed the two sides different tokens from then on: compare from the host's tokens.
+    devNext = hostNext.slice();
+  }
+  console.log(`draws: ${mismatches} of ${3 * 8 * 8} tokens drawn on the GPU differ from the host's`);
+  host.dispose();
+  dev.dispose();
+  return mismatches;
 }
 
 if (require.main === module) {
@@ -69,7 +112,7 @@ if (require.main === module) {
       console.log(JSON.stringify(r, null, 1));
       // The golden bounds (test/golden.test.ts, golden-quant.test.ts): f32 weights < 1e-3, f16 weights < 5e-3,
       // int8 < 3e-2; exit 2 past them.
-      const bound = (k: string) => (k.includes('.f32.') ? 1e-3 : k.includes('.int8.') ? 3e-2 : 5e-3);
+      const bound = (k: string) => (k === 'draws.mismatches' ? 1 : k.includes('.f32.') ? 1e-3 : k.includes('.int8.') ? 3e-2 : 5e-3);
       const over = Object.entries(r).filter(([k, v]) => !(v < bound(k)));
       if (over.length) console.error(`golden bounds exceeded: ${over.map(([k, v]) => `${k} ${v}`).join(', ')}`);
       process.exit(over.length ? 2 : 0);

@@ -119,6 +119,15 @@ export class RwkvModelApi implements ICredentialType {
       description: 'Share of their speed running generations keep while a long prompt is read (0.5 = half); higher reads prompts more slowly. 0 = engine default (0.75).',
     },
     {
+      displayName: 'GPU Steps per Call',
+      name: 'drawSteps',
+      type: 'number',
+      typeOptions: { minValue: 0, maxValue: 16 },
+      default: 0,
+      description:
+        'Decode steps one GPU call runs back to back, each token drawn on the GPU, while every running generation samples plainly (no grammar, log-probabilities or mirostat). More steps: faster batches; new requests wait up to one call. 0 = engine default (4).',
+    },
+    {
       displayName: 'Cache Size (MiB)',
       name: 'cacheMiB',
       type: 'number',

@@ -41,6 +41,14 @@ export interface EngineConfig {
   prefixReuse?: boolean;
   /** Share of their speed decoding requests keep while a long prompt prefills (0..1, default 0.75). */
   decodeKeep?: number;
+  /**
+   * Decode steps one GPU call may run back to back, each token drawn on the GPU (0..16, default ENGINE_DEFAULTS
+   * .drawSteps; 0 = every token drawn on the host). Used while every running request samples plainly (nucleus or
+   * greedy, with bias and presence / frequency penalties; no grammar, log-probabilities or other samplers) and no
+   * request waits for a free slot. A request that arrives waits for the call; one that ends inside it leaves its slot
+   * holding the tokens drawn after its end, so a follow-up prompt does not resume from that slot.
+   */
+  drawSteps?: number;
   // Operator limits: a request can never exceed them (nothing in a request or message changes them).
   /** Most tokens one generate() may ask for (default 4096); a request above it is refused. */
   maxTokensLimit?: number;

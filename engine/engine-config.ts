@@ -7,6 +7,7 @@ import { ENGINE_DEFAULTS } from './engine';
 import { checkLoraConfig } from './lora';
 import { checkQuantLayers, isPrecision, precisionList } from './precision';
 import { DEFAULT_MAX_CONTEXT, MAX_CONTEXT } from './state-shape';
+import { MAX_DRAW_STEPS } from './types';
 
 /** Bounds on the chunk sizes: the scratch buffers of one GPU pass grow with them (~18 floats per token and channel). */
 export const MAX_CHUNK_TOKENS = 8192;
@@ -24,6 +25,7 @@ const DEFAULTS: Partial<Record<keyof EngineConfig, unknown>> = {
   maxQueue: ENGINE_DEFAULTS.maxQueue,
   decodeKeep: 0.75,
   maxContext: DEFAULT_MAX_CONTEXT,
+  drawSteps: ENGINE_DEFAULTS.drawSteps,
 };
 
 function integerIn(config: EngineConfig, field: keyof EngineConfig, min: number, max: number): void {
@@ -69,6 +71,7 @@ export function checkEngineConfig(config: EngineConfig): void {
   integerIn(config, 'prefillChunkSize', 1, MAX_CHUNK_TOKENS);
   integerIn(config, 'maxQueue', 0, MAX_QUEUE);
   integerIn(config, 'maxContext', 1, MAX_CONTEXT);
+  integerIn(config, 'drawSteps', 0, MAX_DRAW_STEPS);
   const cache = config.cacheBytes;
   if (cache !== undefined && (typeof cache !== 'number' || !Number.isFinite(cache) || cache < 0)) {
     throw new RangeError(`engine config: cacheBytes must be a finite number >= 0, got ${JSON.stringify(cache)}`);

@@ -57,6 +57,7 @@ export const ENGINE_DEFAULTS = {
   maxTokensLimit: 4096,
   requestTimeoutMs: 10 * 60 * 1000,
   maxStates: DEFAULT_MAX_STATES,
+  drawSteps: 4,
 } as const;
 
 /** What a server reports about an engine: the scheduler's counters and how busy it is now (engine/server/metrics.ts). */
@@ -123,6 +124,7 @@ export class RwkvEngine implements Engine {
       cacheMinTokens: parts.cacheMinTokens ?? ENGINE_DEFAULTS.cacheMinTokens,
       decodeKeep: config.decodeKeep,
       prefixReuse: config.prefixReuse,
+      drawSteps: config.drawSteps ?? ENGINE_DEFAULTS.drawSteps,
     });
     this.stateFolder = new StateFolder(config.stateDir);
     this.compileConstraint = parts.compileConstraint === undefined ? loadConstraintCompiler() : parts.compileConstraint;

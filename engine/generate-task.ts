@@ -12,7 +12,7 @@ import type { DrawLogProbs } from './samplers/token-sampler';
 import type { Feed, SlotTask, TaskStart } from './slot-task';
 import { RequestError } from './errors';
 import { StopMatcher } from './stop-matcher';
-import type { JobResult, LogitAdjust, TopLogits } from './types';
+import type { DrawParams, JobResult, LogitAdjust, TopLogits } from './types';
 import type { VocabMapping } from './vocab-mapping';
 
 export const END_OF_TEXT = 0;
@@ -131,21 +131,69 @@ export class GenerateTask implements SlotTask {
     if (this.firstToken === 0) this.firstToken = performance.now();
     if (this.completion >= this.p.maxTokens) return this.finish('length');
     const row = this.pick(logits);
-    const id = this.p.mapping.rowToWorld(row);
     const draw = this.wantsLogprobs ? this.p.sampler.takeLogProbs() : null;
-    if (id === END_OF_TEXT) return this.finish('eos');
+    return this.accept(row, draw) ? null : this.feedAfter(row);
+  }
+
+  /** Takes a drawn row into the output; true when the task ended with it (end of text, a stop, the grammar, length). */
+  private accept(row: number, draw: DrawLogProbs | null): boolean {
+    const id = this.p.mapping.rowToWorld(row);
+    if (id === END_OF_TEXT) {
+      this.finish('eos');
+      return true;
+    }
     if (this.wantsLogprobs) this.noteLogprob(id, draw && draw.row === row ? draw : null);
     this.matcher?.accept(id);
     this.completion++;
     this.unreportedTokens.push(id);
     const piece = this.decoder.decode(this.p.decodeBytes([id]), { stream: true });
     this.emit(this.stop.push(piece));
-    if (this.stop.stopped) return this.finish('stop');
-    if (this.matcher?.isDone()) return this.finish('grammar');
-    if (this.completion >= this.p.maxTokens) return this.finish('length');
-    // Decode steps read back the GPU-reduced top of the logits instead of the whole row where that is exact.
+    if (this.stop.stopped) {
+      this.finish('stop');
+      return true;
+    }
+    if (this.matcher?.isDone()) {
+      this.finish('grammar');
+      return true;
+    }
+    if (this.completion >= this.p.maxTokens) {
+      this.finish('length');
+      return true;
+    }
+    return false;
+  }
+
+  /** What to feed after `row`. Decode steps read back the GPU-reduced top of the logits instead of the whole row where that is exact. */
+  private feedAfter(row: number): Feed {
     if (this.p.sampler.canSampleTop(this.p.topCapacity ?? 0)) return { tokens: [row], output: 'top', adjust: this.topAdjust() };
     return { tokens: [row], output: 'last' };
+  }
+
+  drawParams(): DrawParams | null {
+    if (this.finished || this.matcher || this.wantsLogprobs) return null;
+    return this.p.sampler.drawParams(this.p.topCapacity ?? 0);
+  }
+
+  drawBudget(): number {
+    return this.finished ? 0 : this.p.maxTokens - this.completion;
+  }
+
+  takeUniforms(steps: number): Float32Array {
+    return this.p.sampler.takeUniforms(steps);
+  }
+
+  /** The rows a draw call drew, taken one by one as next() takes a sampled one; those after the task ended are dropped. */
+  onDrawn(rows: Int32Array): Feed | null {
+    for (const row of rows) {
+      if (this.finished) return null;
+      if (this.firstToken === 0) this.firstToken = performance.now();
+      if (this.completion >= this.p.maxTokens) return this.finish('length');
+      if (row < 0) throw new Error('no token is allowed at this point (all logits masked)');
+      this.p.sampler.recordDrawn(row);
+      if (this.accept(row, null)) return null;
+    }
+    if (rows.length === 0) throw new Error('a draw call gave no rows');
+    return this.feedAfter(rows[rows.length - 1]);
   }
 
   /**

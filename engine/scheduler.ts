@@ -12,7 +12,7 @@ import type { Feed, SlotTask } from './slot-task';
 import { PacedStep, PacingState, PrefillPacer } from './prefill-pacer';
 import { SlotPool, type SlotChoice, type SlotRecord } from './slot-pool';
 import type { StepRecord } from './step-trace';
-import type { InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
+import type { DrawJob, DrawParams, InferenceBackend, JobResult, LogitAdjust, OutputMode, SlotJob } from './types';
 
 export interface SchedulerOptions {
   /** Tokens per prefill chunk while other slots decode. */
@@ -34,6 +34,13 @@ export interface SchedulerOptions {
    * waits for that prefix's checkpoint instead of computing it again. Off: only whole prompts are cached.
    */
   prefixReuse?: boolean;
+  /**
+   * Most decode steps one backend call may run back to back with every token drawn on the GPU (runDraws), when every
+   * running task can be drawn for there and no prompt is waiting for a slot or a chunk; 0 or absent: never. More steps
+   * take the host's round trip and sampling out of more steps; a request that arrives waits for the call, and a task
+   * that ends inside it leaves its slot holding the tokens drawn after its end.
+   */
+  drawSteps?: number;
 }
 
 export interface SchedulerStats {
@@ -229,6 +236,14 @@ export class Scheduler {
       const started = performance.now();
       if (last) this.pacer.record({ ...last, ms: started - last.started });
       last = null;
+      const draws = this.planDraws();
+      if (draws) {
+        this.loadedSinceStep.clear();
+        await this.drawSteps(draws.runs, draws.params, draws.steps, started);
+        this.finished++;
+        await new Promise((r) => setImmediate(r));
+        continue;
+      }
       const { jobs: plan, promptWaiting } = this.plan();
       if (plan.length === 0) {
         if (this.queue.length === 0 && this.running.size === 0) {
@@ -509,6 +524,81 @@ export class Scheduler {
         this.end(run, () => run.task.onError(Scheduler.asError(error)));
       }
     }
+  }
+
+  /**
+   * A draw call instead of a step (runDraws): when every running task decodes one token a step with output 'top' and
+   * can be drawn for on the GPU, no prompt waits for a free slot, and nothing else is asked of the slots (state reads,
+   * aborts). Its steps: the operator's drawSteps, at most what any task may still take.
+   */
+  private planDraws(): { runs: Running[]; params: DrawParams[]; steps: number } | null {
+    const most = Math.min(this.options.drawSteps ?? 0, this.backend.maxDrawSteps ?? 0);
+    if (!(most >= 1) || !this.backend.runDraws || this.running.size === 0) return null;
+    if (this.queue.length > 0 && this.pool.idleCount > 0) return null;
+    const runs: Running[] = [];
+    const params: DrawParams[] = [];
+    let steps = most;
+    for (const run of this.running.values()) {
+      const t = run.task;
+      if (run.phase !== 'run' || run.feed.length - run.fed !== 1 || run.output !== 'top' || run.readState || t.signal?.aborted) return null;
+      if (!t.drawParams || !t.drawBudget || !t.takeUniforms || !t.onDrawn) return null;
+      const p = t.drawParams();
+      if (!p) return null;
+      runs.push(run);
+      params.push(p);
+      steps = Math.min(steps, t.drawBudget());
+    }
+    return steps >= 1 ? { runs, params, steps } : null;
+  }
+
+  /**
+   * One draw call: `steps` decode steps of `runs` without the host between them. Each slot is fed its pending token and
+   * the rows drawn before the last, which its retained tokens record (a task that ended inside the call included).
+   */
+  private async drawSteps(runs: Running[], params: DrawParams[], steps: number, started: number): Promise<void> {
+    const jobs: DrawJob[] = runs.map((run, i) => ({ slot: run.slot.index, token: run.feed[run.fed], draw: params[i], uniforms: run.task.takeUniforms!(steps) }));
+    const t0 = performance.now();
+    let rows: Int32Array;
+    try {
+      rows = await this.backend.runDraws!(jobs, steps);
+      if (rows.length !== steps * jobs.length) throw new Error(`backend drew ${rows.length} rows for ${jobs.length} jobs of ${steps} steps`);
+    } catch (error) {
+      if (this.failure) return;
+      const err = this.describe(error);
+      for (const run of runs) {
+        this.pool.clear(run.slot);
+        Scheduler.safely(() => this.backend.resetState(run.slot.index));
+        this.end(run, () => run.task.onError(err));
+      }
+      return;
+    } finally {
+      const backendMs = performance.now() - t0;
+      this.stats.backendMs += backendMs;
+      this.stats.steps += steps;
+      if (this.stepListeners.size > 0) {
+        const record: StepRecord = { startedMs: started, backendMs, decodeRows: jobs.length, chunkJobs: 0, chunkTokens: 0, drawSteps: steps };
+        for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
+      }
+    }
+    if (this.failure) return;
+    const n = jobs.length;
+    runs.forEach((run, i) => {
+      const drawn = new Int32Array(steps);
+      for (let s = 0; s < steps; s++) drawn[s] = rows[s * n + i];
+      const slot = run.slot;
+      slot.retained.push(jobs[i].token);
+      for (let s = 0; s < steps - 1; s++) slot.retained.push(drawn[s]);
+      slot.lastLogits = null;
+      run.fed = run.feed.length;
+      this.stats.decodeTokens += steps;
+      // A row that allowed nothing was not fed on: the slot's state no longer follows its retained tokens.
+      if (drawn.includes(-1)) this.pool.clear(slot);
+      try {
+        this.apply(run, run.task.onDrawn!(drawn));
+      } catch (error) {
+        this.end(run, () => run.task.onError(Scheduler.asError(error)));
+      }
+    });
   }
 
   /**

@@ -2,7 +2,7 @@
 // then a dialogue: after each batch the task sees its logits and says what to feed next.
 // generate, choose, embed and saveConversation are all tasks.
 
-import type { JobResult, LogitAdjust, OutputMode, StateSnapshot } from './types';
+import type { DrawParams, JobResult, LogitAdjust, OutputMode, StateSnapshot } from './types';
 import type { InitialState } from './initial-states';
 
 export interface Feed {
@@ -52,6 +52,18 @@ export interface SlotTask {
    * and the slot's state after it when the Feed asked for it (readState).
    */
   onFed(result: JobResult, state?: StateSnapshot): Feed | null;
+  /**
+   * Draws on the GPU (InferenceBackend.runDraws), for a task whose next Feed is one token with output 'top': how its
+   * next tokens would be drawn, or null when only the host can draw them (grammar, log-probabilities, samplers the
+   * GPU lacks). Absent: never.
+   */
+  drawParams?(): DrawParams | null;
+  /** Tokens it may still take: a draw call runs no more steps than this for it. */
+  drawBudget?(): number;
+  /** One uniform per step of a draw call, from its sampler's stream. */
+  takeUniforms?(steps: number): Float32Array;
+  /** The rows one draw call drew for it, in order (-1: nothing was allowed). Returns what to feed next, as onFed. */
+  onDrawn?(rows: Int32Array): Feed | null;
   /** Ended by its AbortSignal (queued or running). */
   onAbort(): void;
   /** Ended by an error (its own callback threw, the backend failed, or the engine closed). */

@@ -15,6 +15,8 @@ export interface StepRecord {
   chunkJobs: number;
   /** Tokens of those chunks. */
   chunkTokens: number;
+  /** A draw call (Scheduler drawSteps): its decode steps, each of decodeRows rows; absent for a single step. */
+  drawSteps?: number;
 }
 
 /** A stretch of consecutive steps of the same shape, for the timeline. */
@@ -84,30 +86,32 @@ export class StepTrace {
   /** Record a step (pass as the scheduler's step listener: `scheduler.onStep((s) => trace.add(s))`). */
   add(step: StepRecord): void {
     const { startedMs, backendMs, decodeRows, chunkJobs, chunkTokens } = step;
+    // A draw call counts as its steps (all decode-only, of the same rows).
+    const count = step.drawSteps ?? 1;
     if (this.steps === 0) this.firstStart = startedMs;
     // The previous segment's time runs up to this step's start: host work between steps is part of it.
     const open = this.segments[this.segments.length - 1];
     if (open) open.ms += startedMs - this.lastStart;
-    this.steps++;
+    this.steps += count;
     this.lastStart = startedMs;
     this.lastEnd = Math.max(this.lastEnd || 0, startedMs + backendMs);
     this.chunkTokens += chunkTokens;
     if (chunkJobs > 0) this.chunkTokensPerStep.push(chunkTokens), this.chunksPerStep.push(chunkJobs);
     if (decodeRows > 0) this.rowsPerStep.push(decodeRows);
     const kind = chunkJobs === 0 ? 'decodeOnly' : decodeRows === 0 ? 'prefillOnly' : 'mixed';
-    if (kind === 'decodeOnly') this.decodeOnly++;
-    else if (kind === 'prefillOnly') this.prefillOnly++;
-    else this.mixed++;
+    if (kind === 'decodeOnly') this.decodeOnly += count;
+    else if (kind === 'prefillOnly') this.prefillOnly += count;
+    else this.mixed += count;
     this.backend[kind] += backendMs;
     const key = `${rowBucket(decodeRows)}:${chunkJobs > 0}`;
     if (open && open.key === key) {
-      open.steps++;
+      open.steps += count;
       open.decodeRowsMin = Math.min(open.decodeRowsMin, decodeRows);
       open.decodeRowsMax = Math.max(open.decodeRowsMax, decodeRows);
       open.chunkJobs += chunkJobs;
       open.chunkTokens += chunkTokens;
     } else {
-      this.segments.push({ key, steps: 1, decodeRowsMin: decodeRows, decodeRowsMax: decodeRows, chunkJobs, chunkTokens, ms: 0 });
+      this.segments.push({ key, steps: count, decodeRowsMin: decodeRows, decodeRowsMax: decodeRows, chunkJobs, chunkTokens, ms: 0 });
     }
   }
 

@@ -86,6 +86,37 @@ export interface TopLogits {
   finite: number;
 }
 
+/**
+ * How a decode row's next tokens are drawn on the GPU (InferenceBackend.runDraws): plain nucleus or greedy over the
+ * row's 'top' result, with logit bias and presence / frequency penalties kept on the GPU from step to step.
+ */
+export interface DrawParams {
+  /** 0: greedy. */
+  temperature: number;
+  /** 1..topCapacity (ignored when greedy). */
+  topK: number;
+  topP: number;
+  presence: number;
+  frequency: number;
+  decay: number;
+  /** Logit bias (model rows, additive); rows distinct. */
+  bias: { rows: Int32Array; values: Float32Array };
+  /** Rows penalised so far and their current penalties (subtracted); rows distinct. */
+  penalties: { rows: Int32Array; values: Float32Array };
+}
+
+/** Most steps one runDraws call may take (EngineConfig.drawSteps is bounded by it). */
+export const MAX_DRAW_STEPS = 16;
+
+/** One slot of a runDraws call: its next token (a model row) and how each step's token is drawn. */
+export interface DrawJob {
+  slot: number;
+  token: number;
+  draw: DrawParams;
+  /** One uniform draw in [0, 1) per step, the values the host sampler would have used. */
+  uniforms: Float32Array;
+}
+
 /** What `run` gives back for one job: logits ('last', 'all'), a TopLogits ('top') or null ('none'). */
 export type JobResult = Float32Array | TopLogits | null;
 
@@ -130,6 +161,15 @@ export interface InferenceBackend {
    */
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
+  /**
+   * Most steps one runDraws call may take; absent or 0: the backend cannot draw on the GPU. runDraws(jobs, steps)
+   * feeds each job's token, then runs `steps` decode steps back to back without the host: each step reduces every
+   * row to its 'top', draws the row's next token on the GPU and feeds it to the next step. The result holds the
+   * drawn rows, step-major (rows[s * jobs.length + j]), -1 where a row allowed no token; all but the last step's
+   * drawn rows have been fed to their slots when it resolves.
+   */
+  readonly maxDrawSteps?: number;
+  runDraws?(jobs: DrawJob[], steps: number): Promise<Int32Array>;
   /** Entries a 'top' result holds; 0 when the backend has no 'top' output. */
   readonly topCapacity?: number;
   /**

@@ -8,10 +8,10 @@ import { acquireGpu } from '../engine/gpu/device';
 describe('bench engine section', function () {
   this.timeout(600000);
 
-  it("reports decode at batch 1 with full rows and with 'top', batches 8 to 64 and prefill, all positive", async () => {
+  it("reports decode at batch 1 with full rows and with 'top', batches 8 to 64, drawn on the GPU, and prefill, all positive", async () => {
     const gpu = await acquireGpu();
     const r = await benchEngine(gpu, SMOKE_SHAPES, { vocab: 300, seconds: 0.01, log: () => undefined });
-    for (const key of ['decodeB1TokPerS', 'decodeB1TopTokPerS', 'decodeB8TopTokPerS', 'decodeB32TopTokPerS', 'decodeB64TopTokPerS', 'prefill512TokPerS']) {
+    for (const key of ['decodeB1TokPerS', 'decodeB1TopTokPerS', 'decodeB8TopTokPerS', 'decodeB32TopTokPerS', 'decodeB64TopTokPerS', 'prefill512TokPerS', 'decodeB1Draw4TokPerS', 'decodeB64Draw8TokPerS']) {
       const v = r[`tiny.${key}`];
       assert.ok(typeof v === 'number' && v > 0, `tiny.${key} = ${v}`);
     }

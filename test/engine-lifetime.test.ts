@@ -98,6 +98,8 @@ describe('engine lifetime', function () {
         [{ decodeKeep: 2 }, /decodeKeep must be a number in \(0, 1\)/],
         [{ cacheBytes: -5 }, /cacheBytes must be a finite number >= 0/],
         [{ maxQueue: 1.5 }, /maxQueue must be an integer/],
+        [{ drawSteps: 17 }, /drawSteps must be an integer in \[0, 16\], got 17/],
+        [{ drawSteps: -1 }, /drawSteps must be an integer in \[0, 16\]/],
         [{ precision: 'f8' as 'f16' }, /precision must be 'f16', 'f32', 'int8' or 'nf4'/],
         [{ stateDir: '' }, /stateDir must be a non-empty path/],
       ];
@@ -183,14 +185,17 @@ describe('engine lifetime', function () {
       const gpu = await acquireGpu();
       gpus.push(gpu);
       const backend = await createBackend({ model, slots: config.maxBatch ?? 2, maxTokens: 64 + 2, gpu });
-      const run = backend.run.bind(backend) as (jobs: SlotJob[]) => Promise<JobResult[]>;
-      backend.run = ((jobs: SlotJob[]) => {
-        const result = run(jobs);
+      const afterStart = <T>(result: Promise<T>) => {
         const hook = duringNextRun;
         duringNextRun = null;
         if (hook) setTimeout(hook, 0);
         return result;
-      }) as typeof backend.run;
+      };
+      const run = backend.run.bind(backend) as (jobs: SlotJob[]) => Promise<JobResult[]>;
+      backend.run = ((jobs: SlotJob[]) => afterStart(run(jobs))) as typeof backend.run;
+      // Decode steps drawn on the GPU (drawSteps) are calls too.
+      const runDraws = backend.runDraws!.bind(backend);
+      backend.runDraws = (jobs, steps) => afterStart(runDraws(jobs, steps));
       return new RwkvEngine({ backend, tokenizer: tokenizerFor(backend.info), config, compileConstraint: null });
     };
     after(() => gpus.forEach((gpu) => gpu.device.destroy()));

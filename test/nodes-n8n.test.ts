@@ -472,7 +472,7 @@ describe('n8n nodes (fake engine)', function () {
       assert.deepStrictEqual(
         credential.properties.map((p) => p.name).sort(),
         [
-          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'engineMode', 'maxBatch', 'maxContext', 'maxQueue', 'maxStates',
+          'apiKey', 'cacheMiB', 'chunkSize', 'decodeKeep', 'defaultState', 'device', 'drawSteps', 'engineMode', 'maxBatch', 'maxContext', 'maxQueue', 'maxStates',
           'maxTokensLimit', 'modelPath', 'precision', 'prefillChunkSize', 'quantLayers', 'requestTimeoutSeconds', 'serverUrl', 'stateDir',
         ],
       );

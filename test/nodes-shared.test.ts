@@ -50,11 +50,13 @@ describe('nodes/shared', () => {
         maxQueue: 0,
       });
       assert.deepStrictEqual(parseModelConfig({}), {});
-      assert.deepStrictEqual(parseModelConfig({ chunkSize: '64', prefillChunkSize: '1024', decodeKeep: '0.8' }), {
+      assert.deepStrictEqual(parseModelConfig({ chunkSize: '64', prefillChunkSize: '1024', decodeKeep: '0.8', drawSteps: '8' }), {
         chunkSize: 64,
         prefillChunkSize: 1024,
         decodeKeep: 0.8,
+        drawSteps: 8,
       });
+      assert.deepStrictEqual(parseModelConfig({ drawSteps: 0 }), { drawSteps: 0 });
     });
 
     it('names the bad field', () => {
@@ -62,6 +64,8 @@ describe('nodes/shared', () => {
       assert.throws(() => parseModelConfig({ chunkSize: 'lots' }), /chunkSize: must be a number, got "lots"/);
       assert.throws(() => parseModelConfig({ cacheMiB: -1 }), /cacheMiB: must be ≥ 0/);
       assert.throws(() => parseModelConfig({ decodeKeep: 1 }), /decodeKeep: must be between 0 and 1/);
+      assert.throws(() => parseModelConfig({ drawSteps: 17 }), /drawSteps: must be at most 16, got 17/);
+      assert.throws(() => parseModelConfig({ drawSteps: '2.5' }), /drawSteps: must be an integer ≥ 0/);
       assert.throws(() => parseModelConfig({ prefillChunkSize: 0 }), /prefillChunkSize: must be an integer ≥ 1/);
       assert.throws(() => parseModelConfig({ modelPath: 5 }), /modelPath: must be a string/);
       assert.throws(() => parseModelConfig({ maxTokensLimit: '0' }), /maxTokensLimit: must be an integer ≥ 1/);

@@ -8,7 +8,7 @@ import { pickNucleus } from './nucleus';
 import { RepetitionPenalty } from './penalties';
 import { RecentTokens } from './recent-tokens';
 import { argmax, Candidates } from './probability';
-import type { LogitAdjust, TopLogits } from '../types';
+import type { DrawParams, LogitAdjust, TopLogits } from '../types';
 import type { ResolvedSamplerOptions } from './sampler-options';
 import { SeededRandom } from './seeded-random';
 import { pickTypical } from './typical';
@@ -124,6 +124,48 @@ export class TokenSampler {
     if (this.recent) return false;
     if (this.mirostat) return this.mirostat.maxCandidates <= capacity;
     return o.kind === 'nucleus' && (o.temperature === 0 || (o.topK >= 1 && o.topK <= capacity));
+  }
+
+  /**
+   * How the GPU can make this sampler's next draws itself (InferenceBackend.runDraws), or null when it cannot: plain
+   * nucleus (no min_p) or greedy whose top_k fits `capacity`, with logit bias and presence / frequency penalties
+   * (kept on the GPU step to step), and no log-probabilities to record. The draws use the uniforms of takeUniforms and
+   * must be told back through recordDrawn, so the sampler goes on as if it had drawn them.
+   */
+  drawParams(capacity: number): DrawParams | null {
+    const o = this.options;
+    if (this.logProbTop !== null || this.mirostat || this.recent || o.kind !== 'nucleus' || o.minP > 0) return null;
+    if (!this.canSampleTop(capacity)) return null;
+    const bias = { rows: new Int32Array(this.biasRows.length), values: new Float32Array(this.biasRows.length) };
+    this.biasRows.forEach(([row, value], i) => ((bias.rows[i] = row), (bias.values[i] = value)));
+    const n = this.penalty.size;
+    const penalties = { rows: new Int32Array(n), values: new Float32Array(n) };
+    // write() gives the deltas (negated penalties).
+    this.penalty.write(penalties.rows, penalties.values);
+    for (let i = 0; i < n; i++) penalties.values[i] = -penalties.values[i];
+    return {
+      temperature: o.temperature,
+      topK: o.temperature === 0 ? 1 : o.topK,
+      topP: o.topP,
+      presence: o.presencePenalty,
+      frequency: o.frequencyPenalty,
+      decay: o.penaltyDecay,
+      bias,
+      penalties,
+    };
+  }
+
+  /** The next `steps` uniforms of this sampler's stream (one a draw, as sample and sampleTop take them). */
+  takeUniforms(steps: number): Float32Array {
+    const u = new Float32Array(steps);
+    // Kept below 1 as f32 (a value within 2^-25 of 1 would round up to it).
+    for (let i = 0; i < steps; i++) u[i] = Math.min(this.random.next(), 1 - 2 ** -24);
+    return u;
+  }
+
+  /** A row drawn on the GPU with drawParams: its penalty recorded as sampleTop would have. */
+  recordDrawn(row: number): void {
+    this.penalty.record(row);
   }
 
   /** Logit bias and current repetition penalties as the sparse additions `sample` would make. */

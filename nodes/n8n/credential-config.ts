@@ -20,6 +20,7 @@ export function modelConfigFromCredential(data: Record<string, unknown>): ModelC
     chunkSize: zeroIsDefault(data.chunkSize),
     prefillChunkSize: zeroIsDefault(data.prefillChunkSize),
     decodeKeep: zeroIsDefault(data.decodeKeep),
+    drawSteps: zeroIsDefault(data.drawSteps),
     cacheMiB: zeroIsDefault(data.cacheMiB),
     stateDir: data.stateDir,
     maxQueue: zeroIsDefault(data.maxQueue),

@@ -8,6 +8,7 @@ import { optionalInteger, optionalName, optionalNumber } from './coerce';
 import { ParameterError } from './parameter-error';
 import { isPrecision, precisionList } from '../../engine/precision';
 import { MAX_CONTEXT } from '../../engine/state-shape';
+import { MAX_DRAW_STEPS } from '../../engine/types';
 
 export interface ModelConfigFields {
   /** .st or .pth file; empty = the bundled default model. */
@@ -25,6 +26,8 @@ export interface ModelConfigFields {
   prefillChunkSize?: unknown;
   /** Share of decode speed kept while a long prompt is read (0..1 exclusive). */
   decodeKeep?: unknown;
+  /** Decode steps one GPU call may run, each token drawn on the GPU (EngineConfig.drawSteps). */
+  drawSteps?: unknown;
   /** Prefix-state cache bound in MiB (editors ask for MiB; the engine takes bytes). */
   cacheMiB?: unknown;
   stateDir?: unknown;
@@ -99,6 +102,11 @@ export function parseModelConfig(fields: ModelConfigFields, baseDir?: string): M
   if (decodeKeep !== undefined) {
     if (!(decodeKeep > 0 && decodeKeep < 1)) throw new ParameterError('decodeKeep', `must be between 0 and 1 (exclusive), got ${decodeKeep}`);
     config.decodeKeep = decodeKeep;
+  }
+  const drawSteps = optionalInteger('drawSteps', fields.drawSteps, 0);
+  if (drawSteps !== undefined) {
+    if (drawSteps > MAX_DRAW_STEPS) throw new ParameterError('drawSteps', `must be at most ${MAX_DRAW_STEPS}, got ${drawSteps}`);
+    config.drawSteps = drawSteps;
   }
   const cacheMiB = optionalNumber('cacheMiB', fields.cacheMiB);
   if (cacheMiB !== undefined) {

@@ -1,0 +1,183 @@
+// Decode steps drawn on the GPU (InferenceBackend.runDraws, Scheduler drawSteps): several steps a call, each row's next
+// token drawn from its 'top' on the GPU and fed to the next step. Checked against the host doing the same steps one
+// call at a time (the same tokens and the same states), then through the engine: the same outputs with and without
+// draws, fallbacks where a request needs the host, and a follow-up prompt after a request that ended inside a call.
+
+import * as assert from 'assert';
+import * as path from 'path';
+import type { GenerateEvent, GenerateRequest, SamplerOptions } from '../engine/api';
+import { createBackend, type Backend } from '../engine/backend';
+import { RwkvEngine } from '../engine/engine';
+import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
+import { WorldTokenizer } from '../engine/tokenizer';
+import type { DrawJob, TopLogits } from '../engine/types';
+import { gpuBackends } from './gpu-backends';
+import { requireGolden } from './golden-required';
+import { GOLDEN } from './paths';
+
+const MODEL = path.join(GOLDEN, 'v7-tiny.st');
+/** The World tokenizer cut to the tiny golden model's 512 rows. */
+const tinyTokenizer = () => WorldTokenizer.bundled().restrict(Array.from({ length: 511 }, (_, i) => i + 1));
+
+/** A sampler over the tiny model's rows (rows are World ids there, as far as bias goes). */
+const sampler = (o: SamplerOptions) => new TokenSampler(resolveSamplerOptions(o), 512, (id) => id);
+
+describe('decode steps drawn on the GPU (runDraws)', function () {
+  this.timeout(600000);
+  const gpus = gpuBackends();
+  before(function () {
+    requireGolden(this, MODEL);
+  });
+
+  const options: SamplerOptions[] = [
+    // Greedy with penalties: the penalised rows move the argmax from step to step.
+    { temperature: 0, presencePenalty: 2, frequencyPenalty: 1, penaltyDecay: 0.9 },
+    // ai00's defaults (penalties 0.3 / 0.3), a bias up and one to -inf.
+    { seed: 11, temperature: 1.2, topP: 0.9, topK: 40, logitBias: { 0: -Infinity, 65: 2 } },
+    // The whole top, no penalties.
+    { seed: 5, temperature: 0.7, topK: 256, topP: 1, presencePenalty: 0, frequencyPenalty: 0 },
+    // A narrow nucleus with strong penalties and fast decay.
+    { seed: 3, temperature: 2, topP: 0.3, topK: 8, presencePenalty: 1.5, frequencyPenalty: 0.5, penaltyDecay: 0.5 },
+  ];
+  const prompts = [[10, 20, 30, 40, 50], [7, 8, 9], [100, 200, 300, 400], [33]];
+
+  it('draws the tokens the host draws from the same tops, and leaves the same states', async () => {
+    const { gpu } = gpus;
+    const [host, dev] = [await createBackend({ model: MODEL, slots: 4, precision: 'f32', gpu }), await createBackend({ model: MODEL, slots: 4, precision: 'f32', gpu })].map((b) => gpus.open(b));
+    assert.ok((dev.maxDrawSteps ?? 0) >= 8 && dev.runDraws, 'the RWKV-7 GPU runtime draws');
+    for (const be of [host, dev]) await be.run(prompts.map((p, slot) => ({ slot, tokens: p.slice(0, -1), output: 'none' as const })));
+    const hostSamplers = options.map(sampler);
+    const devSamplers = options.map(sampler);
+    let hostNext = prompts.map((p) => p[p.length - 1]);
+    let devNext = hostNext.slice();
+    const drawnByHost: number[][] = options.map(() => []);
+    const drawnByGpu: number[][] = options.map(() => []);
+    // Calls of several lengths, so penalties and streams carry over from call to call.
+    for (const steps of [1, 3, 8, 5]) {
+      for (let s = 0; s < steps; s++) {
+        const tops = (await host.run(hostNext.map((t, slot) => ({ slot, tokens: [t], output: 'top' as const, adjust: hostSamplers[slot].adjustments() })))) as TopLogits[];
+        hostNext = tops.map((top, slot) => hostSamplers[slot].sampleTop(top));
+        hostNext.forEach((t, slot) => drawnByHost[slot].push(t));
+      }
+      const jobs: DrawJob[] = devNext.map((token, slot) => ({ slot, token, draw: devSamplers[slot].drawParams(256)!, uniforms: devSamplers[slot].takeUniforms(steps) }));
+      assert.ok(jobs.every((j) => j.draw), 'every sampler here can be drawn for on the GPU');
+      const rows = await dev.runDraws!(jobs, steps);
+      assert.strictEqual(rows.length, steps * jobs.length);
+      devNext = jobs.map((_, slot) => {
+        for (let s = 0; s < steps; s++) {
+          const row = rows[s * jobs.length + slot];
+          devSamplers[slot].recordDrawn(row);
+          drawnByGpu[slot].push(row);
+        }
+        return rows[(steps - 1) * jobs.length + slot];
+      });
+      assert.deepStrictEqual(drawnByGpu, drawnByHost, `after a call of ${steps} steps`);
+    }
+    // The draws are not all the top row: the nucleus rows drew others, the greedy one moved under its penalties.
+    assert.ok(drawnByGpu.some((t) => new Set(t).size > 3), 'the draws vary');
+    assert.ok(new Set(drawnByGpu[0]).size > 1, 'greedy moved under its penalties');
+    // Each slot was fed the same tokens: the same state, bit for bit.
+    for (let slot = 0; slot < prompts.length; slot++) {
+      assert.deepStrictEqual(await dev.readState(slot), await host.readState(slot), `slot ${slot}'s state`);
+    }
+    // What comes next is the same too: the last drawn tokens fed on both.
+    const a = (await host.run(hostNext.map((t, slot) => ({ slot, tokens: [t], output: 'last' as const })))) as Float32Array[];
+    const b = (await dev.run(devNext.map((t, slot) => ({ slot, tokens: [t], output: 'last' as const })))) as Float32Array[];
+    assert.deepStrictEqual(b, a);
+  });
+
+  it('refuses a bad call before anything runs, and the backend goes on', async () => {
+    const dev = gpus.open(await createBackend({ model: MODEL, slots: 2, precision: 'f32', gpu: gpus.gpu }));
+    const job = (o: Partial<DrawJob> = {}): DrawJob => ({ slot: 0, token: 5, draw: sampler({ seed: 1 }).drawParams(256)!, uniforms: new Float32Array(2).fill(0.5), ...o });
+    await assert.rejects(dev.runDraws!([job()], 0), /steps must be an integer in 1\.\.16/);
+    await assert.rejects(dev.runDraws!([job()], 17), /steps must be an integer in 1\.\.16/);
+    await assert.rejects(dev.runDraws!([job({ uniforms: new Float32Array(3) })], 2), /job 0 has 3 uniforms for 2 steps/);
+    await assert.rejects(dev.runDraws!([job({ slot: 2 })], 2), /slot 2/);
+    await assert.rejects(dev.runDraws!([job({ token: 512 })], 2), /512/);
+    await assert.rejects(dev.runDraws!([job(), job()], 2), /slot 0/);
+    const rows = await dev.runDraws!([job(), job({ slot: 1 })], 2);
+    assert.strictEqual(rows.length, 4);
+    assert.ok(Array.from(rows).every((r) => r >= 0 && r < 512));
+  });
+
+  describe('through the engine', () => {
+    const engines: RwkvEngine[] = [];
+    afterEach(async () => {
+      await Promise.all(engines.splice(0).map((e) => e.close()));
+    });
+    const make = async (drawSteps: number, slots = 4) => {
+      const backend = gpus.open(await createBackend({ model: MODEL, slots, precision: 'f32', gpu: gpus.gpu }));
+      const e = new RwkvEngine({ backend, tokenizer: tinyTokenizer(), config: { chunkSize: 16, drawSteps }, cacheMinTokens: 1000, compileConstraint: null });
+      engines.push(e);
+      const calls: number[] = [];
+      e.scheduler.onStep((s) => calls.push(s.drawSteps ?? 0));
+      return { e, calls };
+    };
+    const generate = async (e: RwkvEngine, req: GenerateRequest) => {
+      const events: GenerateEvent[] = [];
+      for await (const ev of e.generate(req)) events.push(ev);
+      const stop = events.find((ev) => ev.type === 'stop') as Extract<GenerateEvent, { type: 'stop' }>;
+      return { tokens: events.flatMap((ev) => (ev.type === 'delta' ? ev.tokens : [])), text: stop.text, reason: stop.reason };
+    };
+    const requests: GenerateRequest[] = [
+      { prompt: 'The quick brown fox', maxTokens: 23, sampler: { temperature: 0, logitBias: { 0: -Infinity } } },
+      { prompt: 'Once upon a time', maxTokens: 30, sampler: { seed: 11, temperature: 1.2, topP: 0.9, topK: 40, logitBias: { 0: -Infinity } } },
+      { prompt: 'Hello', maxTokens: 17, sampler: { seed: 4 } },
+      { prompt: 'A list:', maxTokens: 40, stop: ['R'], sampler: { seed: 9, temperature: 1, logitBias: { 0: -Infinity } } },
+    ];
+
+    it('gives the same outputs with draws as without, for requests run together and alone', async () => {
+      const [drawn, plain] = [await make(4), await make(0)];
+      const together = async (e: RwkvEngine) => Promise.all(requests.map((r) => generate(e, r)));
+      const a = await together(drawn.e);
+      const b = await together(plain.e);
+      assert.deepStrictEqual(a, b);
+      assert.strictEqual(a[0].tokens.length, 23);
+      assert.strictEqual(a[3].reason, 'stop');
+      assert.ok(drawn.calls.some((n) => n === 4), 'draw calls of 4 steps ran');
+      assert.ok(drawn.calls.some((n) => n > 0 && n < 4), 'a call shortened to what a request may still take');
+      assert.ok(plain.calls.every((n) => n === 0), 'drawSteps 0 draws nothing on the GPU');
+      for (const r of requests) assert.deepStrictEqual(await generate(drawn.e, r), await generate(plain.e, r));
+    });
+
+    it('draws on the host while any running request needs it (log-probabilities, mirostat)', async () => {
+      const drawn = await make(8);
+      const plain = requests[1];
+      const [withLogprobs] = await Promise.all([
+        generate(drawn.e, { prompt: 'Logprobs', maxTokens: 12, topLogprobs: 2, sampler: { seed: 1 } }),
+        generate(drawn.e, { ...plain, maxTokens: 12 }),
+      ]);
+      assert.strictEqual(withLogprobs.tokens.length, 12);
+      assert.strictEqual(drawn.calls.filter((n) => n > 0).length, 0, 'no draw call beside a request with log-probabilities');
+      await Promise.all([generate(drawn.e, { prompt: 'Mirostat', maxTokens: 10, sampler: { kind: 'mirostat', seed: 2 } }), generate(drawn.e, { ...plain, maxTokens: 10 })]);
+      assert.strictEqual(drawn.calls.filter((n) => n > 0).length, 0, 'no draw call beside a mirostat request');
+      await generate(drawn.e, plain);
+      assert.ok(drawn.calls.some((n) => n === 8), 'alone, the plain request is drawn on the GPU');
+    });
+
+    it('a request that ended inside a call leaves its slot holding what it was fed: its retained tokens give its state', async () => {
+      const [drawn, plain] = [await make(8, 1), await make(0, 1)];
+      const first: GenerateRequest = { prompt: 'Story:', maxTokens: 40, stop: ['U'], sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
+      const one = await generate(drawn.e, first);
+      assert.deepStrictEqual(one, await generate(plain.e, first));
+      assert.strictEqual(one.reason, 'stop');
+      // Its first token came from the prompt's logits; the draw calls ran on past the token that stopped it.
+      const steps = drawn.calls.reduce((n, c) => n + c, 0);
+      assert.ok(steps > one.tokens.length, `the request ended inside a draw call (${steps} steps for ${one.tokens.length} tokens)`);
+      // The slot retains the prompt and every token fed, past the stop: fed again from the zero state, they give the same state.
+      const retained = drawn.e.scheduler.pool.slots[0].retained;
+      assert.strictEqual(retained.length, tinyTokenizer().encode('Story:').length + steps);
+      const check = gpus.open(await createBackend({ model: MODEL, slots: 1, precision: 'f32', gpu: gpus.gpu }));
+      await check.run([{ slot: 0, tokens: retained.slice(), output: 'none' }]);
+      const backend = (drawn.e as unknown as { backend: Backend }).backend;
+      const [got, want] = [await backend.readState(0), await check.readState(0)];
+      let worst = 0;
+      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
+      // Fed as one prefill rather than step by step: the same tokens, summed in another order.
+      assert.ok(worst < 1e-4, `state differs by ${worst}`);
+      // A follow-up runs as it does without draws.
+      const next: GenerateRequest = { prompt: `Story:${one.text} and then`, maxTokens: 12, sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
+      assert.deepStrictEqual(await generate(drawn.e, next), await generate(plain.e, next));
+    });
+  });
+});
