@@ -41,9 +41,12 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
   ];
   const prompts = [[10, 20, 30, 40, 50], [7, 8, 9], [100, 200, 300, 400], [33]];
 
-  it('draws the tokens the host draws from the same tops, and leaves the same states', async () => {
+  // RWKV-7 runs its own runtime, 4 / 5 / 6 the shared slot runtime; 7a is RWKV-7's with one more kernel.
+  for (const name of ['v7-tiny', 'v7a-tiny', 'v6-tiny', 'v5-tiny', 'v4-tiny']) it(`draws the tokens the host draws from the same tops, and leaves the same states (${name})`, async function () {
+    const model = path.join(GOLDEN, `${name}.st`);
+    requireGolden(this, model);
     const { gpu } = gpus;
-    const [host, dev] = [await createBackend({ model: MODEL, slots: 4, precision: 'f32', gpu }), await createBackend({ model: MODEL, slots: 4, precision: 'f32', gpu })].map((b) => gpus.open(b));
+    const [host, dev] = [await createBackend({ model, slots: 4, precision: 'f32', gpu }), await createBackend({ model, slots: 4, precision: 'f32', gpu })].map((b) => gpus.open(b));
     assert.ok((dev.maxDrawSteps ?? 0) >= 8 && dev.runDraws, 'the RWKV-7 GPU runtime draws');
     for (const be of [host, dev]) await be.run(prompts.map((p, slot) => ({ slot, tokens: p.slice(0, -1), output: 'none' as const })));
     const hostSamplers = options.map(sampler);
@@ -84,6 +87,14 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
     const a = (await host.run(hostNext.map((t, slot) => ({ slot, tokens: [t], output: 'last' as const })))) as Float32Array[];
     const b = (await dev.run(devNext.map((t, slot) => ({ slot, tokens: [t], output: 'last' as const })))) as Float32Array[];
     assert.deepStrictEqual(b, a);
+  });
+
+  it("is not offered where the state grows (RWKV-7b's rows re-record its steps)", async function () {
+    const model = path.join(GOLDEN, 'v7b-tiny.st');
+    requireGolden(this, model);
+    const be = gpus.open(await createBackend({ model, slots: 1, precision: 'f32', gpu: gpus.gpu }));
+    assert.strictEqual(be.maxDrawSteps, 0);
+    await assert.rejects(be.runDraws!([{ slot: 0, token: 5, draw: sampler({ seed: 1 }).drawParams(256)!, uniforms: new Float32Array(1) }], 1), /grows with every token/);
   });
 
   it('refuses a bad call before anything runs, and the backend goes on', async () => {

@@ -10,12 +10,15 @@ import { withWgSum } from './wg-sum';
 import { VEC_LOADS } from '../rwkv7/vec-loads';
 import { lnShiftSplit } from './ln-shift-split';
 import { checkJob } from '../job-checks';
-import type { InferenceBackend, JobResult, ModelInfo, OutputMode, SlotJob, StateSnapshot } from '../types';
+import { MAX_DRAW_STEPS, type DrawJob, type InferenceBackend, type JobResult, type ModelInfo, type OutputMode, type SlotJob, type StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
 import { BindGroupCache } from './bind-group-cache';
 import { EncodedAhead, encodeAll } from './encoded-ahead';
-import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from '../rwkv7/top-logits';
+import { TOP_CAPACITY, TopLogitsReducer } from '../rwkv7/top-logits';
+import { TopDrawer } from '../rwkv7/top-draw';
+import { checkDrawCall, drawSlotJobs, runDrawSteps } from './draw-call';
+import { writeSubPassInputs, type SubPassBuffers } from './sub-pass-inputs';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
 import { quantLayersNote } from '../precision';
@@ -118,6 +121,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   private staging: GPUBuffer | null = null;
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
+  private topDrawer: TopDrawer | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -426,41 +430,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     const staging = fullBytes + topBytes > 0 ? this.stagingBuffer(fullBytes + topBytes) : null;
     let lastOps: Op[] | null = null;
     passes.forEach((sp, spi) => {
-      const ids = new Uint32Array(sp.tokens);
-      const tok = new Uint32Array(sp.tokens);
-      const jobBuf = new Uint32Array(sp.segments.length * 4);
-      const rows = new Uint32Array(Math.max(1, sp.rows));
-      const copies: [number, number, number][] = [];
-      const topRows: TopRow[] = [];
-      let t = 0;
-      let r = 0;
-      sp.segments.forEach((s, si) => {
-        const start = t;
-        for (let i = s.from; i < s.to; i++, t++) {
-          ids[t] = s.tokens[i];
-          tok[t] = s.slot | (i === s.from ? 0x80000000 : 0);
-        }
-        jobBuf.set([s.slot, start, s.to - s.from, 0], si * 4);
-        if (s.outMode === 'last') {
-          rows[r] = t - 1;
-          copies.push([r, jobRowBase[s.job], 1]);
-          r += 1;
-        } else if (s.outMode === 'top') {
-          rows[r] = t - 1;
-          topRows.push({ logitsRow: r, adjust: jobs[s.job].adjust, out: topIndex[s.job] });
-          r += 1;
-        } else if (s.outMode === 'all') {
-          for (let i = start; i < t; i++) rows[r + i - start] = i;
-          copies.push([r, jobRowBase[s.job] + s.outFrom, t - start]);
-          r += t - start;
-        }
-      });
-      const q = device.queue;
-      q.writeBuffer(this.buf.batch, 0, new Uint32Array([sp.tokens, sp.segments.length, sp.rows, 0]));
-      q.writeBuffer(this.buf.ids, 0, ids);
-      q.writeBuffer(this.buf.tok, 0, tok);
-      q.writeBuffer(this.buf.jobs, 0, jobBuf);
-      q.writeBuffer(this.buf.rows, 0, rows);
+      const { copies, topRows } = writeSubPassInputs(device.queue, this.inputBuffers, sp, jobs, jobRowBase, topIndex);
       const before = this.ahead.submitAllButLast(device, (lastOps = this.opsFor(sp)));
       const enc = device.createCommandEncoder();
       for (const [from, to, count] of copies) {
@@ -468,7 +438,7 @@ export abstract class SlotRuntime implements InferenceBackend {
       }
       if (topRows.length) this.top.encode(enc, topRows);
       if (spi === passes.length - 1 && tops > 0) this.top.copyOut(enc, staging!, fullBytes, tops);
-      q.submit([before, enc.finish()]);
+      device.queue.submit([before, enc.finish()]);
     });
     const done = staging ? staging.mapAsync(GPUMapMode.READ, 0, fullBytes + topBytes) : device.queue.onSubmittedWorkDone();
     // While the GPU runs, the next call's commands (when the call before ran the same ones: a steady loop).
@@ -492,6 +462,45 @@ export abstract class SlotRuntime implements InferenceBackend {
     } finally {
       staging.unmap();
     }
+  }
+
+  /** Most steps of one runDraws call. */
+  readonly maxDrawSteps = MAX_DRAW_STEPS;
+
+  /** Decode steps with each token drawn on the GPU, as the RWKV-7 runtime runs them (engine/gpu/draw-call.ts). */
+  runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
+    let sp: SubPass;
+    try {
+      checkDrawCall(jobs, steps);
+      const { passes } = this.plan(drawSlotJobs(jobs));
+      if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
+      sp = passes[0];
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.serialize(() => {
+      const ops = this.opsFor(sp);
+      return runDrawSteps(
+        {
+          device: this.device,
+          drawer: (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
+          staging: (bytes) => this.stagingBuffer(bytes),
+          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, drawSlotJobs(jobs), [], []),
+          encodeStep: () => ({ before: this.ahead.submitAllButLast(this.device, ops), enc: this.device.createCommandEncoder() }),
+          afterSubmit: () => this.ahead.afterCall(ops, () => encodeAll(this.device, ops)),
+          checkAlive: () => this.checkAlive(),
+        },
+        sp,
+        jobs,
+        steps,
+      );
+    });
+  }
+
+  /** The buffers a sub-pass's inputs go to (sub-pass-inputs.ts). */
+  private get inputBuffers(): SubPassBuffers {
+    const { batch, ids, tok, jobs, rows } = this.buf;
+    return { batch, ids, tok, jobs, rows };
   }
 
   private stagingBuffer(bytes: number): GPUBuffer {
@@ -573,6 +582,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     for (const b of gpuBuffersIn([this.common, this.weightObjects()])) b.destroy();
     this.staging?.destroy();
     this.stateStaging?.destroy();
+    this.topDrawer?.dispose();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

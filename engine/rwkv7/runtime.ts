@@ -18,7 +18,9 @@ import { EncodedAhead, encodeAll } from '../gpu/encoded-ahead';
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
-import { TopDrawer, type DrawRow } from './top-draw';
+import { TopDrawer } from './top-draw';
+import { checkDrawCall, drawSlotJobs, runDrawSteps } from '../gpu/draw-call';
+import { writeSubPassInputs, type SubPassBuffers } from '../gpu/sub-pass-inputs';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { weightLayoutPart } from './weight-blocks';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
@@ -1044,7 +1046,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const staging = fullBytes + topBytes > 0 ? this.stagingBuffer(fullBytes + topBytes) : null;
     let lastOps: Op[] | null = null;
     passes.forEach((sp, spi) => {
-      const { copies, topRows } = this.writeSubPass(sp, jobs, jobRowBase, topIndex);
+      const { copies, topRows } = writeSubPassInputs(device.queue, this.inputBuffers, sp, jobs, jobRowBase, topIndex, this.stateRowFloats > 0);
       const ops = (lastOps = this.opsFor(sp));
       const { before, enc } = this.encodeSubPass(ops);
       for (const [from, to, count] of copies) {
@@ -1082,112 +1084,51 @@ export class Rwkv7Runtime implements InferenceBackend {
     }
   }
 
-  /**
-   * Writes a sub-pass's tokens, slots, segments and output rows for its commands (queue.writeBuffer: ordered before
-   * the submits that follow), and says which logits rows go where: full rows copied to staging, 'top' rows reduced.
-   */
-  private writeSubPass(sp: SubPass, jobs: SlotJob[], jobRowBase: number[], topIndex: number[]): { copies: [number, number, number][]; topRows: TopRow[] } {
-    const ids = new Uint32Array(sp.tokens);
-    const tok = new Uint32Array(sp.tokens);
-    const jobBuf = new Uint32Array(sp.segments.length * 4);
-    const rows = new Uint32Array(Math.max(1, sp.rows));
-    const copies: [number, number, number][] = []; // [logits row, staging row, count]
-    const topRows: TopRow[] = [];
-    let t = 0;
-    let r = 0;
-    sp.segments.forEach((s, si) => {
-      const start = t;
-      for (let i = s.from; i < s.to; i++, t++) {
-        ids[t] = s.tokens[i];
-        tok[t] = s.slot | (i === s.from ? 0x80000000 : 0);
-      }
-      // The fourth word: RWKV-7b's rows before the segment (shaders/rwkv7b_dea_*.wgsl); 0 as before otherwise.
-      jobBuf.set([s.slot, start, s.to - s.from, this.stateRowFloats > 0 ? s.base : 0], si * 4);
-      if (s.outMode === 'last') {
-        rows[r] = t - 1;
-        copies.push([r, jobRowBase[s.job], 1]);
-        r += 1;
-      } else if (s.outMode === 'top') {
-        rows[r] = t - 1;
-        topRows.push({ logitsRow: r, adjust: jobs[s.job].adjust, out: topIndex[s.job] });
-        r += 1;
-      } else if (s.outMode === 'all') {
-        for (let i = start; i < t; i++) rows[r + i - start] = i;
-        copies.push([r, jobRowBase[s.job] + s.outFrom, t - start]);
-        r += t - start;
-      }
-    });
-    const q = this.device.queue;
-    q.writeBuffer(this.buf.batch, 0, new Uint32Array([sp.tokens, sp.segments.length, sp.rows, 0]));
-    q.writeBuffer(this.buf.ids, 0, ids);
-    q.writeBuffer(this.buf.tok, 0, tok);
-    q.writeBuffer(this.buf.jobs, 0, jobBuf);
-    q.writeBuffer(this.buf.rows, 0, rows);
-    return { copies, topRows };
-  }
-
   /** Most steps of one runDraws call; 0 where the state grows (RWKV-7b re-records its ops as rows are added). */
   get maxDrawSteps(): number {
     return this.stateRowFloats > 0 ? 0 : MAX_DRAW_STEPS;
   }
 
   /**
-   * `steps` decode steps of single-token jobs back to back, each row's next token drawn on the GPU (top-draw.ts)
-   * and fed to the next step, with one read-back at the end: the host's round trip and sampling leave the steps
-   * between. The commands of every step are those of a 'top' call of the same rows.
+   * `steps` decode steps of single-token jobs back to back, each row's next token drawn on the GPU and fed to the next
+   * step, one read-back at the end (engine/gpu/draw-call.ts). The commands of every step are those of a 'top' call of
+   * the same rows.
    */
   runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
     let sp: SubPass;
     try {
       if (this.maxDrawSteps === 0) throw new Error('runDraws: the state of this model grows with every token; its steps are drawn on the host');
-      if (!Number.isInteger(steps) || steps < 1 || steps > MAX_DRAW_STEPS) throw new RangeError(`runDraws: steps must be an integer in 1..${MAX_DRAW_STEPS}, got ${steps}`);
-      if (jobs.length === 0) throw new RangeError('runDraws: no jobs');
-      jobs.forEach((j, i) => {
-        if (!(j.uniforms instanceof Float32Array) || j.uniforms.length !== steps) throw new RangeError(`runDraws: job ${i} has ${j.uniforms?.length} uniforms for ${steps} steps`);
-      });
-      const { passes } = this.plan(jobs.map((j) => ({ slot: j.slot, tokens: [j.token], output: 'top' as const })));
+      checkDrawCall(jobs, steps);
+      const { passes } = this.plan(drawSlotJobs(jobs));
       if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
       sp = passes[0];
     } catch (e) {
       return Promise.reject(e);
     }
-    return this.serialize(() => this.executeDraws(jobs, steps, sp));
-  }
-
-  private get drawer(): TopDrawer {
-    return (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS));
-  }
-
-  private async executeDraws(jobs: DrawJob[], steps: number, sp: SubPass): Promise<Int32Array> {
-    const n = jobs.length;
-    // One token a job, in job order: segment i is job i, its token at position i and its logits at row i.
-    const rows: DrawRow[] = sp.segments.map((s, i) => {
-      if (s.job !== i) throw new Error(`runDraws: segment ${i} holds job ${s.job}`);
-      return { logitsRow: i, idsAt: i, ...jobs[i].draw };
+    return this.serialize(() => {
+      // Recorded in turn, as execute() does: recording may allocate what the calls before are still using.
+      const ops = this.opsFor(sp);
+      return runDrawSteps(
+        {
+          device: this.device,
+          drawer: (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
+          staging: (bytes) => this.stagingBuffer(bytes),
+          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, drawSlotJobs(jobs), [], []),
+          encodeStep: () => this.encodeSubPass(ops),
+          afterSubmit: () => this.encodeNextAhead(ops),
+          checkAlive: () => this.checkAlive(),
+        },
+        sp,
+        jobs,
+        steps,
+      );
     });
-    const uniforms = new Float32Array(steps * n);
-    jobs.forEach((j, i) => j.uniforms.forEach((u, s) => (uniforms[s * n + i] = u)));
-    const drawer = this.drawer;
-    // Checks the draws before anything is written: a refused call leaves the buffers as they were.
-    drawer.prepare(rows, uniforms, steps);
-    this.writeSubPass(sp, jobs.map((j) => ({ slot: j.slot, tokens: [j.token], output: 'top' as const })), [], []);
-    const staging = this.stagingBuffer(drawer.bytes());
-    const ops = this.opsFor(sp);
-    for (let s = 0; s < steps; s++) {
-      const { before, enc } = this.encodeSubPass(ops);
-      drawer.encode(enc);
-      if (s === steps - 1) drawer.copyOut(enc, staging, 0);
-      this.device.queue.submit(before ? [before, enc.finish()] : [enc.finish()]);
-    }
-    const done = staging.mapAsync(GPUMapMode.READ, 0, drawer.bytes());
-    this.encodeNextAhead(ops);
-    await done;
-    try {
-      this.checkAlive();
-      return TopDrawer.parse(new Uint32Array(staging.getMappedRange(0, drawer.bytes()).slice(0)));
-    } finally {
-      staging.unmap();
-    }
+  }
+
+  /** The buffers a sub-pass's inputs go to (gpu/sub-pass-inputs.ts). */
+  private get inputBuffers(): SubPassBuffers {
+    const { batch, ids, tok, jobs, rows } = this.buf;
+    return { batch, ids, tok, jobs, rows };
   }
 
   /**
