@@ -1,18 +1,34 @@
 // `npm run bench -- --sections host`: the host's own work per decode step — scheduler, samplers, stop checks and
 // text decoding of every request — with the GPU taken out. The backend answers at once with synthetic 'top' results
-// (256 candidates of a 65,536-row vocabulary, as the GPU reduction returns them), so what a step costs here is what
-// the CPU adds to every GPU step at that many concurrent requests. On the H200 a 1.5B batch-64 step takes 7.2 ms of
+// (256 candidates of a 65,536-row vocabulary, as the GPU reduction returns them) or, for draw calls, with synthetic
+// drawn rows, so what a step costs here is what the CPU adds to every GPU step at that many concurrent requests. On the H200 a 1.5B batch-64 step takes 7.2 ms of
 // GPU time (bench/RESULTS.md "Where a step goes"): the figure here says how much a served batch adds to it.
 
 import { RwkvEngine } from '../engine/engine';
-import type { InferenceBackend, JobResult, SlotJob, TopLogits } from '../engine/types';
+import type { DrawJob, InferenceBackend, JobResult, SlotJob, TopLogits } from '../engine/types';
 import { WorldTokenizer } from '../engine/tokenizer';
 import { FakeBackend } from '../test/fake-backend';
 
-/** The fake CPU backend with a 'top' output that costs nothing: synthetic candidates, best first. */
+/**
+ * The fake CPU backend with a 'top' output that costs nothing: synthetic candidates, best first; and draw calls
+ * (runDraws, the scheduler's drawSteps) that answer at once with synthetic rows.
+ */
 class InstantTopBackend extends FakeBackend {
   readonly topCapacity = 256;
+  readonly maxDrawSteps = 16;
   topSteps = 0;
+
+  async runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
+    this.topSteps += steps;
+    await new Promise((r) => setImmediate(r));
+    const rows = new Int32Array(steps * jobs.length);
+    let s = (this.topSteps * 977) >>> 0;
+    for (let i = 0; i < rows.length; i++) {
+      s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+      rows[i] = ((s >>> 8) % 65000) + 100;
+    }
+    return rows;
+  }
 
   // FakeBackend's run() is typed for full rows only; a 'top' result goes through the same Promise.
   async run(jobs: SlotJob[]): Promise<(Float32Array | null)[]> {
@@ -37,9 +53,9 @@ class InstantTopBackend extends FakeBackend {
 }
 
 /** Host ms a decode step and µs a request-step for `requests` concurrent generations of `tokens` tokens. */
-async function hostCost(requests: number, tokens: number, temperature: number): Promise<{ msPerStep: number; usPerRequestStep: number; steps: number }> {
+async function hostCost(requests: number, tokens: number, temperature: number, drawSteps = 0): Promise<{ msPerStep: number; usPerRequestStep: number; steps: number }> {
   const backend = new InstantTopBackend({ slots: requests, vocab: 65536 });
-  const engine = new RwkvEngine({ backend: backend as unknown as InferenceBackend, tokenizer: WorldTokenizer.bundled(), compileConstraint: null, config: { maxBatch: requests } });
+  const engine = new RwkvEngine({ backend: backend as unknown as InferenceBackend, tokenizer: WorldTokenizer.bundled(), compileConstraint: null, config: { maxBatch: requests, drawSteps } });
   try {
     // Prompts prefill from full rows in the first steps (the fake backend's own arithmetic): timed from the first
     // 'top' step on, so only decode steps count.
@@ -69,9 +85,13 @@ export async function benchHostCost(log: (s: string) => void = console.log): Pro
   await hostCost(8, 64, 1); // warm-up: the samplers' and scheduler's code compiled before anything is timed
   for (const requests of [1, 8, 64]) {
     for (const [name, temperature] of [['nucleus', 1], ['greedy', 0]] as const) {
-      const r = await hostCost(requests, 128, temperature);
-      log(`host work a decode step, ${requests} requests, ${name}: ${r.msPerStep} ms (${r.usPerRequestStep} µs a request), ${r.steps} steps`);
-      out[`${requests}.${name}`] = r;
+      // Every token drawn on the host ('top' steps), then drawn on the GPU in calls of 4 and 8 steps.
+      for (const drawSteps of [0, 4, 8]) {
+        const r = await hostCost(requests, 128, temperature, drawSteps);
+        const how = drawSteps === 0 ? 'drawn on the host' : `drawn on the GPU, ${drawSteps} steps a call`;
+        log(`host work a decode step, ${requests} requests, ${name}, ${how}: ${r.msPerStep} ms (${r.usPerRequestStep} µs a request), ${r.steps} steps`);
+        out[`${requests}.${name}${drawSteps ? `.draw${drawSteps}` : ''}`] = r;
+      }
     }
   }
   return out;

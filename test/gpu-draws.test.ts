@@ -166,6 +166,40 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
       assert.ok(drawn.calls.some((n) => n === 8), 'alone, the plain request is drawn on the GPU');
     });
 
+    it('40 requests on 8 slots, queued, mixed with host-drawn ones and cancelled ones: nothing lost, the same outputs', async () => {
+      const [drawn, plain] = [await make(8, 8), await make(0, 8)];
+      const many = (e: RwkvEngine) =>
+        Promise.all(
+          Array.from({ length: 40 }, async (_, i) => {
+            const req: GenerateRequest = {
+              prompt: `Item ${i}:`,
+              maxTokens: 1 + ((i * 7) % 25),
+              ...(i % 5 === 0 ? { stop: ['R'] } : {}),
+              ...(i % 7 === 3 ? { topLogprobs: 1 } : {}),
+              sampler: i % 3 === 0 ? { temperature: 0, logitBias: { 0: -Infinity } } : { seed: i, temperature: 1, topP: 0.9, topK: 40 },
+            };
+            // Every ninth is cancelled after its third token: it ends with 'abort' wherever the call stood.
+            const ac = new AbortController();
+            const events: GenerateEvent[] = [];
+            let deltas = 0;
+            for await (const ev of e.generate(req, { signal: ac.signal })) {
+              events.push(ev);
+              if (ev.type === 'delta' && ++deltas === 3 && i % 9 === 4) ac.abort();
+            }
+            const stop = events[events.length - 1];
+            assert.strictEqual(stop.type, 'stop', `request ${i} ended with a stop event`);
+            const tokens = events.flatMap((ev) => (ev.type === 'delta' ? ev.tokens : []));
+            // A cancelled request's tokens depend on where the call stood: only its first three are compared.
+            return i % 9 === 4 ? { aborted: (stop as { reason: string }).reason, first: tokens.slice(0, 3) } : { tokens, text: (stop as { text: string }).text, reason: (stop as { reason: string }).reason };
+          }),
+        );
+      const a = await many(drawn.e);
+      const b = await many(plain.e);
+      assert.deepStrictEqual(a, b);
+      assert.ok(drawn.calls.some((n) => n > 1), 'draw calls ran');
+      for (const { e } of [drawn, plain]) assert.strictEqual(e.scheduler.active + e.scheduler.queued, 0);
+    });
+
     it('a request that ended inside a call leaves its slot holding what it was fed: its retained tokens give its state', async () => {
       const [drawn, plain] = [await make(8, 1), await make(0, 1)];
       const first: GenerateRequest = { prompt: 'Story:', maxTokens: 40, stop: ['U'], sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
