@@ -53,7 +53,7 @@ class InstantTopBackend extends FakeBackend {
 }
 
 /** Host ms a decode step and µs a request-step for `requests` concurrent generations of `tokens` tokens. */
-async function hostCost(requests: number, tokens: number, temperature: number, drawSteps = 0): Promise<{ msPerStep: number; usPerRequestStep: number; steps: number }> {
+export async function hostCost(requests: number, tokens: number, temperature: number, drawSteps = 0): Promise<{ msPerStep: number; usPerRequestStep: number; steps: number }> {
   const backend = new InstantTopBackend({ slots: requests, vocab: 65536 });
   const engine = new RwkvEngine({ backend: backend as unknown as InferenceBackend, tokenizer: WorldTokenizer.bundled(), compileConstraint: null, config: { maxBatch: requests, drawSteps } });
   try {
