@@ -18,10 +18,20 @@ class InstantTopBackend extends FakeBackend {
   readonly maxDrawSteps = 16;
   topSteps = 0;
 
-  async runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
+  readonly drawContinuationSteps = 256;
+
+  runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
+    return this.drawn(jobs.length, steps);
+  }
+
+  continueDraws(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
+    return this.drawn(uniforms.length, steps);
+  }
+
+  private async drawn(n: number, steps: number): Promise<Int32Array> {
     this.topSteps += steps;
     await new Promise((r) => setImmediate(r));
-    const rows = new Int32Array(steps * jobs.length);
+    const rows = new Int32Array(steps * n);
     let s = (this.topSteps * 977) >>> 0;
     for (let i = 0; i < rows.length; i++) {
       s = (Math.imul(s, 1664525) + 1013904223) >>> 0;

@@ -552,53 +552,101 @@ export class Scheduler {
   }
 
   /**
-   * One draw call: `steps` decode steps of `runs` without the host between them. Each slot is fed its pending token and
-   * the rows drawn before the last, which its retained tokens record (a task that ended inside the call included).
+   * Draw calls of `steps` steps for `runs`: the first from the host's state of each task, then, where the backend can
+   * continue a call before it is read back, one more call kept queued behind the one being read, so the GPU runs the
+   * next steps while the host takes these. Continuing stops once a task ends, a request waits for a free slot, a task
+   * could not take the queued tokens within its budget, or the call's room runs out; then the queued call is read and
+   * the scheduler's loop goes on. Each slot is fed its pending token and every row drawn before a call's last, which
+   * its retained tokens record; a task that ended while a call behind it was queued leaves its slot cleared, since
+   * that call feeds it on.
    */
   private async drawSteps(runs: Running[], params: DrawParams[], steps: number, started: number): Promise<void> {
+    const backend = this.backend;
+    const n = runs.length;
     const jobs: DrawJob[] = runs.map((run, i) => ({ slot: run.slot.index, token: run.feed[run.fed], draw: params[i], uniforms: run.task.takeUniforms!(steps) }));
-    const t0 = performance.now();
-    let rows: Int32Array;
-    try {
-      rows = await this.backend.runDraws!(jobs, steps);
-      if (rows.length !== steps * jobs.length) throw new Error(`backend drew ${rows.length} rows for ${jobs.length} jobs of ${steps} steps`);
-    } catch (error) {
-      if (this.failure) return;
-      const err = this.describe(error);
-      for (const run of runs) {
-        this.pool.clear(run.slot);
-        Scheduler.safely(() => this.backend.resetState(run.slot.index));
-        this.end(run, () => run.task.onError(err));
+    const queued: { steps: number; rows: Promise<Int32Array> }[] = [{ steps, rows: backend.runDraws!(jobs, steps) }];
+    // The token each slot is fed first by the next call read: the job's, then the last row of the call before.
+    const feeds = jobs.map((j) => j.token);
+    let room = backend.continueDraws ? (backend.drawContinuationSteps ?? 0) : 0;
+    let issued = steps;
+    let since = performance.now();
+    while (queued.length > 0) {
+      if (queued.length === 1 && room >= steps && this.mayContinue(runs, issued + steps)) {
+        const uniforms = runs.map((run) => run.task.takeUniforms!(steps));
+        queued.push({ steps, rows: backend.continueDraws!(uniforms, steps) });
+        issued += steps;
+        room -= steps;
       }
-      return;
-    } finally {
-      const backendMs = performance.now() - t0;
-      this.stats.backendMs += backendMs;
-      this.stats.steps += steps;
-      if (this.stepListeners.size > 0) {
-        const record: StepRecord = { startedMs: started, backendMs, decodeRows: jobs.length, chunkJobs: 0, chunkTokens: 0, drawSteps: steps };
-        for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
-      }
-    }
-    if (this.failure) return;
-    const n = jobs.length;
-    runs.forEach((run, i) => {
-      const drawn = new Int32Array(steps);
-      for (let s = 0; s < steps; s++) drawn[s] = rows[s * n + i];
-      const slot = run.slot;
-      slot.retained.push(jobs[i].token);
-      for (let s = 0; s < steps - 1; s++) slot.retained.push(drawn[s]);
-      slot.lastLogits = null;
-      run.fed = run.feed.length;
-      this.stats.decodeTokens += steps;
-      // A row that allowed nothing was not fed on: the slot's state no longer follows its retained tokens.
-      if (drawn.includes(-1)) this.pool.clear(slot);
+      const call = queued.shift()!;
+      let rows: Int32Array;
       try {
-        this.apply(run, run.task.onDrawn!(drawn));
+        rows = await call.rows;
+        if (rows.length !== call.steps * n) throw new Error(`backend drew ${rows.length} rows for ${n} jobs of ${call.steps} steps`);
       } catch (error) {
-        this.end(run, () => run.task.onError(Scheduler.asError(error)));
+        for (const behind of queued.splice(0)) behind.rows.catch(() => undefined);
+        if (this.failure) return;
+        const err = this.describe(error);
+        for (const run of runs) {
+          this.pool.clear(run.slot);
+          Scheduler.safely(() => this.backend.resetState(run.slot.index));
+          if (this.running.get(run.slot.index) === run) this.end(run, () => run.task.onError(err));
+        }
+        return;
+      } finally {
+        // Calls overlap: each is charged the time from the later of its own start and the read before it.
+        const now = performance.now();
+        const backendMs = now - since;
+        since = now;
+        this.stats.backendMs += backendMs;
+        this.stats.steps += call.steps;
+        if (this.stepListeners.size > 0) {
+          const record: StepRecord = { startedMs: started, backendMs, decodeRows: n, chunkJobs: 0, chunkTokens: 0, drawSteps: call.steps };
+          for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
+        }
       }
-    });
+      if (this.failure) return;
+      issued -= call.steps;
+      runs.forEach((run, i) => {
+        const drawn = new Int32Array(call.steps);
+        for (let s = 0; s < call.steps; s++) drawn[s] = rows[s * n + i];
+        const slot = run.slot;
+        const ongoing = this.running.get(slot.index) === run;
+        // Fed this call: its first token and every row drawn before its last.
+        if (ongoing) {
+          slot.retained.push(feeds[i]);
+          for (let s = 0; s < call.steps - 1; s++) slot.retained.push(drawn[s]);
+          slot.lastLogits = null;
+        }
+        feeds[i] = drawn[call.steps - 1];
+        this.stats.decodeTokens += call.steps;
+        if (!ongoing) return; // ended in an earlier call; its slot was cleared then
+        run.fed = run.feed.length;
+        // A row that allowed nothing was not fed on: the slot's state no longer follows its retained tokens.
+        if (drawn.includes(-1)) this.pool.clear(slot);
+        try {
+          this.apply(run, run.task.onDrawn!(drawn));
+        } catch (error) {
+          this.end(run, () => run.task.onError(Scheduler.asError(error)));
+        }
+        // The call queued behind feeds this slot on: what it retains is no longer its state.
+        if (this.running.get(slot.index) !== run && queued.length > 0) this.pool.clear(slot);
+      });
+      started = performance.now();
+    }
+  }
+
+  /**
+   * Whether a draw call may be queued behind the one in flight: every task still running and able to take `tokens`
+   * more, none cancelled, no request waiting for a free slot, the engine neither closing nor broken.
+   */
+  private mayContinue(runs: Running[], tokens: number): boolean {
+    if (this.closing || this.failure) return false;
+    if (this.queue.length > 0 && this.pool.idleCount > 0) return false;
+    for (const run of runs) {
+      if (this.running.get(run.slot.index) !== run || run.task.signal?.aborted) return false;
+      if (run.task.drawBudget!() < tokens) return false;
+    }
+    return true;
   }
 
   /**

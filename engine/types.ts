@@ -107,6 +107,8 @@ export interface DrawParams {
 
 /** Most steps one runDraws call may take (EngineConfig.drawSteps is bounded by it). */
 export const MAX_DRAW_STEPS = 16;
+/** Steps the GPU runtimes let continueDraws add after one runDraws call (the penalty room a call reserves). */
+export const DRAW_CONTINUATION_STEPS = 256;
 
 /** One slot of a runDraws call: its next token (a model row) and how each step's token is drawn. */
 export interface DrawJob {
@@ -170,6 +172,15 @@ export interface InferenceBackend {
    */
   readonly maxDrawSteps?: number;
   runDraws?(jobs: DrawJob[], steps: number): Promise<Int32Array>;
+  /**
+   * continueDraws(uniforms, steps) runs `steps` more steps for the jobs of the last draw call, in its order, each fed
+   * the row it drew last, its penalties as the GPU left them; uniforms[j] holds job j's `steps` uniforms. It may be
+   * called before that call has resolved (its steps queue behind it on the GPU, so the host reads one call while the
+   * GPU runs the next), but nothing else may come between: no other call and no state change. Up to
+   * drawContinuationSteps steps in all may continue one runDraws call.
+   */
+  readonly drawContinuationSteps?: number;
+  continueDraws?(uniforms: Float32Array[], steps: number): Promise<Int32Array>;
   /** Entries a 'top' result holds; 0 when the backend has no 'top' output. */
   readonly topCapacity?: number;
   /**

@@ -55,27 +55,43 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
     let devNext = hostNext.slice();
     const drawnByHost: number[][] = options.map(() => []);
     const drawnByGpu: number[][] = options.map(() => []);
-    // Calls of several lengths, so penalties and streams carry over from call to call.
-    for (const steps of [1, 3, 8, 5]) {
+    const hostSteps = async (steps: number) => {
       for (let s = 0; s < steps; s++) {
         const tops = (await host.run(hostNext.map((t, slot) => ({ slot, tokens: [t], output: 'top' as const, adjust: hostSamplers[slot].adjustments() })))) as TopLogits[];
         hostNext = tops.map((top, slot) => hostSamplers[slot].sampleTop(top));
         hostNext.forEach((t, slot) => drawnByHost[slot].push(t));
       }
+    };
+    /** Takes a call's drawn rows as the scheduler does: in order, each told to its sampler. */
+    const take = (rows: Int32Array, steps: number) => {
+      const n = prompts.length;
+      assert.strictEqual(rows.length, steps * n);
+      devNext = devNext.map((_, slot) => {
+        for (let s = 0; s < steps; s++) {
+          devSamplers[slot].recordDrawn(rows[s * n + slot]);
+          drawnByGpu[slot].push(rows[s * n + slot]);
+        }
+        return rows[(steps - 1) * n + slot];
+      });
+    };
+    const uniforms = (steps: number) => devSamplers.map((sm) => sm.takeUniforms(steps));
+    // Calls of several lengths, so penalties and streams carry over from call to call.
+    for (const steps of [1, 3]) {
+      await hostSteps(steps);
       const jobs: DrawJob[] = devNext.map((token, slot) => ({ slot, token, draw: devSamplers[slot].drawParams(256)!, uniforms: devSamplers[slot].takeUniforms(steps) }));
       assert.ok(jobs.every((j) => j.draw), 'every sampler here can be drawn for on the GPU');
-      const rows = await dev.runDraws!(jobs, steps);
-      assert.strictEqual(rows.length, steps * jobs.length);
-      devNext = jobs.map((_, slot) => {
-        for (let s = 0; s < steps; s++) {
-          const row = rows[s * jobs.length + slot];
-          devSamplers[slot].recordDrawn(row);
-          drawnByGpu[slot].push(row);
-        }
-        return rows[(steps - 1) * jobs.length + slot];
-      });
+      take(await dev.runDraws!(jobs, steps), steps);
       assert.deepStrictEqual(drawnByGpu, drawnByHost, `after a call of ${steps} steps`);
     }
+    // Continued calls, each queued before the one it continues is read back: the GPU's penalties and tokens carry on.
+    await hostSteps(8 + 5 + 2);
+    const first = dev.continueDraws!(uniforms(8), 8);
+    const second = dev.continueDraws!(uniforms(5), 5);
+    take(await first, 8);
+    const third = dev.continueDraws!(uniforms(2), 2);
+    take(await second, 5);
+    take(await third, 2);
+    assert.deepStrictEqual(drawnByGpu, drawnByHost, 'after three continued calls');
     // The draws are not all the top row: the nucleus rows drew others, the greedy one moved under its penalties.
     assert.ok(drawnByGpu.some((t) => new Set(t).size > 3), 'the draws vary');
     assert.ok(new Set(drawnByGpu[0]).size > 1, 'greedy moved under its penalties');
@@ -95,6 +111,26 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
     const be = gpus.open(await createBackend({ model, slots: 1, precision: 'f32', gpu: gpus.gpu }));
     assert.strictEqual(be.maxDrawSteps, 0);
     await assert.rejects(be.runDraws!([{ slot: 0, token: 5, draw: sampler({ seed: 1 }).drawParams(256)!, uniforms: new Float32Array(1) }], 1), /grows with every token/);
+  });
+
+  it('continues only the last draw call, with nothing between, within its room', async () => {
+    const dev = gpus.open(await createBackend({ model: MODEL, slots: 2, precision: 'f32', gpu: gpus.gpu }));
+    const u = (steps: number) => [new Float32Array(steps).fill(0.5), new Float32Array(steps).fill(0.25)];
+    const draw = sampler({ seed: 1 }).drawParams(256)!;
+    await assert.rejects(dev.continueDraws!(u(2), 2), /no draw call to continue/);
+    await dev.runDraws!([{ slot: 0, token: 5, draw, uniforms: new Float32Array(1) }, { slot: 1, token: 6, draw, uniforms: new Float32Array(1) }], 1);
+    await assert.rejects(dev.continueDraws!([new Float32Array(2)], 2), /1 uniforms lists for the last call's 2 jobs/);
+    await assert.rejects(dev.continueDraws!(u(2), 17), /steps must be an integer in 1\.\.16/);
+    assert.strictEqual((await dev.continueDraws!(u(3), 3)).length, 6);
+    dev.resetState(1);
+    await assert.rejects(dev.continueDraws!(u(2), 2), /no draw call to continue/);
+    // The room a call reserves for its continuations runs out: continueDraws says so, and a new call starts afresh.
+    await dev.runDraws!([{ slot: 0, token: 5, draw, uniforms: new Float32Array(1) }, { slot: 1, token: 6, draw, uniforms: new Float32Array(1) }], 1);
+    const room = dev.drawContinuationSteps!;
+    for (let left = room; left > 0; left -= 16) await dev.continueDraws!(u(Math.min(16, left)), Math.min(16, left));
+    await assert.rejects(dev.continueDraws!(u(1), 1), /room for 0 more steps/);
+    await assert.rejects(dev.continueDraws!(u(1), 1), /did not start|no draw call to continue/);
+    assert.strictEqual((await dev.run([{ slot: 0, tokens: [1], output: 'last' }]))[0]!.length, 512, 'the backend goes on');
   });
 
   it('refuses a bad call before anything runs, and the backend goes on', async () => {
@@ -122,7 +158,22 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
       engines.push(e);
       const calls: number[] = [];
       e.scheduler.onStep((s) => calls.push(s.drawSteps ?? 0));
-      return { e, calls };
+      // Continued calls, and how many were queued before the call they continue had been read back.
+      const continued = { calls: 0, early: 0 };
+      const cont = backend.continueDraws!.bind(backend);
+      let reading = 0;
+      const draws = backend.runDraws!.bind(backend);
+      const track = (p: Promise<Int32Array>) => {
+        reading++;
+        return p.finally(() => reading--);
+      };
+      backend.runDraws = (jobs, steps) => track(draws(jobs, steps));
+      backend.continueDraws = (u, steps) => {
+        continued.calls++;
+        if (reading > 0) continued.early++;
+        return track(cont(u, steps));
+      };
+      return { e, calls, continued };
     };
     const generate = async (e: RwkvEngine, req: GenerateRequest) => {
       const events: GenerateEvent[] = [];
@@ -146,6 +197,7 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
       assert.strictEqual(a[0].tokens.length, 23);
       assert.strictEqual(a[3].reason, 'stop');
       assert.ok(drawn.calls.some((n) => n === 4), 'draw calls of 4 steps ran');
+      assert.ok(drawn.continued.early > 0, 'calls were queued behind calls not yet read back');
       assert.ok(drawn.calls.some((n) => n > 0 && n < 4), 'a call shortened to what a request may still take');
       assert.ok(plain.calls.every((n) => n === 0), 'drawSteps 0 draws nothing on the GPU');
       for (const r of requests) assert.deepStrictEqual(await generate(drawn.e, r), await generate(plain.e, r));
@@ -200,29 +252,38 @@ describe('decode steps drawn on the GPU (runDraws)', function () {
       for (const { e } of [drawn, plain]) assert.strictEqual(e.scheduler.active + e.scheduler.queued, 0);
     });
 
-    it('a request that ended inside a call leaves its slot holding what it was fed: its retained tokens give its state', async () => {
-      const [drawn, plain] = [await make(8, 1), await make(0, 1)];
-      const first: GenerateRequest = { prompt: 'Story:', maxTokens: 40, stop: ['U'], sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
-      const one = await generate(drawn.e, first);
-      assert.deepStrictEqual(one, await generate(plain.e, first));
-      assert.strictEqual(one.reason, 'stop');
-      // Its first token came from the prompt's logits; the draw calls ran on past the token that stopped it.
-      const steps = drawn.calls.reduce((n, c) => n + c, 0);
-      assert.ok(steps > one.tokens.length, `the request ended inside a draw call (${steps} steps for ${one.tokens.length} tokens)`);
-      // The slot retains the prompt and every token fed, past the stop: fed again from the zero state, they give the same state.
-      const retained = drawn.e.scheduler.pool.slots[0].retained;
-      assert.strictEqual(retained.length, tinyTokenizer().encode('Story:').length + steps);
-      const check = gpus.open(await createBackend({ model: MODEL, slots: 1, precision: 'f32', gpu: gpus.gpu }));
-      await check.run([{ slot: 0, tokens: retained.slice(), output: 'none' }]);
-      const backend = (drawn.e as unknown as { backend: Backend }).backend;
-      const [got, want] = [await backend.readState(0), await check.readState(0)];
-      let worst = 0;
-      for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
-      // Fed as one prefill rather than step by step: the same tokens, summed in another order.
-      assert.ok(worst < 1e-4, `state differs by ${worst}`);
-      // A follow-up runs as it does without draws.
-      const next: GenerateRequest = { prompt: `Story:${one.text} and then`, maxTokens: 12, sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
-      assert.deepStrictEqual(await generate(drawn.e, next), await generate(plain.e, next));
-    });
+    for (const queuedBehind of [false, true])
+      it(`a request that ended inside a call leaves its slot holding what it was fed${queuedBehind ? ', or cleared where a call queued behind fed it on' : ''}`, async () => {
+        const [drawn, plain] = [await make(8, 1), await make(0, 1)];
+        const backend = (drawn.e as unknown as { backend: Backend }).backend;
+        // Without continueDraws every call is read back before the next: the slot's last call is its own.
+        if (!queuedBehind) Object.defineProperty(backend, 'continueDraws', { value: undefined });
+        const first: GenerateRequest = { prompt: 'Story:', maxTokens: 40, stop: ['U'], sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
+        const one = await generate(drawn.e, first);
+        assert.deepStrictEqual(one, await generate(plain.e, first));
+        assert.strictEqual(one.reason, 'stop');
+        // Its first token came from the prompt's logits; the draw calls ran on past the token that stopped it.
+        const steps = drawn.calls.reduce((n, c) => n + c, 0);
+        assert.ok(steps > one.tokens.length, `the request ended inside a draw call (${steps} steps for ${one.tokens.length} tokens)`);
+        assert.strictEqual(drawn.continued.early > 0, queuedBehind);
+        const slot = drawn.e.scheduler.pool.slots[0];
+        if (queuedBehind) {
+          // The call behind fed the slot on: nothing may resume from it.
+          assert.deepStrictEqual([slot.retained.length, slot.initial], [0, null]);
+        } else {
+          // The slot retains the prompt and every token fed, past the stop: fed again from the zero state, they give its state.
+          assert.strictEqual(slot.retained.length, tinyTokenizer().encode('Story:').length + steps);
+          const check = gpus.open(await createBackend({ model: MODEL, slots: 1, precision: 'f32', gpu: gpus.gpu }));
+          await check.run([{ slot: 0, tokens: slot.retained.slice(), output: 'none' }]);
+          const [got, want] = [await backend.readState(0), await check.readState(0)];
+          let worst = 0;
+          for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]));
+          // Fed as one prefill rather than step by step: the same tokens, summed in another order.
+          assert.ok(worst < 1e-4, `state differs by ${worst}`);
+        }
+        // A follow-up runs as it does without draws.
+        const next: GenerateRequest = { prompt: `Story:${one.text} and then`, maxTokens: 12, sampler: { temperature: 0, logitBias: { 0: -Infinity } } };
+        assert.deepStrictEqual(await generate(drawn.e, next), await generate(plain.e, next));
+      });
   });
 });

@@ -1,7 +1,8 @@
 // A draw call (InferenceBackend.runDraws) as both GPU runtimes run it: `steps` decode steps of one token a job,
 // each step's rows reduced to their 'top' and drawn on the GPU (rwkv7/top-draw.ts), the drawn row written where the
 // next step reads its token, and one read-back of every drawn row at the end. The host's round trip, its parse of the
-// tops and its sampling leave the steps in between.
+// tops and its sampling leave the steps in between. A call may be continued (continueDraws) before it is read back:
+// the next call's steps then queue behind it, and the host reads one call while the GPU runs the next.
 
 import { MAX_DRAW_STEPS, type DrawJob, type SlotJob } from '../types';
 import { TopDrawer, type DrawRow } from '../rwkv7/top-draw';
@@ -25,8 +26,6 @@ export function drawSlotJobs(jobs: readonly DrawJob[]): SlotJob[] {
 export interface DrawCallParts {
   device: GPUDevice;
   drawer: TopDrawer;
-  /** The runtime's read-back buffer, at least `bytes` long. */
-  staging(bytes: number): GPUBuffer;
   /** Writes the sub-pass's inputs: the jobs' tokens, slots and 'top' rows. */
   writeInputs(): void;
   /** One step's forward commands: buffers already submitted before `enc`, and `enc` for what follows them. */
@@ -37,21 +36,40 @@ export interface DrawCallParts {
   checkAlive(): void;
 }
 
-/** Runs the call; `sp` is its one sub-pass, segment i holding job i. Resolves to the drawn rows, step-major. */
-export async function runDrawSteps(parts: DrawCallParts, sp: InputSubPass, jobs: readonly DrawJob[], steps: number): Promise<Int32Array> {
-  const n = jobs.length;
+/** The uniforms of a call, step-major (uniforms[s * n + i]), from each job's own. */
+export function stepMajorUniforms(perJob: readonly Float32Array[], steps: number): Float32Array {
+  const n = perJob.length;
+  const out = new Float32Array(steps * n);
+  perJob.forEach((u, i) => u.forEach((v, s) => (out[s * n + i] = v)));
+  return out;
+}
+
+/**
+ * Starts a call: checks and uploads its draws (reserving penalty room for `reserve` steps of continuations), writes
+ * its inputs and submits its steps. `sp` is its one sub-pass, segment i holding job i. Returns the read-back of the
+ * drawn rows (step-major), to await once the caller is ready: `staging` stays mapped-pending until then.
+ */
+export function startDrawCall(parts: DrawCallParts, sp: InputSubPass, jobs: readonly DrawJob[], steps: number, reserve: number, staging: GPUBuffer): () => Promise<Int32Array> {
   // One token a job, in job order: segment i is job i, its token at position i and its logits at row i.
   const rows: DrawRow[] = sp.segments.map((s, i) => {
     if (s.job !== i || s.to - s.from !== 1) throw new Error(`runDraws: segment ${i} holds job ${s.job} (${s.to - s.from} tokens)`);
     return { logitsRow: i, idsAt: i, ...jobs[i].draw };
   });
-  const uniforms = new Float32Array(steps * n);
-  jobs.forEach((j, i) => j.uniforms.forEach((u, s) => (uniforms[s * n + i] = u)));
   // Checks every row's draw before anything is written: a refused call leaves the buffers as they were.
-  parts.drawer.prepare(rows, uniforms, steps);
+  parts.drawer.prepare(rows, stepMajorUniforms(jobs.map((j) => j.uniforms), steps), steps, reserve);
   parts.writeInputs();
+  return submitSteps(parts, steps, staging);
+}
+
+/** Continues the last call's jobs for `steps` more steps (TopDrawer.continueWith), before or after its read-back. */
+export function continueDrawCall(parts: DrawCallParts, uniforms: readonly Float32Array[], steps: number, staging: GPUBuffer): () => Promise<Int32Array> {
+  parts.drawer.continueWith(stepMajorUniforms(uniforms, steps), steps);
+  return submitSteps(parts, steps, staging);
+}
+
+function submitSteps(parts: DrawCallParts, steps: number, staging: GPUBuffer): () => Promise<Int32Array> {
   const bytes = parts.drawer.bytes();
-  const staging = parts.staging(bytes);
+  if (staging.size < bytes) throw new Error(`draw staging of ${staging.size} bytes is short of ${bytes}`);
   for (let s = 0; s < steps; s++) {
     const { before, enc } = parts.encodeStep();
     parts.drawer.encode(enc);
@@ -60,11 +78,133 @@ export async function runDrawSteps(parts: DrawCallParts, sp: InputSubPass, jobs:
   }
   const done = staging.mapAsync(GPUMapMode.READ, 0, bytes);
   parts.afterSubmit();
-  await done;
-  try {
-    parts.checkAlive();
-    return TopDrawer.parse(new Uint32Array(staging.getMappedRange(0, bytes).slice(0)));
-  } finally {
-    staging.unmap();
+  return async () => {
+    await done;
+    try {
+      parts.checkAlive();
+      return TopDrawer.parse(new Uint32Array(staging.getMappedRange(0, bytes).slice(0)));
+    } finally {
+      staging.unmap();
+    }
+  };
+}
+
+/**
+ * A runtime's draw calls in flight: two read-back buffers used in turn (a call and its continuation can both be
+ * pending), and what continueDraws needs of the call before it. `serial` is the runtime's count of calls and state
+ * changes: a call can be continued only while nothing came after it.
+ */
+export class DrawCallQueue {
+  private readonly buffers: (GPUBuffer | null)[] = [null, null];
+  private readonly reads: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
+  private turn = 0;
+  /**
+   * The last draw call: its serial, its slots in order, whether its commands were submitted (false: it failed first),
+   * and its parts once it started.
+   */
+  last: { serial: number; slots: number[]; started: Promise<boolean>; parts: () => DrawCallParts | null } | null = null;
+
+  constructor(private readonly device: GPUDevice) {}
+
+  /** The next read-back buffer, of at least `bytes`, once the read it served last is done; `served` is this one's. */
+  async take(bytes: number): Promise<{ buffer: GPUBuffer; served(read: Promise<unknown>): void }> {
+    const i = this.turn;
+    this.turn = 1 - i;
+    const before = this.reads[i];
+    let done!: () => void;
+    this.reads[i] = new Promise<void>((r) => (done = r));
+    await before.catch(() => undefined);
+    let b = this.buffers[i];
+    if (!b || b.size < bytes) {
+      b?.destroy();
+      b = this.buffers[i] = this.device.createBuffer({ label: `draw staging ${i}`, size: Math.max(4096, Math.ceil(bytes / 4096) * 4096), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    }
+    return { buffer: b, served: (read) => void read.then(done, done) };
   }
+
+  dispose(): void {
+    for (const b of this.buffers) b?.destroy();
+    this.last = null;
+  }
+}
+
+/** What a runtime lends its draw calls (both GPU runtimes implement runDraws / continueDraws through it). */
+export interface DrawHost {
+  readonly draws: DrawCallQueue;
+  /** Counts calls and state changes; returns the new count. */
+  nextSerial(): number;
+  currentSerial(): number;
+  /** Runs fn in call order, after every earlier call's read-back. */
+  serialize<T>(fn: () => Promise<T>): Promise<T>;
+  /** Later calls wait for `p` as well. */
+  holdQueue(p: Promise<unknown>): void;
+  /** The one sub-pass of a draw call's jobs (throws on bad jobs, or when they do not fit one step). */
+  planDraws(jobs: readonly DrawJob[]): InputSubPass;
+  /** The parts of a draw call over `sp`, its commands recorded now (run in call order). */
+  partsFor(sp: InputSubPass): DrawCallParts;
+  checkAlive(): void;
+}
+
+/** Starts a call on the next read-back buffer; `submitted` once its commands are submitted or it failed to start. */
+async function onStaging(host: DrawHost, bytes: number, start: (staging: GPUBuffer) => () => Promise<Int32Array>, submitted: (ok: boolean) => void): Promise<Int32Array> {
+  const { buffer, served } = await host.draws.take(bytes);
+  let read: () => Promise<Int32Array>;
+  try {
+    host.checkAlive();
+    read = start(buffer);
+  } catch (e) {
+    served(Promise.resolve());
+    submitted(false);
+    throw e;
+  }
+  submitted(true);
+  const p = read();
+  served(p);
+  return p;
+}
+
+/** InferenceBackend.runDraws, `reserve` steps of penalty room kept for continuations. */
+export function runDrawsOn(host: DrawHost, jobs: DrawJob[], steps: number, reserve: number): Promise<Int32Array> {
+  let sp: InputSubPass;
+  try {
+    checkDrawCall(jobs, steps);
+    sp = host.planDraws(jobs);
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  const serial = host.nextSerial();
+  let submitted!: (ok: boolean) => void;
+  const started = new Promise<boolean>((r) => (submitted = r));
+  let parts: DrawCallParts | null = null;
+  const p = host.serialize(() => onStaging(host, steps * jobs.length * 4, (st) => startDrawCall((parts = host.partsFor(sp)), sp, jobs, steps, reserve, st), submitted));
+  p.then(() => submitted(false), () => submitted(false)); // settles `started` if the call never began (first call wins)
+  host.draws.last = { serial, slots: jobs.map((j) => j.slot), started, parts: () => parts };
+  return p;
+}
+
+/** InferenceBackend.continueDraws: the last call's jobs, `steps` more steps, queued behind it before its read-back. */
+export function continueDrawsOn(host: DrawHost, uniforms: Float32Array[], steps: number): Promise<Int32Array> {
+  const last = host.draws.last;
+  try {
+    if (!last || last.serial !== host.currentSerial()) throw new Error('continueDraws: no draw call to continue (a call or a state change came after the last one)');
+    if (!Number.isInteger(steps) || steps < 1 || steps > MAX_DRAW_STEPS) throw new RangeError(`continueDraws: steps must be an integer in 1..${MAX_DRAW_STEPS}, got ${steps}`);
+    if (uniforms.length !== last.slots.length) throw new RangeError(`continueDraws: ${uniforms.length} uniforms lists for the last call's ${last.slots.length} jobs`);
+    uniforms.forEach((u, i) => {
+      if (!(u instanceof Float32Array) || u.length !== steps) throw new RangeError(`continueDraws: job ${i} has ${u?.length} uniforms for ${steps} steps`);
+    });
+  } catch (e) {
+    return Promise.reject(e);
+  }
+  const serial = host.nextSerial();
+  let submitted!: (ok: boolean) => void;
+  const started = new Promise<boolean>((r) => (submitted = r));
+  const p = last.started.then((ok) => {
+    const parts = last.parts();
+    if (!ok || !parts) throw new Error('continueDraws: the call it continues did not start');
+    return onStaging(host, steps * uniforms.length * 4, (st) => continueDrawCall(parts, uniforms, steps, st), submitted);
+  });
+  p.then(() => submitted(false), () => submitted(false));
+  host.holdQueue(p);
+  host.draws.last = { serial, slots: last.slots, started, parts: last.parts };
+  return p;
 }

@@ -10,14 +10,14 @@ import { withWgSum } from './wg-sum';
 import { VEC_LOADS } from '../rwkv7/vec-loads';
 import { lnShiftSplit } from './ln-shift-split';
 import { checkJob } from '../job-checks';
-import { MAX_DRAW_STEPS, type DrawJob, type InferenceBackend, type JobResult, type ModelInfo, type OutputMode, type SlotJob, type StateSnapshot } from '../types';
+import { DRAW_CONTINUATION_STEPS, MAX_DRAW_STEPS, type DrawJob, type InferenceBackend, type JobResult, type ModelInfo, type OutputMode, type SlotJob, type StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from './device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from './kernel';
 import { BindGroupCache } from './bind-group-cache';
 import { EncodedAhead, encodeAll } from './encoded-ahead';
 import { TOP_CAPACITY, TopLogitsReducer } from '../rwkv7/top-logits';
 import { TopDrawer } from '../rwkv7/top-draw';
-import { checkDrawCall, drawSlotJobs, runDrawSteps } from './draw-call';
+import { continueDrawsOn, DrawCallQueue, drawSlotJobs, runDrawsOn, type DrawHost } from './draw-call';
 import { writeSubPassInputs, type SubPassBuffers } from './sub-pass-inputs';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
@@ -122,6 +122,9 @@ export abstract class SlotRuntime implements InferenceBackend {
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
   private topDrawer: TopDrawer | null = null;
+  private drawHostField: DrawHost | null = null;
+  /** Calls and state changes so far: a draw call can be continued only while nothing came after it. */
+  private callSerial = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -399,6 +402,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
+    this.callSerial++;
     let planned: ReturnType<SlotRuntime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -469,31 +473,48 @@ export abstract class SlotRuntime implements InferenceBackend {
 
   /** Decode steps with each token drawn on the GPU, as the RWKV-7 runtime runs them (engine/gpu/draw-call.ts). */
   runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
-    let sp: SubPass;
-    try {
-      checkDrawCall(jobs, steps);
-      const { passes } = this.plan(drawSlotJobs(jobs));
-      if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
-      sp = passes[0];
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.serialize(() => {
-      const ops = this.opsFor(sp);
-      return runDrawSteps(
-        {
+    return runDrawsOn(this.drawHost, jobs, steps, DRAW_CONTINUATION_STEPS);
+  }
+
+  /** Steps continueDraws may add after a runDraws call before the next one (the penalty room it reserves). */
+  readonly drawContinuationSteps = DRAW_CONTINUATION_STEPS;
+
+  /** The last draw call's jobs, `steps` more steps, queued behind it before it is read back (engine/gpu/draw-call.ts). */
+  continueDraws(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
+    return continueDrawsOn(this.drawHost, uniforms, steps);
+  }
+
+  /** What the draw calls need of this runtime (gpu/draw-call.ts DrawHost). */
+  private get drawHost(): DrawHost {
+    return (this.drawHostField ??= {
+      draws: new DrawCallQueue(this.device),
+      nextSerial: () => ++this.callSerial,
+      currentSerial: () => this.callSerial,
+      serialize: (fn) => this.serialize(fn),
+      holdQueue: (p) => {
+        const before = this.queue;
+        this.queue = Promise.all([before, p]).then(
+          () => undefined,
+          () => undefined,
+        );
+      },
+      planDraws: (jobs) => {
+        const { passes } = this.plan(drawSlotJobs(jobs));
+        if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
+        return passes[0];
+      },
+      partsFor: (sp) => {
+        const ops = this.opsFor(sp as SubPass);
+        return {
           device: this.device,
           drawer: (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
-          staging: (bytes) => this.stagingBuffer(bytes),
-          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, drawSlotJobs(jobs), [], []),
+          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, [], [], []),
           encodeStep: () => ({ before: this.ahead.submitAllButLast(this.device, ops), enc: this.device.createCommandEncoder() }),
           afterSubmit: () => this.ahead.afterCall(ops, () => encodeAll(this.device, ops)),
           checkAlive: () => this.checkAlive(),
-        },
-        sp,
-        jobs,
-        steps,
-      );
+        };
+      },
+      checkAlive: () => this.checkAlive(),
     });
   }
 
@@ -521,6 +542,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   readState(slot: number): Promise<StateSnapshot> {
+    this.callSerial++;
     this.checkSlot(slot);
     return this.serialize(async () => {
       const bytes = this.stateSize * 4;
@@ -543,6 +565,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   writeState(slot: number, state: StateSnapshot): void {
+    this.callSerial++;
     this.checkSlot(slot);
     this.checkAlive();
     if (state.length !== this.stateSize)
@@ -551,6 +574,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   resetState(slot: number): void {
+    this.callSerial++;
     this.checkSlot(slot);
     this.checkAlive();
     const enc = this.device.createCommandEncoder();
@@ -559,6 +583,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   copyState(fromSlot: number, toSlot: number): void {
+    this.callSerial++;
     this.checkSlot(fromSlot);
     this.checkSlot(toSlot);
     this.checkAlive();
@@ -583,6 +608,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     this.staging?.destroy();
     this.stateStaging?.destroy();
     this.topDrawer?.dispose();
+    this.drawHostField?.draws.dispose();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

@@ -10,7 +10,7 @@ import { numberChoice } from '../env-choice';
 import { withWgSum } from '../gpu/wg-sum';
 import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
-import { MAX_DRAW_STEPS, type DrawJob, type InferenceBackend, type JobResult, type ModelInfo, type OutputMode, type SlotJob, type StateSnapshot } from '../types';
+import { DRAW_CONTINUATION_STEPS, MAX_DRAW_STEPS, type DrawJob, type InferenceBackend, type JobResult, type ModelInfo, type OutputMode, type SlotJob, type StateSnapshot } from '../types';
 import { gpuBroken, releaseGpu, watchGpu, type GpuContext } from '../gpu/device';
 import { BufferRange, createBuffer, Kernel, makeKernel } from '../gpu/kernel';
 import { BindGroupCache } from '../gpu/bind-group-cache';
@@ -19,7 +19,7 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import { TopDrawer } from './top-draw';
-import { checkDrawCall, drawSlotJobs, runDrawSteps } from '../gpu/draw-call';
+import { continueDrawsOn, DrawCallQueue, drawSlotJobs, runDrawsOn, type DrawHost } from '../gpu/draw-call';
 import { writeSubPassInputs, type SubPassBuffers } from '../gpu/sub-pass-inputs';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { weightLayoutPart } from './weight-blocks';
@@ -220,6 +220,9 @@ export class Rwkv7Runtime implements InferenceBackend {
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
   private topDrawer: TopDrawer | null = null;
+  private drawHostField: DrawHost | null = null;
+  /** Calls and state changes so far: a draw call can be continued only while nothing came after it. */
+  private callSerial = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -996,6 +999,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
+    this.callSerial++;
     let planned: ReturnType<Rwkv7Runtime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -1095,33 +1099,49 @@ export class Rwkv7Runtime implements InferenceBackend {
    * the same rows.
    */
   runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
-    let sp: SubPass;
-    try {
-      if (this.maxDrawSteps === 0) throw new Error('runDraws: the state of this model grows with every token; its steps are drawn on the host');
-      checkDrawCall(jobs, steps);
-      const { passes } = this.plan(drawSlotJobs(jobs));
-      if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
-      sp = passes[0];
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.serialize(() => {
-      // Recorded in turn, as execute() does: recording may allocate what the calls before are still using.
-      const ops = this.opsFor(sp);
-      return runDrawSteps(
-        {
+    return runDrawsOn(this.drawHost, jobs, steps, DRAW_CONTINUATION_STEPS);
+  }
+
+  /** Steps continueDraws may add after a runDraws call before the next one (the penalty room it reserves). */
+  readonly drawContinuationSteps = DRAW_CONTINUATION_STEPS;
+
+  /** The last draw call's jobs, `steps` more steps, queued behind it before it is read back (engine/gpu/draw-call.ts). */
+  continueDraws(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
+    return continueDrawsOn(this.drawHost, uniforms, steps);
+  }
+
+  /** What the draw calls need of this runtime (gpu/draw-call.ts DrawHost). */
+  private get drawHost(): DrawHost {
+    return (this.drawHostField ??= {
+      draws: new DrawCallQueue(this.device),
+      nextSerial: () => ++this.callSerial,
+      currentSerial: () => this.callSerial,
+      serialize: (fn) => this.serialize(fn),
+      holdQueue: (p) => {
+        const before = this.queue;
+        this.queue = Promise.all([before, p]).then(
+          () => undefined,
+          () => undefined,
+        );
+      },
+      planDraws: (jobs) => {
+        if (this.maxDrawSteps === 0) throw new Error('runDraws: the state of this model grows with every token; its steps are drawn on the host');
+        const { passes } = this.plan(drawSlotJobs(jobs));
+        if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
+        return passes[0];
+      },
+      partsFor: (sp) => {
+        const ops = this.opsFor(sp as SubPass);
+        return {
           device: this.device,
           drawer: (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
-          staging: (bytes) => this.stagingBuffer(bytes),
-          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, drawSlotJobs(jobs), [], []),
-          encodeStep: () => this.encodeSubPass(ops),
+          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, [], [], []),
+          encodeStep: () => (this.encodeSubPass(ops)),
           afterSubmit: () => this.encodeNextAhead(ops),
           checkAlive: () => this.checkAlive(),
-        },
-        sp,
-        jobs,
-        steps,
-      );
+        };
+      },
+      checkAlive: () => this.checkAlive(),
     });
   }
 
@@ -1158,6 +1178,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot> {
+    this.callSerial++;
     this.checkSlot(slot);
     if (this.stateRowFloats > 0 && !opts?.fixedOnly) {
       const rows = this.rowCounts[slot];
@@ -1222,6 +1243,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   writeState(slot: number, state: StateSnapshot): void {
+    this.callSerial++;
     this.checkSlot(slot);
     this.checkAlive();
     if (this.stateRowFloats === 0 && state.length !== this.stateSize)
@@ -1290,6 +1312,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   resetState(slot: number): void {
+    this.callSerial++;
     this.checkSlot(slot);
     this.checkAlive();
     const hadRows = this.rowCounts[slot] > 0;
@@ -1303,6 +1326,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   copyState(fromSlot: number, toSlot: number): void {
+    this.callSerial++;
     this.checkSlot(fromSlot);
     this.checkSlot(toSlot);
     this.checkAlive();
@@ -1351,6 +1375,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     for (const b of this.wkvScratchBuffers.values()) b.destroy();
     this.wkvScratchBuffers.clear();
     this.topDrawer?.dispose();
+    this.drawHostField?.draws.dispose();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

@@ -24,6 +24,9 @@ export interface DrawRow {
   penalties: { rows: Int32Array; values: Float32Array };
 }
 
+/** Most steps prepare may reserve room for beyond its own (the continuations of one prepared call). */
+export const MAX_RESERVE = 1024;
+
 /** u32 words of a row's parameters in the shader's `args` (after a 4-word header). */
 const PARAM = 8;
 /** u32 words of a PairState (bias, penalty, penalized). */
@@ -44,6 +47,8 @@ export class TopDrawer {
   private n = 0;
   private steps = 0;
   private encoded = 0;
+  /** Steps the prepared rows' penalty segments still have room for after the prepared ones (continueWith). */
+  private roomLeft = 0;
 
   constructor(
     private readonly device: GPUDevice,
@@ -67,14 +72,11 @@ export class TopDrawer {
    * row's adjust segment the union of its bias and penalty rows with delta bias - penalty, with room for `steps` more
    * pairs after it), the draw parameters, the uniforms (step-major: uniforms[s*n + i]) and zeroed step counters.
    */
-  prepare(rows: DrawRow[], uniforms: Float32Array, steps: number): void {
+  prepare(rows: DrawRow[], uniforms: Float32Array, steps: number, reserve = 0): void {
     const n = rows.length;
-    if (!(Number.isInteger(steps) && steps >= 1 && steps <= this.maxSteps)) throw new RangeError(`TopDrawer: steps must be an integer in 1..${this.maxSteps}, got ${steps}`);
     if (n < 1 || n > this.maxRows) throw new RangeError(`TopDrawer: ${n} rows; between 1 and ${this.maxRows} can be drawn for`);
-    if (uniforms.length !== steps * n) throw new RangeError(`TopDrawer: ${uniforms.length} uniforms for ${steps} steps of ${n} rows; expected ${steps * n}`);
-    for (let k = 0; k < uniforms.length; k++) {
-      if (!(uniforms[k] >= 0 && uniforms[k] < 1)) throw new RangeError(`TopDrawer: uniform ${k} is ${uniforms[k]}, not in [0, 1)`);
-    }
+    this.checkSteps(uniforms, steps, n);
+    if (!(Number.isInteger(reserve) && reserve >= 0 && reserve <= MAX_RESERVE)) throw new RangeError(`TopDrawer: reserve must be an integer in 0..${MAX_RESERVE}, got ${reserve}`);
     const V = this.reducer.V;
     const idsWords = this.ids.size / 4;
     rows.forEach((r, i) => this.check(r, i, V, idsWords));
@@ -97,7 +99,8 @@ export class TopDrawer {
       });
       return { rowsOf, bias, penalty, penalized };
     });
-    const total = segments.reduce((t, g) => t + g.rowsOf.length + steps, 0);
+    const room = steps + reserve;
+    const total = segments.reduce((t, g) => t + g.rowsOf.length + room, 0);
     const jobWords = new Uint32Array(n * JOB_WORDS);
     const adjWords = new Uint32Array(2 * total);
     const adjFloats = new Float32Array(adjWords.buffer);
@@ -129,8 +132,8 @@ export class TopDrawer {
       argFloats[p + 5] = r.frequency;
       argFloats[p + 6] = r.decay;
       // The segment's end: the draws append at most one pair a step.
-      argWords[p + 7] = count + steps;
-      off += count + steps;
+      argWords[p + 7] = count + room;
+      off += count + room;
     });
     argFloats.set(uniforms, 4 + n * PARAM);
 
@@ -147,6 +150,40 @@ export class TopDrawer {
     this.n = n;
     this.steps = steps;
     this.encoded = 0;
+    this.roomLeft = reserve;
+  }
+
+  /**
+   * `steps` more steps of the rows prepared last, from where the GPU leaves them: each fed the row it drew last (in the
+   * ids buffer), its penalties as the draws updated them. Only the uniforms are new. The queue orders these writes
+   * after the commands already submitted, so a call may be continued before its drawn rows are read back. Throws when
+   * the penalty segments have no room left for `steps` more (prepare again, with a reserve).
+   */
+  continueWith(uniforms: Float32Array, steps: number): void {
+    if (this.n === 0) throw new Error('TopDrawer.continueWith: nothing prepared');
+    this.checkSteps(uniforms, steps, this.n);
+    if (steps > this.roomLeft) throw new RangeError(`TopDrawer.continueWith: room for ${this.roomLeft} more steps, not ${steps}; prepare again`);
+    const head = new Uint32Array([this.n, steps, 0, 0]);
+    const q = this.device.queue;
+    q.writeBuffer(this.args, 0, head);
+    q.writeBuffer(this.args, (4 + this.n * PARAM) * 4, uniforms);
+    q.writeBuffer(this.state, 0, new Uint32Array(this.n));
+    this.roomLeft -= steps;
+    this.steps = steps;
+    this.encoded = 0;
+  }
+
+  /** Steps continueWith may still add to the prepared rows. */
+  get continuableSteps(): number {
+    return this.roomLeft;
+  }
+
+  private checkSteps(uniforms: Float32Array, steps: number, n: number): void {
+    if (!(Number.isInteger(steps) && steps >= 1 && steps <= this.maxSteps)) throw new RangeError(`TopDrawer: steps must be an integer in 1..${this.maxSteps}, got ${steps}`);
+    if (uniforms.length !== steps * n) throw new RangeError(`TopDrawer: ${uniforms.length} uniforms for ${steps} steps of ${n} rows; expected ${steps * n}`);
+    for (let k = 0; k < uniforms.length; k++) {
+      if (!(uniforms[k] >= 0 && uniforms[k] < 1)) throw new RangeError(`TopDrawer: uniform ${k} is ${uniforms[k]}, not in [0, 1)`);
+    }
   }
 
   private check(r: DrawRow, i: number, V: number, idsWords: number): void {
