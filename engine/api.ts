@@ -45,8 +45,9 @@ export interface EngineConfig {
    * Decode steps one GPU call may run back to back, each token drawn on the GPU (0..16, default ENGINE_DEFAULTS
    * .drawSteps; 0 = every token drawn on the host). Used while every running request samples plainly (nucleus or
    * greedy, with bias and presence / frequency penalties; no grammar, log-probabilities or other samplers) and no
-   * request waits for a free slot. A request that arrives waits for the call; one that ends inside it leaves its slot
-   * holding the tokens drawn after its end, so a follow-up prompt does not resume from that slot.
+   * request waits for a free slot; the next call is queued behind the one being read. A request that arrives waits for
+   * the calls in flight; one that ends inside a call leaves its slot holding the tokens drawn after its end (or cleared),
+   * so a follow-up prompt does not resume from that slot.
    */
   drawSteps?: number;
   // Operator limits: a request can never exceed them (nothing in a request or message changes them).
