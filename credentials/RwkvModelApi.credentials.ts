@@ -125,7 +125,7 @@ export class RwkvModelApi implements ICredentialType {
       typeOptions: { minValue: 0, maxValue: 16 },
       default: 0,
       description:
-        'Decode steps one GPU call runs back to back, each token drawn on the GPU, while every running generation samples plainly (no grammar, log-probabilities or mirostat). More steps: faster batches; new requests wait up to one call. 0 = engine default (4).',
+        'Decode steps one GPU call runs back to back, each token drawn on the GPU, while every running generation samples plainly (no grammar, log-probabilities or mirostat). More steps: faster batches; new requests may wait up to two calls. 0 = engine default (4).',
     },
     {
       displayName: 'Cache Size (MiB)',
