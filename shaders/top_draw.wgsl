@@ -6,7 +6,7 @@
 // Then the row's presence / frequency penalties (engine/samplers/penalties.ts) are updated in the reducer's adjust
 // pairs, which the next step's reduction adds to the logits.
 
-struct TopJob { row: u32, adj_off: u32, adj_count: u32, out: u32, mask: u32 }
+// TopJob: shaders/top_job.wgsl.
 // Parallel to the reducer's adjust pairs: the pair's delta is bias - penalty; penalized: the row was drawn (or came
 // with a penalty), so a later draw adds the frequency, not the presence, penalty.
 struct PairState { bias: f32, penalty: f32, penalized: u32 }

@@ -16,8 +16,7 @@
 // then count pairs (row, logit f32 bits)], best first, equal values by lower row: the candidates are sorted in
 // workgroup memory (bitonic, CAP entries) so the CPU, which samples 64 rows a step at batch 64, need not.
 
-// mask: word offset of the row's allowed-rows bitset in `allowed`, NO_MASK for none.
-struct TopJob { row: u32, adj_off: u32, adj_count: u32, out: u32, mask: u32 }
+// TopJob: shaders/top_job.wgsl.
 @group(0) @binding(0) var<storage, read> jobs: array<TopJob>;
 @group(0) @binding(1) var<storage, read> adjust: array<vec2u>; // (logit row, delta as f32 bits)
 @group(0) @binding(2) var<storage, read_write> logits: array<f32>;

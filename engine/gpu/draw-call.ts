@@ -6,7 +6,7 @@
 
 import { MAX_DRAW_STEPS, type DrawJob, type SlotJob } from '../types';
 import { TopDrawer, type DrawRow } from '../rwkv7/top-draw';
-import type { InputSubPass } from './sub-pass-inputs';
+import { writeSubPassInputs, type InputSubPass, type SubPassBuffers } from './sub-pass-inputs';
 
 /** Throws on a malformed call before anything is queued (each row's draw is checked by TopDrawer.prepare). */
 export function checkDrawCall(jobs: readonly DrawJob[], steps: number): void {
@@ -104,7 +104,15 @@ export class DrawCallQueue {
    */
   last: { serial: number; slots: number[]; started: Promise<boolean>; parts: () => DrawCallParts | null } | null = null;
 
+  /** The runtime's calls and state changes so far (touch): a draw call can be continued only while nothing came after it. */
+  serial = 0;
+
   constructor(private readonly device: GPUDevice) {}
+
+  /** Counts a call or state change; returns the new count. */
+  touch(): number {
+    return ++this.serial;
+  }
 
   /** The next read-back buffer, of at least `bytes`, once the read it served last is done; `served` is this one's. */
   async take(bytes: number): Promise<{ buffer: GPUBuffer; served(read: Promise<unknown>): void }> {
@@ -131,9 +139,6 @@ export class DrawCallQueue {
 /** What a runtime lends its draw calls (both GPU runtimes implement runDraws / continueDraws through it). */
 export interface DrawHost {
   readonly draws: DrawCallQueue;
-  /** Counts calls and state changes; returns the new count. */
-  nextSerial(): number;
-  currentSerial(): number;
   /** Runs fn in call order, after every earlier call's read-back. */
   serialize<T>(fn: () => Promise<T>): Promise<T>;
   /** Later calls wait for `p` as well. */
@@ -172,7 +177,7 @@ export function runDrawsOn(host: DrawHost, jobs: DrawJob[], steps: number, reser
   } catch (e) {
     return Promise.reject(e);
   }
-  const serial = host.nextSerial();
+  const serial = host.draws.touch();
   let submitted!: (ok: boolean) => void;
   const started = new Promise<boolean>((r) => (submitted = r));
   let parts: DrawCallParts | null = null;
@@ -186,7 +191,7 @@ export function runDrawsOn(host: DrawHost, jobs: DrawJob[], steps: number, reser
 export function continueDrawsOn(host: DrawHost, uniforms: Float32Array[], steps: number): Promise<Int32Array> {
   const last = host.draws.last;
   try {
-    if (!last || last.serial !== host.currentSerial()) throw new Error('continueDraws: no draw call to continue (a call or a state change came after the last one)');
+    if (!last || last.serial !== host.draws.serial) throw new Error('continueDraws: no draw call to continue (a call or a state change came after the last one)');
     if (!Number.isInteger(steps) || steps < 1 || steps > MAX_DRAW_STEPS) throw new RangeError(`continueDraws: steps must be an integer in 1..${MAX_DRAW_STEPS}, got ${steps}`);
     if (uniforms.length !== last.slots.length) throw new RangeError(`continueDraws: ${uniforms.length} uniforms lists for the last call's ${last.slots.length} jobs`);
     uniforms.forEach((u, i) => {
@@ -195,7 +200,7 @@ export function continueDrawsOn(host: DrawHost, uniforms: Float32Array[], steps:
   } catch (e) {
     return Promise.reject(e);
   }
-  const serial = host.nextSerial();
+  const serial = host.draws.touch();
   let submitted!: (ok: boolean) => void;
   const started = new Promise<boolean>((r) => (submitted = r));
   const p = last.started.then((ok) => {
@@ -207,4 +212,53 @@ export function continueDrawsOn(host: DrawHost, uniforms: Float32Array[], steps:
   host.holdQueue(p);
   host.draws.last = { serial, slots: last.slots, started, parts: last.parts };
   return p;
+}
+
+/** A runtime's own pieces of its draw calls; drawHostOf makes the rest, the same for both GPU runtimes. */
+export interface DrawRuntime {
+  device: GPUDevice;
+  /** Its drawer over its 'top' reducer and token-id buffer, made on first use. */
+  drawer(): TopDrawer;
+  /** The buffers its sub-passes' inputs go to. */
+  inputBuffers(): SubPassBuffers;
+  serialize<T>(fn: () => Promise<T>): Promise<T>;
+  /** Later calls wait for `p` as well. */
+  holdQueue(p: Promise<unknown>): void;
+  plan(jobs: SlotJob[]): { passes: InputSubPass[] };
+  /** One step of `sp`'s commands (recorded now), and what to do after a call's last submit. */
+  stepsOf(sp: InputSubPass): Pick<DrawCallParts, 'encodeStep' | 'afterSubmit'>;
+  checkAlive(): void;
+  /** Why this runtime cannot draw, or null. */
+  refusal(): string | null;
+}
+
+export function drawHostOf(rt: DrawRuntime): DrawHost {
+  return {
+    draws: new DrawCallQueue(rt.device),
+    serialize: (fn) => rt.serialize(fn),
+    holdQueue: (p) => rt.holdQueue(p),
+    planDraws: (jobs) => {
+      const refusal = rt.refusal();
+      if (refusal) throw new Error(`runDraws: ${refusal}`);
+      const { passes } = rt.plan(drawSlotJobs(jobs));
+      if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
+      return passes[0];
+    },
+    partsFor: (sp) => ({
+      device: rt.device,
+      drawer: rt.drawer(),
+      writeInputs: () => writeSubPassInputs(rt.device.queue, rt.inputBuffers(), sp, [], [], []),
+      ...rt.stepsOf(sp),
+      checkAlive: () => rt.checkAlive(),
+    }),
+    checkAlive: () => rt.checkAlive(),
+  };
+}
+
+/** A queue's tail that waits for `before` and `p`, whichever way each settles. */
+export function behindBoth(before: Promise<unknown>, p: Promise<unknown>): Promise<void> {
+  return Promise.all([before, p]).then(
+    () => undefined,
+    () => undefined,
+  );
 }

@@ -17,8 +17,8 @@ import { BindGroupCache } from './bind-group-cache';
 import { EncodedAhead, encodeAll } from './encoded-ahead';
 import { TOP_CAPACITY, TopLogitsReducer } from '../rwkv7/top-logits';
 import { TopDrawer } from '../rwkv7/top-draw';
-import { continueDrawsOn, DrawCallQueue, drawSlotJobs, runDrawsOn, type DrawHost } from './draw-call';
-import { writeSubPassInputs, type SubPassBuffers } from './sub-pass-inputs';
+import { behindBoth, continueDrawsOn, drawHostOf, runDrawsOn, type DrawHost } from './draw-call';
+import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from './sub-pass-inputs';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
 import { quantLayersNote } from '../precision';
@@ -58,15 +58,8 @@ export interface CommonWeights {
   head: MatrixGroup;
 }
 
-interface Segment {
-  job: number;
-  slot: number;
-  tokens: ArrayLike<number>;
-  from: number;
-  to: number;
-  outFrom: number;
-  outMode: OutputMode;
-}
+/** One job's tokens (or a piece of them) within a sub-pass. */
+type Segment = InputSegment;
 
 type Op = { pipeline: GPUComputePipeline; group: GPUBindGroup; x: number; y: number } | 'submit';
 
@@ -123,8 +116,6 @@ export abstract class SlotRuntime implements InferenceBackend {
   private topReducer: TopLogitsReducer | null = null;
   private topDrawer: TopDrawer | null = null;
   private drawHostField: DrawHost | null = null;
-  /** Calls and state changes so far: a draw call can be continued only while nothing came after it. */
-  private callSerial = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -402,7 +393,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     let planned: ReturnType<SlotRuntime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -484,38 +475,25 @@ export abstract class SlotRuntime implements InferenceBackend {
     return continueDrawsOn(this.drawHost, uniforms, steps);
   }
 
-  /** What the draw calls need of this runtime (gpu/draw-call.ts DrawHost). */
+  /** What the draw calls need of this runtime (gpu/draw-call.ts). */
   private get drawHost(): DrawHost {
-    return (this.drawHostField ??= {
-      draws: new DrawCallQueue(this.device),
-      nextSerial: () => ++this.callSerial,
-      currentSerial: () => this.callSerial,
+    return (this.drawHostField ??= drawHostOf({
+      device: this.device,
+      drawer: () => (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
+      inputBuffers: () => this.inputBuffers,
       serialize: (fn) => this.serialize(fn),
-      holdQueue: (p) => {
-        const before = this.queue;
-        this.queue = Promise.all([before, p]).then(
-          () => undefined,
-          () => undefined,
-        );
-      },
-      planDraws: (jobs) => {
-        const { passes } = this.plan(drawSlotJobs(jobs));
-        if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
-        return passes[0];
-      },
-      partsFor: (sp) => {
+      holdQueue: (p) => (this.queue = behindBoth(this.queue, p)),
+      plan: (jobs) => this.plan(jobs),
+      stepsOf: (sp) => {
         const ops = this.opsFor(sp as SubPass);
         return {
-          device: this.device,
-          drawer: (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
-          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, [], [], []),
           encodeStep: () => ({ before: this.ahead.submitAllButLast(this.device, ops), enc: this.device.createCommandEncoder() }),
           afterSubmit: () => this.ahead.afterCall(ops, () => encodeAll(this.device, ops)),
-          checkAlive: () => this.checkAlive(),
         };
       },
       checkAlive: () => this.checkAlive(),
-    });
+      refusal: () => null,
+    }));
   }
 
   /** The buffers a sub-pass's inputs go to (sub-pass-inputs.ts). */
@@ -542,7 +520,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   readState(slot: number): Promise<StateSnapshot> {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(slot);
     return this.serialize(async () => {
       const bytes = this.stateSize * 4;
@@ -565,7 +543,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   writeState(slot: number, state: StateSnapshot): void {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     if (state.length !== this.stateSize)
@@ -574,7 +552,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   resetState(slot: number): void {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     const enc = this.device.createCommandEncoder();
@@ -583,7 +561,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   copyState(fromSlot: number, toSlot: number): void {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(fromSlot);
     this.checkSlot(toSlot);
     this.checkAlive();

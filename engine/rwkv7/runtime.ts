@@ -19,8 +19,8 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import { TopDrawer } from './top-draw';
-import { continueDrawsOn, DrawCallQueue, drawSlotJobs, runDrawsOn, type DrawHost } from '../gpu/draw-call';
-import { writeSubPassInputs, type SubPassBuffers } from '../gpu/sub-pass-inputs';
+import { behindBoth, continueDrawsOn, drawHostOf, runDrawsOn, type DrawHost } from '../gpu/draw-call';
+import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from '../gpu/sub-pass-inputs';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { weightLayoutPart } from './weight-blocks';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
@@ -91,15 +91,8 @@ export function fuseDecodeJobsFromEnv(env: NodeJS.ProcessEnv = process.env): num
 /** Floats of partial sums kept for split-K products when they are on (32 MiB: 8 splits of 64 tokens × 16k outputs). */
 const SPLIT_SCRATCH_FLOATS = 8 * 64 * 16384;
 
-interface Segment {
-  job: number;
-  slot: number;
-  tokens: ArrayLike<number>;
-  from: number;
-  to: number;
-  /** For output 'all': the row of the segment's first token in the job's result. */
-  outFrom: number;
-  /** RWKV-7b: the rows the slot's cache holds before this segment's first token. */
+/** One job's tokens (or a piece of them) within a sub-pass; `base` always set (RWKV-7b's rows before it). */
+interface Segment extends InputSegment {
   base: number;
   outMode: 'last' | 'all' | 'none' | 'top';
 }
@@ -221,8 +214,6 @@ export class Rwkv7Runtime implements InferenceBackend {
   private topReducer: TopLogitsReducer | null = null;
   private topDrawer: TopDrawer | null = null;
   private drawHostField: DrawHost | null = null;
-  /** Calls and state changes so far: a draw call can be continued only while nothing came after it. */
-  private callSerial = 0;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -999,7 +990,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     let planned: ReturnType<Rwkv7Runtime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -1110,39 +1101,22 @@ export class Rwkv7Runtime implements InferenceBackend {
     return continueDrawsOn(this.drawHost, uniforms, steps);
   }
 
-  /** What the draw calls need of this runtime (gpu/draw-call.ts DrawHost). */
+  /** What the draw calls need of this runtime (gpu/draw-call.ts). */
   private get drawHost(): DrawHost {
-    return (this.drawHostField ??= {
-      draws: new DrawCallQueue(this.device),
-      nextSerial: () => ++this.callSerial,
-      currentSerial: () => this.callSerial,
+    return (this.drawHostField ??= drawHostOf({
+      device: this.device,
+      drawer: () => (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
+      inputBuffers: () => this.inputBuffers,
       serialize: (fn) => this.serialize(fn),
-      holdQueue: (p) => {
-        const before = this.queue;
-        this.queue = Promise.all([before, p]).then(
-          () => undefined,
-          () => undefined,
-        );
-      },
-      planDraws: (jobs) => {
-        if (this.maxDrawSteps === 0) throw new Error('runDraws: the state of this model grows with every token; its steps are drawn on the host');
-        const { passes } = this.plan(drawSlotJobs(jobs));
-        if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
-        return passes[0];
-      },
-      partsFor: (sp) => {
+      holdQueue: (p) => (this.queue = behindBoth(this.queue, p)),
+      plan: (jobs) => this.plan(jobs),
+      stepsOf: (sp) => {
         const ops = this.opsFor(sp as SubPass);
-        return {
-          device: this.device,
-          drawer: (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
-          writeInputs: () => writeSubPassInputs(this.device.queue, this.inputBuffers, sp, [], [], []),
-          encodeStep: () => (this.encodeSubPass(ops)),
-          afterSubmit: () => this.encodeNextAhead(ops),
-          checkAlive: () => this.checkAlive(),
-        };
+        return { encodeStep: () => this.encodeSubPass(ops), afterSubmit: () => this.encodeNextAhead(ops) };
       },
       checkAlive: () => this.checkAlive(),
-    });
+      refusal: () => (this.maxDrawSteps === 0 ? 'the state of this model grows with every token; its steps are drawn on the host' : null),
+    }));
   }
 
   /** The buffers a sub-pass's inputs go to (gpu/sub-pass-inputs.ts). */
@@ -1178,7 +1152,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot> {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(slot);
     if (this.stateRowFloats > 0 && !opts?.fixedOnly) {
       const rows = this.rowCounts[slot];
@@ -1243,7 +1217,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   writeState(slot: number, state: StateSnapshot): void {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     if (this.stateRowFloats === 0 && state.length !== this.stateSize)
@@ -1312,7 +1286,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   resetState(slot: number): void {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     const hadRows = this.rowCounts[slot] > 0;
@@ -1326,7 +1300,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   copyState(fromSlot: number, toSlot: number): void {
-    this.callSerial++;
+    this.drawHost.draws.touch();
     this.checkSlot(fromSlot);
     this.checkSlot(toSlot);
     this.checkAlive();

@@ -3,25 +3,15 @@
 // each step's drawn rows written into the forward's token ids, without a readback between them.
 
 import { bindGroup, createBuffer, type Kernel, makeKernel } from '../gpu/kernel';
+import type { DrawParams } from '../types';
 import { JOB_WORDS, NO_MASK, TOP_CAPACITY, type TopLogitsReducer } from './top-logits';
 
-/** One row to draw for: its sampler's settings and state (engine/samplers/token-sampler.ts, nucleus or greedy). */
-export interface DrawRow {
+/** One row to draw for: where it is, and its sampler's settings and state (types.ts DrawParams). */
+export interface DrawRow extends DrawParams {
   /** Logits row (of the reducer's logits buffer) this row's step output is in. */
   logitsRow: number;
   /** u32 index in the forward's token-id buffer where the drawn row is written: the next step's input token. */
   idsAt: number;
-  /** 0: greedy. */
-  temperature: number;
-  /** 1..TOP_CAPACITY (ignored when greedy). */
-  topK: number;
-  topP: number;
-  presence: number;
-  frequency: number;
-  decay: number;
-  /** Logit bias (model rows, additive), and the rows penalized so far with their current penalty values (>= 0 means subtract). Rows are distinct within each list; a row may be in both. */
-  bias: { rows: Int32Array; values: Float32Array };
-  penalties: { rows: Int32Array; values: Float32Array };
 }
 
 /** Most steps prepare may reserve room for beyond its own (the continuations of one prepared call). */
@@ -60,7 +50,7 @@ export class TopDrawer {
     if (!(Number.isInteger(maxRows) && maxRows >= 1)) throw new RangeError(`TopDrawer: maxRows must be an integer >= 1, got ${maxRows}`);
     if (!(Number.isInteger(maxSteps) && maxSteps >= 1)) throw new RangeError(`TopDrawer: maxSteps must be an integer >= 1, got ${maxSteps}`);
     if (reducer.jobsBuffer.size < maxRows * JOB_WORDS * 4) throw new RangeError(`TopDrawer: the reducer holds fewer than ${maxRows} rows`);
-    this.kernel = makeKernel(device, ['top_draw'], { CAP: TOP_CAPACITY, MAX_ROWS: maxRows }, ['rw', 'rw', 'read', 'rw', 'read', 'rw', 'rw']);
+    this.kernel = makeKernel(device, ['top_job', 'top_draw'], { CAP: TOP_CAPACITY, MAX_ROWS: maxRows }, ['rw', 'rw', 'read', 'rw', 'read', 'rw', 'rw']);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     this.args = createBuffer(device, 'drawArgs', (4 + maxRows * PARAM + maxSteps * maxRows) * 4, S);
     this.state = createBuffer(device, 'drawState', (maxRows + maxSteps * maxRows) * 4, S);

@@ -68,8 +68,8 @@ export class TopLogitsReducer {
   ) {
     const constants = { V, CAP: TOP_CAPACITY, COPIES: histogramCopies, SLICE: TOP_SLICE };
     const bindings: BindingKind[] = ['read', 'read', 'rw', 'rw', 'read', 'rw'];
-    this.sliceKernel = makeKernel(device, ['top_logits'], { ...constants, PHASE: 1 }, bindings);
-    this.kernel = makeKernel(device, ['top_logits'], { ...constants, PHASE: 2 }, bindings);
+    this.sliceKernel = makeKernel(device, ['top_job', 'top_logits'], { ...constants, PHASE: 1 }, bindings);
+    this.kernel = makeKernel(device, ['top_job', 'top_logits'], { ...constants, PHASE: 2 }, bindings);
     this.slices = Math.ceil(V / TOP_SLICE);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     this.parts = createBuffer(device, 'topParts', maxRows * this.slices * this.stride * 4, GPUBufferUsage.STORAGE);
