@@ -61,6 +61,14 @@ describe('logit bias by token text or id', () => {
     assert.throws(() => resolveSamplerOptions({ logitBiasText: { '': 1 } }, undefined, byteTokenizer.encode), /the text must have 1 to 256 characters/);
   });
 
+  it('refuses a bias beyond ±1e6 (past f32 it would be +Infinity on the GPU and break the draw), NaN and +Infinity', () => {
+    for (const bad of [1e39, -1e39, 1e6 + 1, Infinity, NaN]) {
+      assert.throws(() => resolveSamplerOptions({ logitBias: { 5: bad } }), /sampler\.logitBias\[5\] must be a number in \[-1000000, 1000000\] or -Infinity/);
+      assert.throws(() => resolveSamplerOptions({ logitBiasText: { a: bad } }, undefined, byteTokenizer.encode), /must be a number in \[-1000000, 1000000\] or -Infinity/);
+    }
+    assert.deepStrictEqual([...resolveSamplerOptions({ logitBias: { 5: -Infinity, 6: 1e6, 7: -1e6 } }).logitBias], [[5, -Infinity], [6, 1e6], [7, -1e6]]);
+  });
+
   it('a banned text never appears in the generation', async () => {
     // The backend favours "x" (byte token 121) at every step.
     const fake = new FakeBackend({ slots: 1, seed: 2, script: () => 121 });

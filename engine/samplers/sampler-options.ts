@@ -39,6 +39,13 @@ export interface ResolvedSamplerOptions {
 }
 
 export const MAX_REPETITION_WINDOW = 4096;
+/**
+ * Largest logit bias in size (besides -Infinity, which forbids a token). The biases of a row add up, and logits are
+ * f32 on the GPU: a bias past f32's range would become +Infinity there and break the request's draw.
+ */
+export const MAX_LOGIT_BIAS = 1e6;
+const BIAS_RULE = `a number in [-${MAX_LOGIT_BIAS}, ${MAX_LOGIT_BIAS}] or -Infinity`;
+const isBias = (v: unknown): boolean => typeof v === 'number' && (v === -Infinity || Math.abs(v) <= MAX_LOGIT_BIAS);
 const MAX_BIAS_TEXTS = 1024;
 const MAX_BIAS_TEXT_CHARS = 256;
 
@@ -116,9 +123,7 @@ export function resolveSamplerOptions(
       if (vocabWorldIds && !vocabWorldIds(id)) {
         throw new RequestError(`sampler.logitBias token id ${id} is not in the model's vocabulary`);
       }
-      if (typeof value !== 'number' || Number.isNaN(value) || value === Infinity) {
-        throw new RequestError(`sampler.logitBias[${id}] must be a finite number or -Infinity, got ${JSON.stringify(value)}`);
-      }
+      if (!isBias(value)) throw new RequestError(`sampler.logitBias[${id}] must be ${BIAS_RULE}, got ${JSON.stringify(value)}`);
       resolved.logitBias.set(id, value);
     }
   }
@@ -131,9 +136,7 @@ export function resolveSamplerOptions(
     for (const [text, value] of entries) {
       const what = `sampler.logitBiasText[${JSON.stringify(text.slice(0, 40))}]`;
       if (text.length === 0 || text.length > MAX_BIAS_TEXT_CHARS) throw new RequestError(`${what}: the text must have 1 to ${MAX_BIAS_TEXT_CHARS} characters`);
-      if (typeof value !== 'number' || Number.isNaN(value) || value === Infinity) {
-        throw new RequestError(`${what} must be a finite number or -Infinity, got ${JSON.stringify(value)}`);
-      }
+      if (!isBias(value)) throw new RequestError(`${what} must be ${BIAS_RULE}, got ${JSON.stringify(value)}`);
       if (!encode) throw new RequestError('sampler.logitBiasText needs the engine\'s tokenizer');
       let ids: number[];
       try {
