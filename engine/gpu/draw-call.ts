@@ -4,7 +4,7 @@
 // tops and its sampling leave the steps in between. A call may be continued (continueDraws) before it is read back:
 // the next call's steps then queue behind it, and the host reads one call while the GPU runs the next.
 
-import { MAX_DRAW_STEPS, type DrawJob, type SlotJob } from '../types';
+import { DRAW_CONTINUATION_STEPS, MAX_DRAW_STEPS, type DrawJob, type SlotJob } from '../types';
 import { TopDrawer, type DrawRow } from '../rwkv7/top-draw';
 import { writeSubPassInputs, type InputSubPass, type SubPassBuffers } from './sub-pass-inputs';
 
@@ -261,4 +261,33 @@ export function behindBoth(before: Promise<unknown>, p: Promise<unknown>): Promi
     () => undefined,
     () => undefined,
   );
+}
+
+/** A GPU runtime's draw calls: InferenceBackend.runDraws and continueDraws over the runtime's own pieces. */
+export class GpuDraws {
+  private hostField: DrawHost | null = null;
+
+  /** `pieces` is asked once, on first use. */
+  constructor(private readonly pieces: () => DrawRuntime) {}
+
+  private get host(): DrawHost {
+    return (this.hostField ??= drawHostOf(this.pieces()));
+  }
+
+  /** Counts one of the runtime's calls or state changes: continueDraws follows only a draw call. */
+  touch(): void {
+    this.host.draws.touch();
+  }
+
+  run(jobs: DrawJob[], steps: number): Promise<Int32Array> {
+    return runDrawsOn(this.host, jobs, steps, DRAW_CONTINUATION_STEPS);
+  }
+
+  continue(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
+    return continueDrawsOn(this.host, uniforms, steps);
+  }
+
+  dispose(): void {
+    this.hostField?.draws.dispose();
+  }
 }

@@ -17,7 +17,7 @@ import { BindGroupCache } from './bind-group-cache';
 import { EncodedAhead, encodeAll } from './encoded-ahead';
 import { TOP_CAPACITY, TopLogitsReducer } from '../rwkv7/top-logits';
 import { TopDrawer } from '../rwkv7/top-draw';
-import { behindBoth, continueDrawsOn, drawHostOf, runDrawsOn, type DrawHost } from './draw-call';
+import { behindBoth, GpuDraws } from './draw-call';
 import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from './sub-pass-inputs';
 import type { MatrixGroup, WeightPrecision } from '../rwkv7/weights';
 import { groupUniform } from '../rwkv7/matmul';
@@ -115,7 +115,6 @@ export abstract class SlotRuntime implements InferenceBackend {
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
   private topDrawer: TopDrawer | null = null;
-  private drawHostField: DrawHost | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -393,7 +392,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     let planned: ReturnType<SlotRuntime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -464,7 +463,7 @@ export abstract class SlotRuntime implements InferenceBackend {
 
   /** Decode steps with each token drawn on the GPU, as the RWKV-7 runtime runs them (engine/gpu/draw-call.ts). */
   runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
-    return runDrawsOn(this.drawHost, jobs, steps, DRAW_CONTINUATION_STEPS);
+    return this.draws.run(jobs, steps);
   }
 
   /** Steps continueDraws may add after a runDraws call before the next one (the penalty room it reserves). */
@@ -472,29 +471,27 @@ export abstract class SlotRuntime implements InferenceBackend {
 
   /** The last draw call's jobs, `steps` more steps, queued behind it before it is read back (engine/gpu/draw-call.ts). */
   continueDraws(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
-    return continueDrawsOn(this.drawHost, uniforms, steps);
+    return this.draws.continue(uniforms, steps);
   }
 
   /** What the draw calls need of this runtime (gpu/draw-call.ts). */
-  private get drawHost(): DrawHost {
-    return (this.drawHostField ??= drawHostOf({
-      device: this.device,
-      drawer: () => (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
-      inputBuffers: () => this.inputBuffers,
-      serialize: (fn) => this.serialize(fn),
-      holdQueue: (p) => (this.queue = behindBoth(this.queue, p)),
-      plan: (jobs) => this.plan(jobs),
-      stepsOf: (sp) => {
-        const ops = this.opsFor(sp as SubPass);
-        return {
-          encodeStep: () => ({ before: this.ahead.submitAllButLast(this.device, ops), enc: this.device.createCommandEncoder() }),
-          afterSubmit: () => this.ahead.afterCall(ops, () => encodeAll(this.device, ops)),
-        };
-      },
-      checkAlive: () => this.checkAlive(),
-      refusal: () => null,
-    }));
-  }
+  private readonly draws = new GpuDraws(() => ({
+    device: this.device,
+    drawer: () => (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
+    inputBuffers: () => this.inputBuffers,
+    serialize: (fn) => this.serialize(fn),
+    holdQueue: (p) => (this.queue = behindBoth(this.queue, p)),
+    plan: (jobs) => this.plan(jobs),
+    stepsOf: (sp) => {
+      const ops = this.opsFor(sp as SubPass);
+      return {
+        encodeStep: () => ({ before: this.ahead.submitAllButLast(this.device, ops), enc: this.device.createCommandEncoder() }),
+        afterSubmit: () => this.ahead.afterCall(ops, () => encodeAll(this.device, ops)),
+      };
+    },
+    checkAlive: () => this.checkAlive(),
+    refusal: () => null,
+  }));
 
   /** The buffers a sub-pass's inputs go to (sub-pass-inputs.ts). */
   private get inputBuffers(): SubPassBuffers {
@@ -520,7 +517,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   readState(slot: number): Promise<StateSnapshot> {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(slot);
     return this.serialize(async () => {
       const bytes = this.stateSize * 4;
@@ -543,7 +540,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   writeState(slot: number, state: StateSnapshot): void {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     if (state.length !== this.stateSize)
@@ -552,7 +549,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   resetState(slot: number): void {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     const enc = this.device.createCommandEncoder();
@@ -561,7 +558,7 @@ export abstract class SlotRuntime implements InferenceBackend {
   }
 
   copyState(fromSlot: number, toSlot: number): void {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(fromSlot);
     this.checkSlot(toSlot);
     this.checkAlive();
@@ -586,7 +583,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     this.staging?.destroy();
     this.stateStaging?.destroy();
     this.topDrawer?.dispose();
-    this.drawHostField?.draws.dispose();
+    this.draws.dispose();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();

@@ -19,7 +19,7 @@ import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
 import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
 import { TopDrawer } from './top-draw';
-import { behindBoth, continueDrawsOn, drawHostOf, runDrawsOn, type DrawHost } from '../gpu/draw-call';
+import { behindBoth, GpuDraws } from '../gpu/draw-call';
 import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from '../gpu/sub-pass-inputs';
 import type { MatrixGroup, ModelWeights } from './weights';
 import { weightLayoutPart } from './weight-blocks';
@@ -213,7 +213,6 @@ export class Rwkv7Runtime implements InferenceBackend {
   private stateStaging: GPUBuffer | null = null;
   private topReducer: TopLogitsReducer | null = null;
   private topDrawer: TopDrawer | null = null;
-  private drawHostField: DrawHost | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private disposed = false;
   private readonly ownsDevice: boolean;
@@ -990,7 +989,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   run(jobs: SlotJob<Exclude<OutputMode, 'top'>>[]): Promise<(Float32Array | null)[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]>;
   run(jobs: SlotJob[]): Promise<JobResult[]> {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     let planned: ReturnType<Rwkv7Runtime['plan']>;
     try {
       planned = this.plan(jobs);
@@ -1090,7 +1089,7 @@ export class Rwkv7Runtime implements InferenceBackend {
    * the same rows.
    */
   runDraws(jobs: DrawJob[], steps: number): Promise<Int32Array> {
-    return runDrawsOn(this.drawHost, jobs, steps, DRAW_CONTINUATION_STEPS);
+    return this.draws.run(jobs, steps);
   }
 
   /** Steps continueDraws may add after a runDraws call before the next one (the penalty room it reserves). */
@@ -1098,26 +1097,24 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   /** The last draw call's jobs, `steps` more steps, queued behind it before it is read back (engine/gpu/draw-call.ts). */
   continueDraws(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
-    return continueDrawsOn(this.drawHost, uniforms, steps);
+    return this.draws.continue(uniforms, steps);
   }
 
   /** What the draw calls need of this runtime (gpu/draw-call.ts). */
-  private get drawHost(): DrawHost {
-    return (this.drawHostField ??= drawHostOf({
-      device: this.device,
-      drawer: () => (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
-      inputBuffers: () => this.inputBuffers,
-      serialize: (fn) => this.serialize(fn),
-      holdQueue: (p) => (this.queue = behindBoth(this.queue, p)),
-      plan: (jobs) => this.plan(jobs),
-      stepsOf: (sp) => {
-        const ops = this.opsFor(sp as SubPass);
-        return { encodeStep: () => this.encodeSubPass(ops), afterSubmit: () => this.encodeNextAhead(ops) };
-      },
-      checkAlive: () => this.checkAlive(),
-      refusal: () => (this.maxDrawSteps === 0 ? 'the state of this model grows with every token; its steps are drawn on the host' : null),
-    }));
-  }
+  private readonly draws = new GpuDraws(() => ({
+    device: this.device,
+    drawer: () => (this.topDrawer ??= new TopDrawer(this.device, this.top, this.buf.ids, this.slots, MAX_DRAW_STEPS)),
+    inputBuffers: () => this.inputBuffers,
+    serialize: (fn) => this.serialize(fn),
+    holdQueue: (p) => (this.queue = behindBoth(this.queue, p)),
+    plan: (jobs) => this.plan(jobs),
+    stepsOf: (sp) => {
+      const ops = this.opsFor(sp as SubPass);
+      return { encodeStep: () => this.encodeSubPass(ops), afterSubmit: () => this.encodeNextAhead(ops) };
+    },
+    checkAlive: () => this.checkAlive(),
+    refusal: () => (this.maxDrawSteps === 0 ? 'the state of this model grows with every token; its steps are drawn on the host' : null),
+  }));
 
   /** The buffers a sub-pass's inputs go to (gpu/sub-pass-inputs.ts). */
   private get inputBuffers(): SubPassBuffers {
@@ -1152,7 +1149,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   readState(slot: number, opts?: { fixedOnly?: boolean }): Promise<StateSnapshot> {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(slot);
     if (this.stateRowFloats > 0 && !opts?.fixedOnly) {
       const rows = this.rowCounts[slot];
@@ -1217,7 +1214,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   writeState(slot: number, state: StateSnapshot): void {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     if (this.stateRowFloats === 0 && state.length !== this.stateSize)
@@ -1286,7 +1283,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   resetState(slot: number): void {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(slot);
     this.checkAlive();
     const hadRows = this.rowCounts[slot] > 0;
@@ -1300,7 +1297,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   copyState(fromSlot: number, toSlot: number): void {
-    this.drawHost.draws.touch();
+    this.draws.touch();
     this.checkSlot(fromSlot);
     this.checkSlot(toSlot);
     this.checkAlive();
@@ -1349,7 +1346,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     for (const b of this.wkvScratchBuffers.values()) b.destroy();
     this.wkvScratchBuffers.clear();
     this.topDrawer?.dispose();
-    this.drawHostField?.draws.dispose();
+    this.draws.dispose();
     this.topReducer?.dispose();
     this.kernels.clear();
     this.groups.clear();
