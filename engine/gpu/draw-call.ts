@@ -8,26 +8,25 @@ import { DRAW_CONTINUATION_STEPS, MAX_DRAW_STEPS, type DrawJob, type SlotJob } f
 import { TopDrawer, type DrawRow } from '../rwkv7/top-draw';
 import { writeSubPassInputs, type InputSubPass, type SubPassBuffers } from './sub-pass-inputs';
 
-/** Throws on a malformed call before anything is queued (each row's draw is checked by TopDrawer.prepare). */
-export function checkDrawCall(jobs: readonly DrawJob[], steps: number): void {
-  if (!Number.isInteger(steps) || steps < 1 || steps > MAX_DRAW_STEPS) throw new RangeError(`runDraws: steps must be an integer in 1..${MAX_DRAW_STEPS}, got ${steps}`);
-  if (jobs.length === 0) throw new RangeError('runDraws: no jobs');
-  jobs.forEach((j, i) => {
-    if (!(j.uniforms instanceof Float32Array) || j.uniforms.length !== steps) throw new RangeError(`runDraws: job ${i} has ${j.uniforms?.length} uniforms for ${steps} steps`);
+/** Throws on a malformed call's steps or uniforms (one list of `steps` per job) before anything is queued. */
+function checkSteps(call: string, steps: number, uniforms: readonly Float32Array[]): void {
+  if (!Number.isInteger(steps) || steps < 1 || steps > MAX_DRAW_STEPS) throw new RangeError(`${call}: steps must be an integer in 1..${MAX_DRAW_STEPS}, got ${steps}`);
+  uniforms.forEach((u, i) => {
+    if (!(u instanceof Float32Array) || u.length !== steps) throw new RangeError(`${call}: job ${i} has ${u?.length} uniforms for ${steps} steps`);
   });
 }
 
 /** The jobs of a draw call as the runtime's planner takes them: one token each, output 'top'. */
-export function drawSlotJobs(jobs: readonly DrawJob[]): SlotJob[] {
+function drawSlotJobs(jobs: readonly DrawJob[]): SlotJob[] {
   return jobs.map((j) => ({ slot: j.slot, tokens: [j.token], output: 'top' as const }));
 }
 
 /** What a draw call needs of its runtime. */
-export interface DrawCallParts {
+interface DrawCallParts {
   device: GPUDevice;
   drawer: TopDrawer;
   /** Writes the sub-pass's inputs: the jobs' tokens, slots and 'top' rows. */
-  writeInputs(): void;
+  writeInputs(jobs: readonly SlotJob[]): void;
   /** One step's forward commands: buffers already submitted before `enc`, and `enc` for what follows them. */
   encodeStep(): { before: GPUCommandBuffer | null; enc: GPUCommandEncoder };
   /** After the last submit, while the read-back is pending (the next call's commands encoded ahead). */
@@ -37,7 +36,7 @@ export interface DrawCallParts {
 }
 
 /** The uniforms of a call, step-major (uniforms[s * n + i]), from each job's own. */
-export function stepMajorUniforms(perJob: readonly Float32Array[], steps: number): Float32Array {
+function stepMajorUniforms(perJob: readonly Float32Array[], steps: number): Float32Array {
   const n = perJob.length;
   const out = new Float32Array(steps * n);
   perJob.forEach((u, i) => u.forEach((v, s) => (out[s * n + i] = v)));
@@ -49,7 +48,7 @@ export function stepMajorUniforms(perJob: readonly Float32Array[], steps: number
  * its inputs and submits its steps. `sp` is its one sub-pass, segment i holding job i. Returns the read-back of the
  * drawn rows (step-major), to await once the caller is ready: `staging` stays mapped-pending until then.
  */
-export function startDrawCall(parts: DrawCallParts, sp: InputSubPass, jobs: readonly DrawJob[], steps: number, reserve: number, staging: GPUBuffer): () => Promise<Int32Array> {
+function startDrawCall(parts: DrawCallParts, sp: InputSubPass, jobs: readonly DrawJob[], steps: number, reserve: number, staging: GPUBuffer): () => Promise<Int32Array> {
   // One token a job, in job order: segment i is job i, its token at position i and its logits at row i.
   const rows: DrawRow[] = sp.segments.map((s, i) => {
     if (s.job !== i || s.to - s.from !== 1) throw new Error(`runDraws: segment ${i} holds job ${s.job} (${s.to - s.from} tokens)`);
@@ -57,12 +56,12 @@ export function startDrawCall(parts: DrawCallParts, sp: InputSubPass, jobs: read
   });
   // Checks every row's draw before anything is written: a refused call leaves the buffers as they were.
   parts.drawer.prepare(rows, stepMajorUniforms(jobs.map((j) => j.uniforms), steps), steps, reserve);
-  parts.writeInputs();
+  parts.writeInputs(drawSlotJobs(jobs));
   return submitSteps(parts, steps, staging);
 }
 
 /** Continues the last call's jobs for `steps` more steps (TopDrawer.continueWith), before or after its read-back. */
-export function continueDrawCall(parts: DrawCallParts, uniforms: readonly Float32Array[], steps: number, staging: GPUBuffer): () => Promise<Int32Array> {
+function continueDrawCall(parts: DrawCallParts, uniforms: readonly Float32Array[], steps: number, staging: GPUBuffer): () => Promise<Int32Array> {
   parts.drawer.continueWith(stepMajorUniforms(uniforms, steps), steps);
   return submitSteps(parts, steps, staging);
 }
@@ -89,33 +88,14 @@ function submitSteps(parts: DrawCallParts, steps: number, staging: GPUBuffer): (
   };
 }
 
-/**
- * A runtime's draw calls in flight: two read-back buffers used in turn (a call and its continuation can both be
- * pending), and what continueDraws needs of the call before it. `serial` is the runtime's count of calls and state
- * changes: a call can be continued only while nothing came after it.
- */
-export class DrawCallQueue {
+/** Two read-back buffers used in turn: a call and the one continuing it can both be pending. */
+class ReadBackPair {
   private readonly buffers: (GPUBuffer | null)[] = [null, null];
   private readonly reads: Promise<unknown>[] = [Promise.resolve(), Promise.resolve()];
   private turn = 0;
-  /**
-   * The last draw call: its serial, its slots in order, whether its commands were submitted (false: it failed first),
-   * and its parts once it started.
-   */
-  last: { serial: number; slots: number[]; started: Promise<boolean>; parts: () => DrawCallParts | null } | null = null;
 
-  /** The runtime's calls and state changes so far (touch): a draw call can be continued only while nothing came after it. */
-  serial = 0;
-
-  constructor(private readonly device: GPUDevice) {}
-
-  /** Counts a call or state change; returns the new count. */
-  touch(): number {
-    return ++this.serial;
-  }
-
-  /** The next read-back buffer, of at least `bytes`, once the read it served last is done; `served` is this one's. */
-  async take(bytes: number): Promise<{ buffer: GPUBuffer; served(read: Promise<unknown>): void }> {
+  /** The next buffer, of at least `bytes`, once the read it served last is done; `served` is this one's read. */
+  async take(device: GPUDevice, bytes: number): Promise<{ buffer: GPUBuffer; served(read: Promise<unknown>): void }> {
     const i = this.turn;
     this.turn = 1 - i;
     const before = this.reads[i];
@@ -125,102 +105,24 @@ export class DrawCallQueue {
     let b = this.buffers[i];
     if (!b || b.size < bytes) {
       b?.destroy();
-      b = this.buffers[i] = this.device.createBuffer({ label: `draw staging ${i}`, size: Math.max(4096, Math.ceil(bytes / 4096) * 4096), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+      b = this.buffers[i] = device.createBuffer({ label: `draw staging ${i}`, size: Math.max(4096, Math.ceil(bytes / 4096) * 4096), usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     }
     return { buffer: b, served: (read) => void read.then(done, done) };
   }
 
   dispose(): void {
     for (const b of this.buffers) b?.destroy();
-    this.last = null;
   }
 }
 
-/** What a runtime lends its draw calls (both GPU runtimes implement runDraws / continueDraws through it). */
-export interface DrawHost {
-  readonly draws: DrawCallQueue;
-  /** Runs fn in call order, after every earlier call's read-back. */
-  serialize<T>(fn: () => Promise<T>): Promise<T>;
-  /** Later calls wait for `p` as well. */
-  holdQueue(p: Promise<unknown>): void;
-  /** The one sub-pass of a draw call's jobs (throws on bad jobs, or when they do not fit one step). */
-  planDraws(jobs: readonly DrawJob[]): InputSubPass;
-  /** The parts of a draw call over `sp`, its commands recorded now (run in call order). */
-  partsFor(sp: InputSubPass): DrawCallParts;
-  checkAlive(): void;
-}
-
-/** Starts a call on the next read-back buffer; `submitted` once its commands are submitted or it failed to start. */
-async function onStaging(host: DrawHost, bytes: number, start: (staging: GPUBuffer) => () => Promise<Int32Array>, submitted: (ok: boolean) => void): Promise<Int32Array> {
-  const { buffer, served } = await host.draws.take(bytes);
-  let read: () => Promise<Int32Array>;
-  try {
-    host.checkAlive();
-    read = start(buffer);
-  } catch (e) {
-    served(Promise.resolve());
-    submitted(false);
-    throw e;
-  }
-  submitted(true);
-  const p = read();
-  served(p);
-  return p;
-}
-
-/** InferenceBackend.runDraws, `reserve` steps of penalty room kept for continuations. */
-export function runDrawsOn(host: DrawHost, jobs: DrawJob[], steps: number, reserve: number): Promise<Int32Array> {
-  let sp: InputSubPass;
-  try {
-    checkDrawCall(jobs, steps);
-    sp = host.planDraws(jobs);
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  const serial = host.draws.touch();
-  let submitted!: (ok: boolean) => void;
-  const started = new Promise<boolean>((r) => (submitted = r));
-  let parts: DrawCallParts | null = null;
-  const p = host.serialize(() => onStaging(host, steps * jobs.length * 4, (st) => startDrawCall((parts = host.partsFor(sp)), sp, jobs, steps, reserve, st), submitted));
-  p.then(() => submitted(false), () => submitted(false)); // settles `started` if the call never began (first call wins)
-  host.draws.last = { serial, slots: jobs.map((j) => j.slot), started, parts: () => parts };
-  return p;
-}
-
-/** InferenceBackend.continueDraws: the last call's jobs, `steps` more steps, queued behind it before its read-back. */
-export function continueDrawsOn(host: DrawHost, uniforms: Float32Array[], steps: number): Promise<Int32Array> {
-  const last = host.draws.last;
-  try {
-    if (!last || last.serial !== host.draws.serial) throw new Error('continueDraws: no draw call to continue (a call or a state change came after the last one)');
-    if (!Number.isInteger(steps) || steps < 1 || steps > MAX_DRAW_STEPS) throw new RangeError(`continueDraws: steps must be an integer in 1..${MAX_DRAW_STEPS}, got ${steps}`);
-    if (uniforms.length !== last.slots.length) throw new RangeError(`continueDraws: ${uniforms.length} uniforms lists for the last call's ${last.slots.length} jobs`);
-    uniforms.forEach((u, i) => {
-      if (!(u instanceof Float32Array) || u.length !== steps) throw new RangeError(`continueDraws: job ${i} has ${u?.length} uniforms for ${steps} steps`);
-    });
-  } catch (e) {
-    return Promise.reject(e);
-  }
-  const serial = host.draws.touch();
-  let submitted!: (ok: boolean) => void;
-  const started = new Promise<boolean>((r) => (submitted = r));
-  const p = last.started.then((ok) => {
-    const parts = last.parts();
-    if (!ok || !parts) throw new Error('continueDraws: the call it continues did not start');
-    return onStaging(host, steps * uniforms.length * 4, (st) => continueDrawCall(parts, uniforms, steps, st), submitted);
-  });
-  p.then(() => submitted(false), () => submitted(false));
-  host.holdQueue(p);
-  host.draws.last = { serial, slots: last.slots, started, parts: last.parts };
-  return p;
-}
-
-/** A runtime's own pieces of its draw calls; drawHostOf makes the rest, the same for both GPU runtimes. */
+/** A runtime's own pieces of its draw calls; GpuDraws does the rest, the same for both GPU runtimes. */
 export interface DrawRuntime {
   device: GPUDevice;
   /** Its drawer over its 'top' reducer and token-id buffer, made on first use. */
   drawer(): TopDrawer;
   /** The buffers its sub-passes' inputs go to. */
   inputBuffers(): SubPassBuffers;
+  /** Runs fn in call order, after every earlier call's read-back. */
   serialize<T>(fn: () => Promise<T>): Promise<T>;
   /** Later calls wait for `p` as well. */
   holdQueue(p: Promise<unknown>): void;
@@ -232,29 +134,6 @@ export interface DrawRuntime {
   refusal(): string | null;
 }
 
-export function drawHostOf(rt: DrawRuntime): DrawHost {
-  return {
-    draws: new DrawCallQueue(rt.device),
-    serialize: (fn) => rt.serialize(fn),
-    holdQueue: (p) => rt.holdQueue(p),
-    planDraws: (jobs) => {
-      const refusal = rt.refusal();
-      if (refusal) throw new Error(`runDraws: ${refusal}`);
-      const { passes } = rt.plan(drawSlotJobs(jobs));
-      if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
-      return passes[0];
-    },
-    partsFor: (sp) => ({
-      device: rt.device,
-      drawer: rt.drawer(),
-      writeInputs: () => writeSubPassInputs(rt.device.queue, rt.inputBuffers(), sp, [], [], []),
-      ...rt.stepsOf(sp),
-      checkAlive: () => rt.checkAlive(),
-    }),
-    checkAlive: () => rt.checkAlive(),
-  };
-}
-
 /** A queue's tail that waits for `before` and `p`, whichever way each settles. */
 export function behindBoth(before: Promise<unknown>, p: Promise<unknown>): Promise<void> {
   return Promise.all([before, p]).then(
@@ -263,31 +142,116 @@ export function behindBoth(before: Promise<unknown>, p: Promise<unknown>): Promi
   );
 }
 
-/** A GPU runtime's draw calls: InferenceBackend.runDraws and continueDraws over the runtime's own pieces. */
+/**
+ * A GPU runtime's draw calls: InferenceBackend.runDraws and continueDraws over the runtime's own pieces. It counts the
+ * runtime's calls and state changes (touch): a call can be continued only while nothing came after it.
+ */
 export class GpuDraws {
-  private hostField: DrawHost | null = null;
+  private rtField: DrawRuntime | null = null;
+  private readonly readBacks = new ReadBackPair();
+  private serial = 0;
+  /**
+   * The last draw call: its serial, its jobs, whether its commands were submitted (false: it failed first), and its
+   * parts once it started.
+   */
+  private last: { serial: number; jobs: number; started: Promise<boolean>; parts: () => DrawCallParts | null } | null = null;
 
-  /** `pieces` is asked once, on first use. */
+  /** `pieces` is asked once, on first use (the runtime's fields are set by then). */
   constructor(private readonly pieces: () => DrawRuntime) {}
 
-  private get host(): DrawHost {
-    return (this.hostField ??= drawHostOf(this.pieces()));
+  private get rt(): DrawRuntime {
+    return (this.rtField ??= this.pieces());
   }
 
-  /** Counts one of the runtime's calls or state changes: continueDraws follows only a draw call. */
+  /** Counts one of the runtime's calls or state changes. */
   touch(): void {
-    this.host.draws.touch();
+    this.serial++;
   }
 
+  /** InferenceBackend.runDraws. */
   run(jobs: DrawJob[], steps: number): Promise<Int32Array> {
-    return runDrawsOn(this.host, jobs, steps, DRAW_CONTINUATION_STEPS);
+    const rt = this.rt;
+    let sp: InputSubPass;
+    try {
+      checkSteps('runDraws', steps, jobs.map((j) => j.uniforms));
+      if (jobs.length === 0) throw new RangeError('runDraws: no jobs');
+      const refusal = rt.refusal();
+      if (refusal) throw new Error(`runDraws: ${refusal}`);
+      const { passes } = rt.plan(drawSlotJobs(jobs));
+      if (passes.length !== 1) throw new RangeError(`runDraws: ${jobs.length} rows do not fit one step`);
+      sp = passes[0];
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const serial = ++this.serial;
+    let submitted!: (ok: boolean) => void;
+    const started = new Promise<boolean>((r) => (submitted = r));
+    let parts: DrawCallParts | null = null;
+    const p = rt.serialize(() =>
+      this.onReadBack(steps * jobs.length * 4, (st) => startDrawCall((parts = this.partsFor(sp)), sp, jobs, steps, DRAW_CONTINUATION_STEPS, st), submitted),
+    );
+    p.then(() => submitted(false), () => submitted(false)); // settles `started` if the call never began (first call wins)
+    this.last = { serial, jobs: jobs.length, started, parts: () => parts };
+    return p;
   }
 
+  /** InferenceBackend.continueDraws: the last call's jobs, `steps` more steps, queued behind it before its read-back. */
   continue(uniforms: Float32Array[], steps: number): Promise<Int32Array> {
-    return continueDrawsOn(this.host, uniforms, steps);
+    const last = this.last;
+    try {
+      if (!last || last.serial !== this.serial) throw new Error('continueDraws: no draw call to continue (a call or a state change came after the last one)');
+      checkSteps('continueDraws', steps, uniforms);
+      if (uniforms.length !== last.jobs) throw new RangeError(`continueDraws: ${uniforms.length} uniforms lists for the last call's ${last.jobs} jobs`);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    const serial = ++this.serial;
+    let submitted!: (ok: boolean) => void;
+    const started = new Promise<boolean>((r) => (submitted = r));
+    const p = last.started.then((ok) => {
+      const parts = last.parts();
+      if (!ok || !parts) throw new Error('continueDraws: the call it continues did not start');
+      return this.onReadBack(steps * uniforms.length * 4, (st) => continueDrawCall(parts, uniforms, steps, st), submitted);
+    });
+    p.then(() => submitted(false), () => submitted(false));
+    this.rt.holdQueue(p);
+    this.last = { serial, jobs: last.jobs, started, parts: last.parts };
+    return p;
+  }
+
+  /** Starts a call on the next read-back buffer; `submitted` once its commands are submitted or it failed to start. */
+  private async onReadBack(bytes: number, start: (staging: GPUBuffer) => () => Promise<Int32Array>, submitted: (ok: boolean) => void): Promise<Int32Array> {
+    const { buffer, served } = await this.readBacks.take(this.rt.device, bytes);
+    let read: () => Promise<Int32Array>;
+    try {
+      this.rt.checkAlive();
+      read = start(buffer);
+    } catch (e) {
+      served(Promise.resolve());
+      submitted(false);
+      throw e;
+    }
+    submitted(true);
+    const p = read();
+    served(p);
+    return p;
+  }
+
+  /** The parts of a call over `sp`, its commands recorded now (in call order). */
+  private partsFor(sp: InputSubPass): DrawCallParts {
+    const rt = this.rt;
+    return {
+      device: rt.device,
+      drawer: rt.drawer(),
+      // Job i's 'top' row is result i: the drawer's own jobs say so too.
+      writeInputs: (jobs) => writeSubPassInputs(rt.device.queue, rt.inputBuffers(), sp, jobs, [], jobs.map((_, i) => i)),
+      ...rt.stepsOf(sp),
+      checkAlive: () => rt.checkAlive(),
+    };
   }
 
   dispose(): void {
-    this.hostField?.draws.dispose();
+    this.readBacks.dispose();
+    this.last = null;
   }
 }

@@ -75,7 +75,7 @@ export function writeSubPassInputs(
       r += 1;
     } else if (s.outMode === 'top') {
       rows[r] = t - 1;
-      topRows.push({ logitsRow: r, adjust: jobs[s.job]?.adjust, out: topIndex[s.job] });
+      topRows.push({ logitsRow: r, adjust: jobs[s.job].adjust, out: topIndex[s.job] });
       r += 1;
     } else if (s.outMode === 'all') {
       for (let i = start; i < t; i++) rows[r + i - start] = i;

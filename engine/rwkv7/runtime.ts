@@ -17,7 +17,7 @@ import { BindGroupCache } from '../gpu/bind-group-cache';
 import { EncodedAhead, encodeAll } from '../gpu/encoded-ahead';
 import type { KernelProfiler } from '../gpu/kernel-profiler';
 import type { StepSpan } from '../gpu/step-span';
-import { TOP_CAPACITY, TopLogitsReducer, type TopRow } from './top-logits';
+import { TOP_CAPACITY, TopLogitsReducer } from './top-logits';
 import { TopDrawer } from './top-draw';
 import { behindBoth, GpuDraws } from '../gpu/draw-call';
 import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from '../gpu/sub-pass-inputs';

@@ -163,11 +163,6 @@ export class TopDrawer {
     this.encoded = 0;
   }
 
-  /** Steps continueWith may still add to the prepared rows. */
-  get continuableSteps(): number {
-    return this.roomLeft;
-  }
-
   private checkSteps(uniforms: Float32Array, steps: number, n: number): void {
     if (!(Number.isInteger(steps) && steps >= 1 && steps <= this.maxSteps)) throw new RangeError(`TopDrawer: steps must be an integer in 1..${this.maxSteps}, got ${steps}`);
     if (uniforms.length !== steps * n) throw new RangeError(`TopDrawer: ${uniforms.length} uniforms for ${steps} steps of ${n} rows; expected ${steps * n}`);
