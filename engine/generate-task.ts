@@ -127,12 +127,19 @@ export class GenerateTask implements SlotTask {
   }
 
   private next(logits: Float32Array | TopLogits): Feed | null {
-    if (this.finished) return null;
-    if (this.firstToken === 0) this.firstToken = performance.now();
-    if (this.completion >= this.p.maxTokens) return this.finish('length');
+    if (!this.mayTake()) return null;
     const row = this.pick(logits);
     const draw = this.wantsLogprobs ? this.p.sampler.takeLogProbs() : null;
     return this.accept(row, draw) ? null : this.feedAfter(row);
+  }
+
+  /** Before a token is taken: false when the task has ended, or ends now with its budget spent. */
+  private mayTake(): boolean {
+    if (this.finished) return false;
+    if (this.firstToken === 0) this.firstToken = performance.now();
+    if (this.completion < this.p.maxTokens) return true;
+    this.finish('length');
+    return false;
   }
 
   /** Takes a drawn row into the output; true when the task ended with it (end of text, a stop, the grammar, length). */
@@ -185,9 +192,7 @@ export class GenerateTask implements SlotTask {
   /** The rows a draw call drew, taken one by one as next() takes a sampled one; those after the task ended are dropped. */
   onDrawn(rows: Int32Array): Feed | null {
     for (const row of rows) {
-      if (this.finished) return null;
-      if (this.firstToken === 0) this.firstToken = performance.now();
-      if (this.completion >= this.p.maxTokens) return this.finish('length');
+      if (!this.mayTake()) return null;
       if (row < 0) throw new Error('no token is allowed at this point (all logits masked)');
       this.p.sampler.recordDrawn(row);
       if (this.accept(row, null)) return null;

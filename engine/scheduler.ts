@@ -37,8 +37,9 @@ export interface SchedulerOptions {
   /**
    * Most decode steps one backend call may run back to back with every token drawn on the GPU (runDraws), when every
    * running task can be drawn for there and no prompt is waiting for a slot or a chunk; 0 or absent: never. More steps
-   * take the host's round trip and sampling out of more steps; a request that arrives waits for the call, and a task
-   * that ends inside it leaves its slot holding the tokens drawn after its end.
+   * take the host's round trip and sampling out of more steps. The next call is queued behind the one being read
+   * (continueDraws). A request that arrives waits for the calls in flight; a task that ends inside a call leaves its
+   * slot holding the tokens drawn after its end, or cleared where a call queued behind fed it on.
    */
   drawSteps?: number;
 }
@@ -474,21 +475,11 @@ export class Scheduler {
       // fail() already ended every task of this step.
       if (this.failure) return;
       // The batch cannot be attributed to one request and the slots' states are unknown now.
-      const err = this.describe(error);
-      for (const p of plan) {
-        this.pool.clear(p.run.slot);
-        Scheduler.safely(() => this.backend.resetState(p.run.slot.index));
-        this.end(p.run, () => p.run.task.onError(err));
-      }
+      this.failRuns(plan.map((p) => p.run), this.describe(error));
       return;
     } finally {
       const backendMs = performance.now() - t0;
-      this.stats.backendMs += backendMs;
-      this.stats.steps++;
-      if (this.stepListeners.size > 0) {
-        const record: StepRecord = { startedMs: started, backendMs, decodeRows, chunkJobs: plan.length - decodeRows, chunkTokens };
-        for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
-      }
+      this.noteStep(backendMs, 1, () => ({ startedMs: started, backendMs, decodeRows, chunkJobs: plan.length - decodeRows, chunkTokens }));
     }
     if (this.failure) return; // the backend broke while this step ran: its tasks have ended, its results are void
     const vocab = this.backend.info.vocabSize;
@@ -585,24 +576,14 @@ export class Scheduler {
       } catch (error) {
         for (const behind of queued.splice(0)) behind.rows.catch(() => undefined);
         if (this.failure) return;
-        const err = this.describe(error);
-        for (const run of runs) {
-          this.pool.clear(run.slot);
-          Scheduler.safely(() => this.backend.resetState(run.slot.index));
-          if (this.running.get(run.slot.index) === run) this.end(run, () => run.task.onError(err));
-        }
+        this.failRuns(runs, this.describe(error));
         return;
       } finally {
         // Calls overlap: each is charged the time from the later of its own start and the read before it.
         const now = performance.now();
         const backendMs = now - since;
         since = now;
-        this.stats.backendMs += backendMs;
-        this.stats.steps += call.steps;
-        if (this.stepListeners.size > 0) {
-          const record: StepRecord = { startedMs: started, backendMs, decodeRows: n, chunkJobs: 0, chunkTokens: 0, drawSteps: call.steps };
-          for (const listener of this.stepListeners) Scheduler.safely(() => listener(record));
-        }
+        this.noteStep(backendMs, call.steps, () => ({ startedMs: started, backendMs, decodeRows: n, chunkJobs: 0, chunkTokens: 0, drawSteps: call.steps }));
       }
       if (this.failure) return;
       issued -= call.steps;
@@ -647,6 +628,27 @@ export class Scheduler {
       if (run.task.drawBudget!() < tokens) return false;
     }
     return true;
+  }
+
+  /** Counts a finished step, or a draw call of `steps` steps, and tells the step listeners (the record made only for them). */
+  private noteStep(backendMs: number, steps: number, record: () => StepRecord): void {
+    this.stats.backendMs += backendMs;
+    this.stats.steps += steps;
+    if (this.stepListeners.size === 0) return;
+    const r = record();
+    for (const listener of this.stepListeners) Scheduler.safely(() => listener(r));
+  }
+
+  /**
+   * A backend call failed for these runs: it cannot be attributed to one request, and their slots' states are unknown
+   * now. Each still running ends with `err`.
+   */
+  private failRuns(runs: Running[], err: Error): void {
+    for (const run of runs) {
+      this.pool.clear(run.slot);
+      Scheduler.safely(() => this.backend.resetState(run.slot.index));
+      if (this.running.get(run.slot.index) === run) this.end(run, () => run.task.onError(err));
+    }
   }
 
   /**

@@ -85,23 +85,11 @@ describe("output 'top': tokens drawn on the GPU (TopDrawer)", function () {
     device.queue.writeBuffer(ids, 0, new Uint32Array(idsWords).fill(SENTINEL));
     const reducer = new TopLogitsReducer(device, V, n + 1, logits);
     const drawer = new TopDrawer(device, reducer, ids, n + 1, steps + 2);
-    const drawRows: DrawRow[] = specs.map((sp, i) => {
-      const o = samplers[i].sampler.options;
-      const bias = Object.entries(sp.sampler.logitBias ?? {});
-      const pen: [number, number][] = [];
-      samplers[i].penalty.forEach((row, value) => pen.push([row, value]));
-      return {
-        logitsRow: logitsRow(i),
-        idsAt: idsAt(i),
-        temperature: o.temperature,
-        topK: o.topK,
-        topP: o.topP,
-        presence: o.presencePenalty,
-        frequency: o.frequencyPenalty,
-        decay: o.penaltyDecay,
-        bias: { rows: Int32Array.from(bias, (b) => Number(b[0])), values: Float32Array.from(bias, (b) => b[1]) },
-        penalties: { rows: Int32Array.from(pen, (p) => p[0]), values: Float32Array.from(pen, (p) => p[1]) },
-      };
+    // Each row's draw as the scheduler makes it: the sampler's bias and its penalties so far (prior draws included).
+    const drawRows: DrawRow[] = samplers.map(({ sampler }, i) => {
+      const draw = sampler.drawParams(TOP_CAPACITY);
+      if (!draw) throw new Error(`spec ${i}: its sampler cannot be drawn for on the GPU`);
+      return { logitsRow: logitsRow(i), idsAt: idsAt(i), ...draw };
     });
     drawer.prepare(drawRows, uniforms, steps);
     const enc = device.createCommandEncoder();

@@ -140,12 +140,11 @@ export class TokenSampler {
     this.biasRows.forEach(([row, value], i) => ((bias.rows[i] = row), (bias.values[i] = value)));
     const n = this.penalty.size;
     const penalties = { rows: new Int32Array(n), values: new Float32Array(n) };
-    // write() gives the deltas (negated penalties).
-    this.penalty.write(penalties.rows, penalties.values);
-    for (let i = 0; i < n; i++) penalties.values[i] = -penalties.values[i];
+    let at = 0;
+    this.penalty.forEach((row, penalty) => ((penalties.rows[at] = row), (penalties.values[at++] = penalty)));
     return {
       temperature: o.temperature,
-      topK: o.temperature === 0 ? 1 : o.topK,
+      topK: o.topK,
       topP: o.topP,
       presence: o.presencePenalty,
       frequency: o.frequencyPenalty,
