@@ -2,6 +2,9 @@
 // worst relative L2 error of the engine's logits against the golden reference, f32 and f16 weights,
 // decode (one token per call) and prefill (whole sequence) paths.
 //   RWKV_SHARED=path/to/shared node dist/bench/golden-check.js
+// On a machine without subgroup matrices (lavapipe), every subgroup-matrix variant below runs with its matrices
+// emulated (engine/gpu/subgroup-matrix-emulation.ts; about 4 minutes on a 2-core VM):
+//   RWKV_FLOW_KERNEL_PATH=subgroup-matrix RWKV_FLOW_EMULATE_SUBGROUP_MATRIX=1 node dist/bench/golden-check.js
 
 import * as path from 'path';
 import { createBackend } from '../engine/backend';

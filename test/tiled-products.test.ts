@@ -1,7 +1,8 @@
 // Tiled subgroup-matrix products (shaders/mm_sgtile.wgsl after mm_sgtile_x.wgsl, engine/rwkv7/matmul.ts): when the
 // engine chooses them, how RWKV_MATMUL_TILED changes that, the room the runtime holds for their inputs, and — on
 // this device — the input-tiling pass itself, against the block layout computed here. The product's arithmetic
-// needs subgroup matrices: bench section `matmul` and bench/golden-check.ts check it on the H200.
+// runs on subgroup matrices: test/subgroup-matrix-emulated.test.ts checks it here with the matrices emulated, and
+// bench section `matmul` and bench/golden-check.ts on the H200.
 
 import * as assert from 'assert';
 import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';

@@ -22,6 +22,7 @@ import {
   supportsSubgroupMatrix,
   parseKernelPath,
 } from './capabilities';
+import { emulationRequested, markEmulating } from './subgroup-matrix-emulation';
 
 export interface GpuContext {
   device: GPUDevice;
@@ -239,6 +240,12 @@ export interface DeviceRequest {
   kernelPath?: KernelPath;
   /** Benchmarks: Dawn timestamps at full resolution (by default they are rounded to 65.536 µs). */
   exactTimestamps?: boolean;
+  /**
+   * Tests and development: where the adapter has shader-f16 but no subgroup matrices, run the 'subgroup-matrix' path
+   * with its matrices emulated in plain WGSL (slow; gpu/subgroup-matrix-emulation.ts). Default:
+   * RWKV_FLOW_EMULATE_SUBGROUP_MATRIX. Applies only when that path is asked for.
+   */
+  emulateSubgroupMatrix?: boolean;
   /** Probes only: more Dawn toggles for the instance (e.g. 'disable_robustness'), to measure what a toggle costs. */
   extraToggles?: string[];
 }
@@ -279,16 +286,20 @@ export async function acquireGpu(req: DeviceRequest = {}): Promise<GpuContext> {
       instances.delete(instanceKey(unsafe, named)); // not needed: nothing of it is in use
     }
   }
-  const kernelPath = chooseKernelPath(adapterCapabilities(adapter), wanted);
+  const caps = adapterCapabilities(adapter);
+  // Emulated only where the path is asked for and the adapter lacks just the matrices (f16 loads are real).
+  const emulate = wanted === 'subgroup-matrix' && (req.emulateSubgroupMatrix ?? emulationRequested()) && !supportsSubgroupMatrix(caps) && caps.features.has('shader-f16');
+  const kernelPath = emulate ? 'subgroup-matrix' : chooseKernelPath(caps, wanted);
   const lim = adapter.limits;
   const info0 = adapter.info;
   checkAdapterFits(lim, [info0.vendor, info0.architecture, info0.device, info0.description].filter((s) => s && s.length).join(' ') || 'unknown adapter', req);
   const features = ['subgroups', 'timestamp-query', ...featuresFor(kernelPath)].filter((f) => adapter.features.has(f)) as GPUFeatureName[];
   const device = await adapter.requestDevice({ requiredFeatures: features, requiredLimits: engineLimits(lim) });
+  if (emulate) markEmulating(device);
   const info = adapter.info;
   const adapterName =
-    [info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length).join(' ') ||
-    'unknown adapter';
+    ([info.vendor, info.architecture, info.device, info.description].filter((s) => s && s.length).join(' ') ||
+    'unknown adapter') + (emulate ? ' (subgroup matrices emulated)' : '');
   const sg = info as GPUAdapterInfo & { subgroupMinSize?: number; subgroupMaxSize?: number };
   const subgroup32 = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize === 32 && sg.subgroupMaxSize === 32;
   const fixed = features.includes('subgroups' as GPUFeatureName) && sg.subgroupMinSize !== undefined && sg.subgroupMinSize === sg.subgroupMaxSize;

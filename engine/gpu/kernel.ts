@@ -1,4 +1,5 @@
 import { shaderSource, type ShaderConstant } from './shader-source';
+import { emulateSubgroupMatrices, isEmulating } from './subgroup-matrix-emulation';
 
 /** How a kernel sees each binding of its group 0, in binding order. */
 export type BindingKind = 'uniform' | 'read' | 'rw';
@@ -39,7 +40,9 @@ export function makeKernel(
       buffer: { type: kind === 'uniform' ? 'uniform' : kind === 'read' ? 'read-only-storage' : 'storage' },
     })),
   });
-  const module = device.createShaderModule({ label: name, code: shaderSource(parts, constants) });
+  const source = shaderSource(parts, constants);
+  const code = isEmulating(device) ? emulateSubgroupMatrices(source) : source;
+  const module = device.createShaderModule({ label: name, code });
   const pipeline = device.createComputePipeline({
     label: name,
     layout: device.createPipelineLayout({ bindGroupLayouts: [layout] }),
