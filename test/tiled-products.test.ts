@@ -171,6 +171,15 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.match(describeKernels(H200), /from 64 rows with inputs tiled as f16 16×16 blocks/);
   });
 
+  it('a shader is described once per variant and configuration: recording a new call shape generates no code again', () => {
+    const v = { ...DEFAULT_TILED.large, split: 2 };
+    const first = matmulShader(v, H200);
+    assert.strictEqual(matmulShader({ ...v }, { ...H200 }), first, 'an equal variant and configuration reuse the description');
+    assert.notStrictEqual(matmulShader({ ...v, split: 4 }, H200), first);
+    assert.notStrictEqual(matmulShader(v, { ...H200, layout: 'blocks' }), first);
+    assert.notStrictEqual(matmulShader(v, { ...H200, subgroup32: false }), first);
+  });
+
   it('RWKV_MATMUL_TILED_KU: steps of 16 inputs loaded together for tiles that name none, 1 unless set; other values refused', () => {
     assert.strictEqual(tiledUnrollFrom(undefined), DEFAULT_TILED_KU);
     assert.strictEqual(DEFAULT_TILED_KU, 1);
