@@ -9,7 +9,7 @@ import type { GpuContext } from './gpu/device';
 import type { SlotRuntimeOptions } from './gpu/slot-runtime';
 import type { WeightStorage } from './precision';
 import { uploadRwkv7 } from './rwkv7/weights';
-import { weightBlocksFor } from './rwkv7/weight-blocks';
+import { weightLayoutFor } from './rwkv7/weight-blocks';
 import { Rwkv7Runtime } from './rwkv7/runtime';
 import { cpuBackend } from './cpu/cpu-backend';
 import { planRwkv7CpuModel } from './rwkv7/cpu-forward';
@@ -46,7 +46,7 @@ function withBytes<R extends object>(runtime: R, weights: { bytes: number }): R 
 /** RWKV-7's backends, which RWKV-7a and 7b run on too (the weights say whether the DeepEmbed gate and the DEA attention are there). */
 const RWKV7_PASS: Omit<ModelVersion, 'name'> = {
   gpu: async (gpu, ck, info, storage, opts) => {
-    const w = await uploadRwkv7(gpu.device, ck, info, storage, { blocks: weightBlocksFor(gpu.kernelPath) });
+    const w = await uploadRwkv7(gpu.device, ck, info, storage, { layout: weightLayoutFor(gpu.kernelPath) });
     return withBytes(new Rwkv7Runtime(gpu, info, w, opts), w);
   },
   cpu: cpuBackend(planRwkv7CpuModel),

@@ -50,6 +50,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32, @built
   let part0 = subgroupBroadcastFirst(part_index(wid.z, t0 + sm * MT * 16u, wid.x * BN + sn * NT * 16u));
   let pstride = part_stride();
   let wstride = w_tile_stride(s);
+  // From one of the subgroup's weight tiles to the next 16 outputs on (wlayout_*.wgsl).
+  let wstrip = subgroupBroadcastFirst(w_strip_step(s));
   // The loops' bodies are generated (engine/rwkv7/sgtile-code.ts): one named variable per matrix, no arrays.
   {{ACCUMULATORS}}
   // KU steps of 16 inputs a trip: every left and right matrix of the trip is loaded before any is multiplied, so a

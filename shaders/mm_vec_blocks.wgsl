@@ -1,11 +1,12 @@
-// Matrix-vector product for a few tokens (decode) over weights stored as 16×16 blocks (wlayout_blocks.wgsl): the
-// streaming kernel of mm_vec.wgsl rearranged so a subgroup's load stays contiguous. mm_vec gives each row a subgroup
-// whose 32 lanes read 512 contiguous bytes of it; over blocks a row is 32 bytes a block, so those lanes touched 16
-// lines, and 0.1B decode at batch 1 ran 20% slower on the H200 (bench/RESULTS.md "Weights as blocks"). Here a
-// workgroup owns 8 rows (half a strip), as mm_vec does, and a subgroup reads two blocks' 8-row halves at once:
-// lane (sub, r, h) loads 8 weights of row r, half h of block 2·warp + sub (+ 16 a round) — two runs of 256 contiguous
-// bytes. The 8 subgroups share K; a row's 32 partial sums (8 subgroups × 2 blocks × 2 halves) are added in
-// workgroup memory at the end. TB tokens a pass, each weight read once per TB tokens.
+// Matrix-vector product for a few tokens (decode) over weights stored as 16×16 blocks (wlayout_blocks.wgsl or
+// wlayout_input_blocks.wgsl): the streaming kernel of mm_vec.wgsl rearranged so a subgroup's load stays
+// contiguous. mm_vec gives each row a subgroup whose 32 lanes read 512 contiguous bytes of it; over blocks a row is
+// 32 bytes a block, so those lanes touched 16 lines, and 0.1B decode at batch 1 ran 20% slower on the H200
+// (bench/RESULTS.md "Weights as blocks"). Here a workgroup owns 8 rows (half a strip), as mm_vec does, and a
+// subgroup reads two blocks' 8-row halves at once: lane (sub, r, h) loads 8 weights of row r, half h of block
+// 2·warp + sub (+ 16 a round) — two runs of 256 contiguous bytes. The 8 subgroups share K; a row's 32 partial sums
+// (8 subgroups × 2 blocks × 2 halves) are added in workgroup memory at the end. TB tokens a pass, each weight read
+// once per TB tokens.
 const TB: u32 = {{TB}}u;
 const TQ: u32 = TB / 4u;
 /** Blocks a lane loads together (engine/rwkv7/vec-loads.ts). */
@@ -29,14 +30,15 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
   if (o0 < s.n) {
     let kblocks = s.k / 16u;
     // This lane's 8 weights in block 0 of its strip (wlayout_blocks.wgsl, units of 8 weights): row o0 + r, half h.
-    // Block kb is 32 units (256 weights) further on.
+    // Block kb is kb · w8_kblock_step further on (32 units, 256 weights, strip by strip).
     let base = w8_at(s, o0 + r, h * 8u);
+    let kstep = w8_kblock_step(s);
     // LOADS blocks a trip (kb, kb + 16, ...), all loaded before any is used, so a lane's loads are in flight
     // together (engine/rwkv7/vec-loads.ts); then one block at a time for the rest.
     var kb = warp * 2u + sub;
     for (; kb + 16u * (LOADS - 1u) < kblocks; kb += 16u * LOADS) {
       var m: array<mat2x4<f32>, LOADS>;
-      for (var u = 0u; u < LOADS; u++) { m[u] = load_w8(base + (kb + 16u * u) * 32u); }
+      for (var u = 0u; u < LOADS; u++) { m[u] = load_w8(base + (kb + 16u * u) * kstep); }
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + kb * 16u + h * 8u) / 4u;
@@ -47,7 +49,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_id) lid3: v
       }
     }
     for (; kb < kblocks; kb += 16u) {
-      let m = load_w8(base + kb * 32u);
+      let m = load_w8(base + kb * kstep);
       for (var tt = 0u; tt < TB; tt++) {
         if (t0 + tt < rows) {
           let xi = s.x_off + ((t0 + tt) * s.k + kb * 16u + h * 8u) / 4u;

@@ -115,16 +115,19 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a/7b l
     gemmTile?: 16 | 64;
     /** Run on a device of this kernel path (default: the adapter's own; CPU drivers run 'f32'). */
     kernelPath?: KernelPath;
-    /** f16 products stored as 16×16 blocks (RWKV_WEIGHT_BLOCKS=on; engine/rwkv7/weight-blocks.ts), read by every kernel. */
-    blocks?: true;
+    /** f16 products stored as 16×16 blocks (RWKV_WEIGHT_BLOCKS=on, or =by-input for the input-major order; engine/rwkv7/weight-blocks.ts), read by every kernel. */
+    blocks?: 'on' | 'by-input';
   }[] = [
     // Weights as 16×16 blocks (the subgroup-matrix default) through the streaming, f32-tile and fused decode
     // kernels, on both f16 paths; RWKV-7a's s_emb_x and 7b's DEA products too.
-    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, blocks: true },
-    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, blocks: true },
-    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f32', blocks: true },
-    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f16', tol: TOL.f16, blocks: true },
-    { model: 'v7b-tiny.pth', golden: 'v7b-tiny', precision: 'f16', tol: TOL.f16, blocks: true },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, blocks: 'on' },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, blocks: 'on' },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f32', blocks: 'on' },
+    { model: 'v7a-tiny.pth', golden: 'v7a-tiny', precision: 'f16', tol: TOL.f16, blocks: 'on' },
+    { model: 'v7b-tiny.pth', golden: 'v7b-tiny', precision: 'f16', tol: TOL.f16, blocks: 'on' },
+    // The blocks input by input (RWKV_WEIGHT_BLOCKS=by-input), streaming and f32-tile kernels.
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, blocks: 'by-input' },
+    { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, blocks: 'by-input' },
     // The 'f16' path (native f16 weight loads, shader-f16 without subgroup matrices), streaming and tiled.
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, kernelPath: 'f16' },
     { model: 'v7-tiny.pth', golden: 'v7-tiny', precision: 'f16', tol: TOL.f16, vecMaxRows: 0, kernelPath: 'f16' },
@@ -167,16 +170,16 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a/7b l
 
   for (const c of cases) {
     const onPath = c.kernelPath ? ` on the '${c.kernelPath}' kernel path` : '';
-    const blocks = c.blocks ? ', stored as 16×16 blocks' : '';
+    const blocks = c.blocks ? `, stored as 16×16 blocks${c.blocks === 'by-input' ? ' input by input' : ''}` : '';
     describe(`${c.model} with ${c.precision} weights${blocks}${c.vecMaxRows === 0 ? `, ${c.gemmTile ?? 64}-token tiled kernel only` : ''}${onPath}`, () => {
       let be: Backend;
       let g: Golden;
       before(async () => {
         g = loadGolden(c.golden);
         const on = device === 'gpu' ? await deviceFor(c.kernelPath) : gpu;
-        // The layout is chosen when the weights load (weightBlocksFor), so the switch is set around the load only.
+        // The layout is chosen when the weights load (weightLayoutFor), so the switch is set around the load only.
         const was = process.env.RWKV_WEIGHT_BLOCKS;
-        process.env.RWKV_WEIGHT_BLOCKS = c.blocks ? 'on' : 'off';
+        process.env.RWKV_WEIGHT_BLOCKS = c.blocks ?? 'off';
         try {
           be = await make({ model: path.join(GOLDEN, c.model), slots: 4, precision: c.precision, vecMaxRows: c.vecMaxRows, gemmTile: c.gemmTile }, on);
         } finally {
@@ -185,6 +188,7 @@ for (const device of DEVICES) describe(`golden [${device}]: RWKV-4/5/6/7/7a/7b l
         }
         if (device === 'gpu') assert.match(be.kernelPath, new RegExp(`^${c.kernelPath ?? on.kernelPath} path`));
         if (device === 'gpu') assert.equal(/product weights stored as 16×16 blocks/.test(be.kernelPath), !!c.blocks, `weights stored as blocks: ${be.kernelPath}`);
+        if (device === 'gpu') assert.equal(/blocks, input by input/.test(be.kernelPath), c.blocks === 'by-input', `blocks input by input: ${be.kernelPath}`);
         else assert.match(be.adapterName, /^CPU: /);
       });
       after(() => be?.dispose());

@@ -123,11 +123,16 @@ describe('subgroup-matrix path, emulated where the device has none: golden v7-ti
     ['4×2 tiles in two subgroups, 4 steps a trip', 'f16', 0, { RWKV_MATMUL_TILED: '4x2x1x2u4@1' }, 5e-3],
     ['staged tiles in workgroup memory', 'f16', 0, { RWKV_MATMUL_TILED: 'off', RWKV_MATMUL_STAGED: '2x2x2x2k64@1' }, 5e-3],
     ['int8 on the staged tiles', 'int8', 0, {}, 3e-2],
+    // The weights as blocks input by input (RWKV_WEIGHT_BLOCKS=by-input), the engine's choices and the 4×4 tiles.
+    ['blocks input by input, the engine\'s own choices', 'f16', undefined, { RWKV_WEIGHT_BLOCKS: 'by-input' }, 5e-3],
+    ['blocks input by input, 4×4 tiles', 'f16', 0, { RWKV_WEIGHT_BLOCKS: 'by-input', RWKV_MATMUL_TILED: '4x4x1x1u4@1' }, 5e-3],
+    ['blocks input by input, staged tiles', 'f16', 0, { RWKV_WEIGHT_BLOCKS: 'by-input', RWKV_MATMUL_TILED: 'off', RWKV_MATMUL_STAGED: '2x2x2x2k64@1' }, 5e-3],
   ];
   for (const [label, precision, vecMaxRows, env, bound] of modes) {
     it(`${label}: a sequence, three at once and a decode step within the golden bound`, async () => {
       const be = await backend(precision, vecMaxRows, env);
       try {
+        if (env.RWKV_WEIGHT_BLOCKS === 'by-input') assert.match(be.kernelPath, /blocks, input by input/);
         const [alone] = await be.run([{ slot: 0, tokens, output: 'all' }]);
         const err = worstRelL2(alone!, want, V);
         assert.ok(err < bound, `sequence: rel L2 ${err} >= ${bound}`);

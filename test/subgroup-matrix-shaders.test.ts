@@ -118,7 +118,7 @@ describe('subgroup-matrix shaders on Dawn\'s null backend', function () {
     for (const split of [1, 8]) variants.push({ kind: 'sgmat', mt: 1, nt: 1, sgs: 4, kc: 64, split }, { kind: 'sgmat', mt: 4, nt: 1, sgs: 4, kc: 64, split });
     const staged = [DEFAULT_STAGED.large.variant, DEFAULT_STAGED.small.variant];
     const modules: NullDevice['modules'] = [];
-    for (const layout of ['blocks', 'rows'] as const) {
+    for (const layout of ['blocks', 'input-blocks', 'rows'] as const) {
       for (const v of variants) {
         const s = matmulShader(v, { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, layout });
         modules.push([s.key, ctx.device.createShaderModule({ label: s.key, code: shaderSource(s.parts, { ...s.constants, C: 128, N: 64, TMAX: 512, STATE: 4096 }) })]);

@@ -75,7 +75,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     const lastLoad = trip.length - 1 - [...trip].reverse().findIndex((l) => l.includes('Load'));
     assert.ok(trip.findIndex((l) => l.includes('Multiply')) > lastLoad);
     assert.match(code.TRIP, /let a3_2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>\(&xt, xbase \+ 512u \* kblocks \+ \(k0 \/ 16u \+ 3u\) \* 256u, 16u\);/);
-    assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>\(&W, wbase \+ 16u \* k \+ w_tile_k\(k0 \+ 48u\), wstride\);/);
+    assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>\(&W, wbase \+ 1u \* wstrip \+ w_tile_k\(s, k0 \+ 48u\), wstride\);/);
     assert.match(code.STEP, /c_3_1 = subgroupMatrixMultiplyAccumulate\(a0_3, b0_1, c_3_1\);/);
     assert.match(code.STORES, /subgroupMatrixStore<row_major>\(&part, part0 \+ 48u \* pstride \+ 16u, c_3_1, pstride\);/);
     assert.strictEqual(code.SHARED, '');

@@ -26,7 +26,7 @@ import { VEC_LOADS, type VecLoads } from './vec-loads';
 import { TILED_KU } from './tiled-unroll';
 import { stagedRowsCode, tiledProductCode } from './sgtile-code';
 import type { ShaderConstant } from '../gpu/shader-source';
-import { weightLayoutPart, type WeightLayout } from './weight-blocks';
+import { inBlocks, weightLayoutPart, type WeightLayout } from './weight-blocks';
 
 export type MatmulVariant =
   /** lpr: lanes per output row (vec-lanes.ts), 32 when absent; loads: a lane's loads a trip (vec-loads.ts), VEC_LOADS when absent. */
@@ -271,6 +271,8 @@ export interface MatmulConfig {
   layout?: WeightLayout;
   /** The model's f16 products are stored as 16×16 blocks (weight-blocks.ts), for describeKernels. */
   blocks?: boolean;
+  /** …input by input (weight-blocks.ts 'input-blocks'). */
+  blocksByInput?: boolean;
 }
 
 /** What the split-K choice needs of a group: its widest input and its virtual output rows. */
@@ -306,7 +308,7 @@ function stagedFor(staged: StagedTiles, shape: ProductShape): StagedChoice {
 
 /** The streaming kernel for `rows` rows (over blocks, mm_vec_blocks: 32 lanes a row's worth, 8 rows a workgroup). */
 function streaming(rows: number, layout?: WeightLayout): MatmulVariant {
-  const lpr = layout === 'blocks' ? 32 : VEC_LANES;
+  const lpr = inBlocks(layout) ? 32 : VEC_LANES;
   return lpr === 32 ? { kind: 'vec', tb: rows <= 4 ? 4 : 8 } : { kind: 'vec', tb: rows <= 4 ? 4 : 8, lpr };
 }
 
@@ -432,7 +434,7 @@ function describeProduct(v: MatmulVariant, c: Pick<MatmulConfig, 'kernelPath' | 
   // Every product reads its weights through its group's layout part; blocks get their own pipelines.
   const at = shader.parts.indexOf('mm_common') + 1;
   const parts = [...shader.parts.slice(0, at), weightLayoutPart(c.layout), ...shader.parts.slice(at)];
-  return { ...shader, key: c.layout === 'blocks' ? `${shader.key}:blocks` : shader.key, parts };
+  return { ...shader, key: inBlocks(c.layout) ? `${shader.key}:${c.layout}` : shader.key, parts };
 }
 
 /** matmulShader before the layout part. */
@@ -460,7 +462,7 @@ function layoutFree(
   switch (v.kind) {
     case 'vec': {
       const loads = v.loads ?? VEC_LOADS;
-      if (c.layout === 'blocks') {
+      if (inBlocks(c.layout)) {
         if ((v.lpr ?? 32) !== 32) throw new Error('the streaming kernel over blocks runs 8 rows a workgroup (no lanes-per-row choice)');
         return { key: `mm_vec_blocks${v.tb}u${loads}:${w}`, parts: [sub, w, 'mm_common', 'mm_vec_blocks'], constants: { TB: v.tb, LOADS: loads }, bindings };
       }
@@ -628,6 +630,6 @@ export function describeKernels(c: MatmulConfig): string {
     ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
-  const blocks = c.blocks ? '; f16 product weights stored as 16×16 blocks (RWKV_WEIGHT_BLOCKS=off: rows)' : '';
+  const blocks = c.blocks ? `; f16 product weights stored as 16×16 blocks${c.blocksByInput ? ', input by input' : ''} (RWKV_WEIGHT_BLOCKS=off: rows)` : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}${blocks}`;
 }

@@ -40,7 +40,7 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split: numb
   // Loads of step u: the left matrices of the subgroup's MT token blocks, the right ones of its NT output blocks.
   const loads = (u: number) => [
     ...range(mt).map((i) => `let a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&xt, xbase + ${i * 256}u * kblocks + (k0 / 16u + ${u}u) * 256u, 16u);`),
-    ...range(nt).map((j) => `let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, wbase + ${j * 16}u * k + w_tile_k(k0 + ${16 * u}u), wstride);`),
+    ...range(nt).map((j) => `let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, wbase + ${j}u * wstrip + w_tile_k(s, k0 + ${16 * u}u), wstride);`),
   ];
   const multiplies = (u: number) => pairs.map(([i, j]) => `c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`);
   // A trip's loads all come before its multiplies, so they are in flight together.

@@ -14,26 +14,40 @@ const UNIFORM = 0x40;
 const COPY_DST = 0x08;
 const COPY_SRC = 0x04;
 
-/** How a matrix group's buffer orders its weights: the checkpoint's [out, in] rows, or 16×16 blocks. */
-export type WeightLayout = 'rows' | 'blocks';
+/**
+ * How a matrix group's buffer orders its weights: the checkpoint's [out, in] rows; 16×16 blocks strip by strip (each
+ * 16-row strip's blocks in input order); or 16×16 blocks input by input ('input-blocks': the blocks of inputs 16·kb..
+ * of every strip side by side, then the next kb). In the H200 probe the second order ran the 2×2 tiles of batch-64
+ * products faster (FFN value in 8 splits 61.3 → 44.0 µs, FFN key 42.6 → 34.1; bench/RESULTS.md "The SM clock
+ * decides a figure", block order): concurrent workgroups then read neighbouring blocks. Not the default until the
+ * engine shows it (RWKV_WEIGHT_BLOCKS=by-input).
+ */
+export type WeightLayout = 'rows' | 'blocks' | 'input-blocks';
 
 /** The layout part of the matrix kernels' shaders (shaders/wlayout_*.wgsl) for a layout. */
 export function weightLayoutPart(layout: WeightLayout | undefined): string {
-  return layout === 'blocks' ? 'wlayout_blocks' : 'wlayout_rows';
+  return layout === 'blocks' ? 'wlayout_blocks' : layout === 'input-blocks' ? 'wlayout_input_blocks' : 'wlayout_rows';
+}
+
+/** The weights are 16×16 blocks, in either order. */
+export function inBlocks(layout: WeightLayout | undefined): boolean {
+  return layout === 'blocks' || layout === 'input-blocks';
 }
 
 /**
- * Whether f16 matrix products are stored as blocks: by default on a 'subgroup-matrix' device, whose tiled products
- * gain from them; RWKV_WEIGHT_BLOCKS=off keeps rows there (benchmarks compare), =on stores blocks on any path (the
- * golden tests run the streaming and f32-tile kernels over blocks on devices without subgroup matrices). Read once
- * per model load; anything else is refused with the accepted values named.
+ * How f16 matrix products are stored: as blocks by default on a 'subgroup-matrix' device, whose tiled products gain
+ * from them, else as rows; RWKV_WEIGHT_BLOCKS=off keeps rows there (benchmarks compare), =on stores blocks on any
+ * path (the golden tests run the streaming and f32-tile kernels over blocks on devices without subgroup matrices),
+ * =by-input stores blocks input by input. Read once per model load; anything else is refused with the accepted
+ * values named.
  */
-export function weightBlocksFor(kernelPath: KernelPath, env: NodeJS.ProcessEnv = process.env): boolean {
+export function weightLayoutFor(kernelPath: KernelPath, env: NodeJS.ProcessEnv = process.env): WeightLayout {
   const v = env.RWKV_WEIGHT_BLOCKS;
-  if (v === undefined || v === '') return kernelPath === 'subgroup-matrix';
-  if (v === 'on') return true;
-  if (v === 'off') return false;
-  throw new Error(`RWKV_WEIGHT_BLOCKS: '${v}' is not 'on' or 'off'`);
+  if (v === undefined || v === '') return kernelPath === 'subgroup-matrix' ? 'blocks' : 'rows';
+  if (v === 'on') return 'blocks';
+  if (v === 'off') return 'rows';
+  if (v === 'by-input') return 'input-blocks';
+  throw new Error(`RWKV_WEIGHT_BLOCKS: '${v}' is not 'on', 'off' or 'by-input'`);
 }
 
 /** A matrix can be stored as blocks: its outputs and inputs whole multiples of 16. */
@@ -57,7 +71,14 @@ export interface BlockMatrix {
  * Null when the device runs out of memory: the reorder holds the group twice for a moment (its rows and its blocks),
  * so a model that only just fits gets this group as rows instead (uploadRwkv7), which a load needs once.
  */
-export async function uploadBlocks(device: GPUDevice, label: string, mats: readonly BlockMatrix[], halves: number, maxWorkgroupsX = 65535): Promise<GPUBuffer | null> {
+export async function uploadBlocks(
+  device: GPUDevice,
+  label: string,
+  mats: readonly BlockMatrix[],
+  halves: number,
+  order: 'blocks' | 'input-blocks' = 'blocks',
+  maxWorkgroupsX = 65535,
+): Promise<GPUBuffer | null> {
   for (const m of mats) {
     if (!blockable(m)) throw new RangeError(`${label}: a ${m.n}×${m.k} matrix is not whole 16×16 blocks`);
     if (m.data.length !== m.n * m.k) throw new RangeError(`${label}: ${m.data.length} halves are not a ${m.n}×${m.k} matrix`);
@@ -76,7 +97,7 @@ export async function uploadBlocks(device: GPUDevice, label: string, mats: reado
   const uniforms: GPUBuffer[] = [];
   for (const m of mats) {
     const u = createBuffer(device, `${label} move`, 16, UNIFORM | COPY_DST);
-    device.queue.writeBuffer(u, 0, new Uint32Array([m.wOff, m.n, m.k, 0]));
+    device.queue.writeBuffer(u, 0, new Uint32Array([m.wOff, m.n, m.k, order === 'input-blocks' ? 1 : 0]));
     uniforms.push(u);
     const pass = enc.beginComputePass();
     pass.setPipeline(kernel.pipeline);
@@ -98,7 +119,12 @@ export async function uploadBlocks(device: GPUDevice, label: string, mats: reado
   return out;
 }
 
-/** Where weight (o, i) of an [n, k] matrix lies in its blocks (the layout wlayout_blocks.wgsl reads). */
-export function blockIndex(o: number, i: number, k: number): number {
-  return Math.floor(o / 16) * 16 * k + Math.floor(i / 16) * 256 + (o % 16) * 16 + (i % 16);
+/**
+ * Where weight (o, i) of an [n, k] matrix lies in its blocks: strip by strip (wlayout_blocks.wgsl), or input by input
+ * (wlayout_input_blocks.wgsl, which needs the matrix's n).
+ */
+export function blockIndex(o: number, i: number, k: number, order: 'blocks' | 'input-blocks' = 'blocks', n = 0): number {
+  const inBlock = (o % 16) * 16 + (i % 16);
+  if (order === 'input-blocks') return (Math.floor(i / 16) * (n / 16) + Math.floor(o / 16)) * 256 + inBlock;
+  return Math.floor(o / 16) * 16 * k + Math.floor(i / 16) * 256 + inBlock;
 }

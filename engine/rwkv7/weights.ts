@@ -172,10 +172,10 @@ export function quantiserInput(t: RawTensor): Uint16Array | Float32Array {
   return t.dtype === 'f16' ? toF16Bits(t) : toF32(t);
 }
 
-/** How the products' weights are laid out on the device (weight-blocks.ts weightBlocksFor). */
+/** How the products' weights are laid out on the device (weight-blocks.ts weightLayoutFor). */
 export interface WeightLayoutChoice {
-  /** f16 groups read only by matrix products, every matrix whole 16×16 blocks, are stored as blocks. */
-  blocks: boolean;
+  /** Blocks (either order): f16 groups read only by matrix products, every matrix whole 16×16 blocks, are stored so. */
+  layout: WeightLayout;
 }
 
 export async function uploadRwkv7(
@@ -183,7 +183,7 @@ export async function uploadRwkv7(
   ck: Checkpoint,
   info: ModelInfo,
   storage: WeightStorage,
-  layout: WeightLayoutChoice = { blocks: false },
+  layout: WeightLayoutChoice = { layout: 'rows' },
 ): Promise<ModelWeights> {
   const { precision } = storage;
   const C = info.nEmbd;
@@ -248,11 +248,12 @@ export async function uploadRwkv7(
     const total = mats.reduce((s, m) => s + m.data.length, 0) + padRows * last.k;
     // The model's bytes, not the padding, whichever layout stores them.
     const modelBytes = mats.reduce((s, m) => s + m.data.byteLength, 0);
-    if (products && layout.blocks && format === 'f16' && mats.every(blockable)) {
-      const buffer = await uploadBlocks(device, label, mats.map((m, i) => ({ data: m.data as Uint16Array, n: m.n, k: m.k, wOff: segs[i].wOff })), total);
+    const order = layout.layout;
+    if (products && order !== 'rows' && format === 'f16' && mats.every(blockable)) {
+      const buffer = await uploadBlocks(device, label, mats.map((m, i) => ({ data: m.data as Uint16Array, n: m.n, k: m.k, wOff: segs[i].wOff })), total, order);
       if (buffer) {
         bytes += modelBytes;
-        return { buffer, segs, format, layout: 'blocks' };
+        return { buffer, segs, format, layout: order };
       }
       // The device ran out of memory reordering this group (it is held twice meanwhile): it keeps its rows.
     }
