@@ -3,7 +3,8 @@
 // their arithmetic was first checked by the golden check on the H200, and GPU sessions are scarce.
 //
 // Only for tests and development (RWKV_FLOW_EMULATE_SUBGROUP_MATRIX=1 or DeviceRequest.emulateSubgroupMatrix). A matrix
-// is spread over the 32 lanes of a subgroup as on the matrix units: lane l owns row m = l / 2 and columns n0 = 8·(l % 2)
+// is spread over the 32 lanes of a subgroup, as matrix units spread theirs (in a layout of their own, which WGSL does
+// not show): lane l owns row m = l / 2 and columns n0 = 8·(l % 2)
 // .. n0 + 7 of every result, so it holds the left matrix's row m (16 values), the right matrix's columns n0.. (16 × 8)
 // and its 8 results, and a multiply is 128 multiply-adds a lane. What it rewrites in a shader:
 // - the types subgroup_matrix_left/right/result<T, 16, 16> become a lane's share: array<f32, 16 / 128 / 8>; f16 values
@@ -113,6 +114,8 @@ export function emulateSubgroupMatrices(src: string): string {
   const other = /\bsubgroup[A-Z]\w*\s*\(/.exec(out);
   if (other) throw new Error(`subgroup-matrix emulation: ${other[0]}…) would run on the device's subgroups, not 32 lanes`);
   out = emulate32LaneSubgroups(out, runtimeSixteen(out));
+  // Nothing of the device's subgroups is used any more: a device without them runs the result too.
+  out = out.replace(/^[ \t]*enable\s+subgroups\s*;[ \t]*$/m, '');
   return `${out}\n\n// Subgroup matrices emulated (engine/gpu/subgroup-matrix-emulation.ts).\n${PRIVATE_DECLS}\n${[...fns.values(), MMA_FN].join('\n\n')}\n`;
 }
 
