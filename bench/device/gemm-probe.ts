@@ -24,6 +24,7 @@
 
 import { acquireGpu } from '../../engine/gpu/device';
 import { bindGroup, makeKernel } from '../../engine/gpu/kernel';
+import { emulateSubgroupMatrices, isEmulating } from '../../engine/gpu/subgroup-matrix-emulation';
 import { groupUniform, matmulDispatch, matmulShader } from '../../engine/rwkv7/matmul';
 import { f16BitsToF32 } from '../../engine/loader/dtype';
 import { GpuSpanTimer, calibrateRepetitions, median } from './gpu-span-timer';
@@ -426,6 +427,13 @@ function variants(): Variant[] {
       out.push({ family: 'dir', flat: true, ...t(4, 2, 1, 2), split, ku });
       out.push({ family: 'dir', flat: true, ...t(2, 4, 2, 1), split, ku });
       for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 1, 1, 4), t(4, 4, 1, 1)]) out.push({ family: 'dir', flat: true, ...tiles, split, ku, kmaj: true });
+      // Workgroup tiles past 64 × 64 (the engine's limit: TILE_TOKENS, SEGMENT_ALIGN). A 64 × 64 tile reads both
+      // operands from L2 once per 64 outputs or tokens: 1/32 byte a FLOP, about 4.3 TB/s for the 1.5B FFN key at 512
+      // tokens in 126 µs, near what L2 gives; subgroups of one workgroup loading the same blocks may share them in L1.
+      for (const tiles of [t(4, 4, 2, 2), t(4, 4, 1, 2), t(4, 4, 2, 1), t(2, 4, 2, 2), t(4, 2, 2, 2)]) {
+        out.push({ family: 'dir', flat: true, ...tiles, split, ku });
+        out.push({ family: 'dir', flat: true, ...tiles, split, ku, kmaj: true });
+      }
     }
     for (const kc of [32, 64] as const) {
       out.push({ family: 'stg', flat: true, ...t(2, 2, 2, 4), split, kc, copy: 'v' });
@@ -491,7 +499,15 @@ async function main(): Promise<void> {
     })),
   });
   const pipelineLayout = device.createPipelineLayout({ bindGroupLayouts: [layout] });
-  for (const sh of shapes.filter((s) => !shapeArg || shapeArg.includes(`${s.n}x${s.k}xT${s.t}`))) {
+  // --shapes names any NxKxT<tokens> (smaller ones check variants where products run slowly, e.g. emulated).
+  const chosen = shapeArg
+    ? shapeArg.map((a) => {
+        const m = /^(\d+)x(\d+)xT(\d+)$/.exec(a);
+        if (!m) throw new Error(`--shapes: '${a}' is not NxKxT<tokens>`);
+        return { n: Number(m[1]), k: Number(m[2]), t: Number(m[3]) };
+      })
+    : shapes;
+  for (const sh of chosen) {
     const shapeName = `${sh.n}x${sh.k}xT${sh.t}`;
     const wBits = randomHalves(sh.n * sh.k, 7 + sh.n, 1 / Math.sqrt(sh.k));
     const aBits = randomHalves(sh.t * sh.k, 3 + sh.t, 1);
@@ -550,7 +566,8 @@ async function main(): Promise<void> {
           groups = copies.map((w) => bindGroup(device, kernel, [engBatch, w, engX, engY, engGroup, y, aTil]));
           grid = matmulDispatch({ kind: 'sgtile', mt: v.mt as 1, nt: v.nt as 1, sgm: v.sgm as 1, sgn: v.sgn as 1, split: v.split }, sh.n, sh.t);
         } else {
-          const module = device.createShaderModule({ code: shaderOf(v) });
+          // Emulated where the device has no subgroup matrices (RWKV_FLOW_EMULATE_SUBGROUP_MATRIX: checks, not timings).
+          const module = device.createShaderModule({ code: isEmulating(device) ? emulateSubgroupMatrices(shaderOf(v)) : shaderOf(v) });
           pipeline = device.createComputePipeline({ layout: pipelineLayout, compute: { module, entryPoint: 'main' } });
         }
         const err = await device.popErrorScope();
