@@ -4,7 +4,9 @@
 // bench/RESULTS.md "Tiled activations"). Segment i's block (token block tb, input block kb) starts at
 // tile_base(i) + (tb · k/16 + kb) · 256 halves, rows of 16 tokens × 16 inputs inside; tokens are padded with
 // zeros to a multiple of TILE_TOKENS, so a workgroup's token tile never reads past its segment.
-const TILE_TOKENS: u32 = 64u;
+// 64, or 128 for tilings of more tokens a workgroup (matmul.ts tileTokensOf): the tiling pass, the product and its
+// reduction of one product agree.
+const TILE_TOKENS: u32 = {{TILE_TOKENS}}u;
 
 fn padded_rows() -> u32 {
   return ((row_count() + TILE_TOKENS - 1u) / TILE_TOKENS) * TILE_TOKENS;

@@ -121,6 +121,9 @@ describe('subgroup-matrix path, emulated where the device has none: golden v7-ti
     ['the engine\'s own choices', 'f16', undefined, {}, 5e-3],
     ['4×4 tiles in one subgroup, 4 steps a trip (prefill FFN)', 'f16', 0, { RWKV_MATMUL_TILED: '4x4x1x1u4@1' }, 5e-3],
     ['4×2 tiles in two subgroups, 4 steps a trip', 'f16', 0, { RWKV_MATMUL_TILED: '4x2x1x2u4@1' }, 5e-3],
+    // Workgroup tiles of 128 tokens × 128 outputs (matmul.ts WIDE_TILE): inputs padded to 128 tokens; groups with
+    // segments narrower than whole 128-output tiles (the LoRA ones) take the base tiles.
+    ['128 × 128 workgroup tiles (4×4 tiles in 2×2 subgroups)', 'f16', 0, { RWKV_MATMUL_TILED: '4x4x2x2u1@1' }, 5e-3],
     ['staged tiles in workgroup memory', 'f16', 0, { RWKV_MATMUL_TILED: 'off', RWKV_MATMUL_STAGED: '2x2x2x2k64@1' }, 5e-3],
     ['int8 on the staged tiles', 'int8', 0, {}, 3e-2],
     // The weights as blocks input by input (RWKV_WEIGHT_BLOCKS=by-input): the engine's choices (split mm_sgmat, the

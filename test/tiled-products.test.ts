@@ -11,7 +11,7 @@ import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { shaderSource } from '../engine/gpu/shader-source';
 import {
   chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, tiledFor, splitSgmatMtFrom, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
-  splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, type MatmulConfig,
+  splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, tileTokensOf, type MatmulConfig,
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
 import { DEFAULT_TILED_KU, tiledUnrollFrom } from '../engine/rwkv7/tiled-unroll';
@@ -36,8 +36,10 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(unrolled.large, { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 4 });
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]@ROWS/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u3@64' }), /is not 'off' or MTxNTxSGMxSGN/);
-    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x4x1x2@64' }), /128 outputs a workgroup exceed 64/);
-    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x2x2@64' }), /128 tokens a workgroup exceed 64/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x4@64' }), /256 outputs a workgroup exceed 128/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x4x2@64' }), /256 tokens a workgroup exceed 128/);
+    // Up to 128 × 128 (matmul.ts WIDE_TILE): 4×4 tiles in 2×2 subgroups.
+    assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x2x2u4@256' })!.large, { kind: 'sgtile', mt: 4, nt: 4, sgm: 2, sgn: 2, ku: 4 });
   });
 
   it('take every f16 product from 64 rows, tiles and splits as measured on the H200; fewer rows keep split mm_sgmat', () => {
@@ -169,6 +171,28 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.match(shaderSource(b.parts, b.constants), /fn w_tile_stride\(s: Seg\) -> u32 \{\s*return 16u;/);
     assert.throws(() => matmulShader(DEFAULT_TILED.base, { ...H200, precision: 'int8' }), /tiled subgroup-matrix kernel needs f16 weights/);
     assert.match(describeKernels(H200), /from 64 rows with inputs tiled as f16 16×16 blocks/);
+  });
+
+  it('tiles past 64 tokens pad the tiled inputs to 128; past 64 outputs they run only on groups of whole 128-output tiles', () => {
+    const wide = tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x2x2u4@64' })!;
+    const c = { ...H200, tiled: wide };
+    const at = (rows: number, k: number, n: number, wideOutputs: boolean) => chooseMatmul(rows, c, { k, virtualRows: n, scratchFloats: ROOM, tileable: true, wideOutputs });
+    assert.deepStrictEqual(at(512, 2048, 8192, true), { ...wide.large, split: 1 });
+    // A group with a segment of 64 outputs (a LoRA down-projection): a 128-output tile would straddle the next one.
+    assert.deepStrictEqual(at(512, 2048, 8192, false), { ...DEFAULT_TILED.base, split: 1 });
+    assert.strictEqual(tileTokensOf(wide.large), 128);
+    assert.strictEqual(tileTokensOf(DEFAULT_TILED.large), 64);
+    assert.strictEqual(tiledInputHalves([2048], 130, 128), 256 * 2048);
+    assert.strictEqual(tiledInputHalves([2048], 130), 192 * 2048);
+    // The three passes of one product agree on the padding.
+    const product = matmulShader({ ...wide.large, split: 2 }, H200);
+    assert.strictEqual(product.constants.TILE_TOKENS, 128);
+    assert.strictEqual(splitReduceShader({ ...wide.large, split: 2 }, H200, 512).constants.TILE_TOKENS, 128);
+    assert.strictEqual(tileInputShader(128).constants.TILE_TOKENS, 128);
+    assert.notStrictEqual(tileInputShader(128).key, tileInputShader().key);
+    assert.match(shaderSource(tileInputShader(128).parts, tileInputShader(128).constants), /const TILE_TOKENS: u32 = 128u;/);
+    // Partial sums of whole 128 × 128 tiles: rows to 128, virtual rows to 128.
+    assert.strictEqual(splitScratchFloats({ ...wide.large, split: 2 }, 192, 130), 2 * 256 * 256);
   });
 
   it('a shader is described once per variant and configuration: recording a new call shape generates no code again', () => {

@@ -149,8 +149,34 @@ export function stagedWithin(staged: StagedTiles | null, maxBytes: number): Stag
   return one ? { large: one, small: one } : null;
 }
 
-/** Tokens the tiled activations are padded to (sgtile_layout.wgsl TILE_TOKENS): the most a tiled workgroup covers. */
+/**
+ * Tokens the tiled activations are padded to (sgtile_layout.wgsl TILE_TOKENS), the most a tiled workgroup covers:
+ * 64, or WIDE_TILE for a tiling of more tokens a workgroup (tileTokensOf).
+ */
 export const TILE_TOKENS = 64;
+/**
+ * The widest workgroup tile a tiled product takes from RWKV_MATMUL_TILED, in tokens and in outputs (none by default).
+ * A 64 × 64 tile reads both operands once per 64 outputs or tokens (1/32 byte a FLOP), which may bound the prefill
+ * products by L2 (bench/device/wide-tiles.sh measures it in the probe); 128 × 128 halves those reads. Outputs past 64
+ * a workgroup run only where every segment of the group is whole such tiles (ProductShape.wideOutputs), as a tile
+ * must not straddle two segments, which start SEGMENT_ALIGN apart.
+ */
+export const WIDE_TILE = 128;
+
+/** Tokens the tiled inputs of a product on `v` are padded to. */
+export function tileTokensOf(v: Pick<Extract<MatmulVariant, { kind: 'sgtile' }>, 'mt' | 'sgm'>): number {
+  return 16 * v.mt * v.sgm > TILE_TOKENS ? WIDE_TILE : TILE_TOKENS;
+}
+
+/** Outputs a workgroup of `v` covers. */
+function tileOutputs(v: Pick<Extract<MatmulVariant, { kind: 'sgtile' }>, 'nt' | 'sgn'>): number {
+  return 16 * v.nt * v.sgn;
+}
+
+/** The most tokens any tiling of `c` pads to. */
+export function maxTileTokens(c: TiledChoice): number {
+  return Math.max(...[c.large, c.medium, c.base].map(tileTokensOf));
+}
 
 /**
  * The tiled product's tiles: `large` and `medium` for the compute-bound products of prefill chunks (from
@@ -215,22 +241,22 @@ export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice 
   const m = /^([124])x([124])x([124])x([124])(?:u([124]))?@(\d+)$/.exec(spec);
   if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU]@ROWS (each 1, 2 or 4)`);
   const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
-  if (16 * nt * sgn > SEGMENT_ALIGN) throw new Error(`RWKV_MATMUL_TILED: ${16 * nt * sgn} outputs a workgroup exceed ${SEGMENT_ALIGN}`);
-  if (16 * mt * sgm > TILE_TOKENS) throw new Error(`RWKV_MATMUL_TILED: ${16 * mt * sgm} tokens a workgroup exceed ${TILE_TOKENS}`);
+  if (16 * nt * sgn > WIDE_TILE) throw new Error(`RWKV_MATMUL_TILED: ${16 * nt * sgn} outputs a workgroup exceed ${WIDE_TILE}`);
+  if (16 * mt * sgm > WIDE_TILE) throw new Error(`RWKV_MATMUL_TILED: ${16 * mt * sgm} tokens a workgroup exceed ${WIDE_TILE}`);
   const variant = { kind: 'sgtile' as const, mt, nt, sgm, sgn, ...(m[5] ? { ku: Number(m[5]) as 1 | 2 | 4 } : {}) };
   const minRows = Number(m[6]);
   return { large: variant, medium: variant, base: variant, minRows, largeRows: minRows };
 }
 
 /** f16 halves of a group's tiled inputs at `rows` rows (mm_sgtile_x.wgsl): every segment's padded rows × K. */
-export function tiledInputHalves(ks: readonly number[], rows: number): number {
-  const padded = Math.ceil(rows / TILE_TOKENS) * TILE_TOKENS;
+export function tiledInputHalves(ks: readonly number[], rows: number, tileTokens = TILE_TOKENS): number {
+  const padded = Math.ceil(rows / tileTokens) * tileTokens;
   return ks.reduce((sum, k) => sum + padded * k, 0);
 }
 
 /** Workgroups of the input-tiling pass (mm_sgtile_x.wgsl): 256 invocations of 8 inputs each. */
-export function tileInputDispatch(ks: readonly number[], rows: number): [number, number] {
-  const groups = Math.ceil(tiledInputHalves(ks, rows) / 8 / 256);
+export function tileInputDispatch(ks: readonly number[], rows: number, tileTokens = TILE_TOKENS): [number, number] {
+  const groups = Math.ceil(tiledInputHalves(ks, rows, tileTokens) / 8 / 256);
   return groups <= 65535 ? [Math.max(1, groups), 1] : [65535, Math.ceil(groups / 65535)];
 }
 
@@ -283,6 +309,8 @@ export interface ProductShape {
   scratchFloats: number;
   /** Every input width of the group is a multiple of 16 and the runtime holds the tiled inputs (mm_sgtile). */
   tileable?: boolean;
+  /** Every segment of the group is whole WIDE_TILE-output tiles: tiles of more than 64 outputs may run. */
+  wideOutputs?: boolean;
 }
 
 /** The group uniform's layout (mm_common.wgsl): 8 segments of 8 words, then count and flags. */
@@ -326,7 +354,9 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
     if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows, c.layout);
     // Tiled products write whole tiles of partial sums even unsplit: where those do not fit, the staged tiles run.
-    const tiled = c.tiled && tiledFor(c.tiled, shape, rows);
+    // Tiles wider than 64 outputs would straddle two segments of a group not made of whole wide tiles.
+    const chosen = c.tiled && tiledFor(c.tiled, shape, rows);
+    const tiled = chosen && tileOutputs(chosen) > SEGMENT_ALIGN && !shape.wideOutputs ? DEFAULT_TILED.base : chosen;
     const tiledFits = () => splitScratchFloats({ ...tiled!, split: 1 }, shape.virtualRows, rows) <= shape.scratchFloats;
     if (tiled && shape.tileable && rows >= c.tiled!.minRows && tiledFits()) return { ...tiled, split: chooseSplit(tiled, shape, rows) };
     const staged = c.staged && stagedFor(c.staged, shape);
@@ -446,8 +476,8 @@ function layoutFree(
   if (v.kind === 'sgstage' && !(c.kernelPath === 'subgroup-matrix' && (c.precision === 'f16' || c.precision === 'int8')))
     throw new Error('the staged subgroup-matrix kernel needs f16 or int8 weights on a subgroup-matrix device');
   if (v.kind === 'sgtile' && !usesSubgroupMatrix(c)) throw new Error('the tiled subgroup-matrix kernel needs f16 weights on a subgroup-matrix device');
-  if (v.kind === 'sgtile' && (16 * v.nt * v.sgn > SEGMENT_ALIGN || 16 * v.mt * v.sgm > TILE_TOKENS))
-    throw new RangeError(`a tiled product's workgroup of ${16 * v.mt * v.sgm} tokens × ${16 * v.nt * v.sgn} outputs exceeds ${TILE_TOKENS} × ${SEGMENT_ALIGN}`);
+  if (v.kind === 'sgtile' && (16 * v.nt * v.sgn > WIDE_TILE || 16 * v.mt * v.sgm > WIDE_TILE))
+    throw new RangeError(`a tiled product's workgroup of ${16 * v.mt * v.sgm} tokens × ${16 * v.nt * v.sgn} outputs exceeds ${WIDE_TILE} × ${WIDE_TILE}`);
   if (v.kind === 'sgstage' && 16 * v.nt * v.sgn > SEGMENT_ALIGN) throw new RangeError(`a staged tile of ${16 * v.nt * v.sgn} outputs would straddle segments (${SEGMENT_ALIGN} apart)`);
   const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
   const w = weightPrelude(v, c);
@@ -492,7 +522,7 @@ function layoutFree(
         key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}`,
         // Split: through the partial sums (mm_split.wgsl) and the reduction pass; unsplit, it stores its own results.
         parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, ...tiledProductCode(v.mt, v.nt, ku, split) },
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split) },
         bindings,
       };
     }
@@ -500,8 +530,9 @@ function layoutFree(
 }
 
 /** The input-tiling pass of a tiled product (mm_sgtile_x.wgsl): the product's bindings, so one set serves both. */
-export function tileInputShader(): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
-  return { key: 'mm_sgtile_x', parts: ['weights_f16', 'mm_common', 'sgtile_layout', 'mm_sgtile_x'], constants: {}, bindings: TILE_INPUT_BINDINGS };
+export function tileInputShader(tileTokens = TILE_TOKENS): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
+  const key = tileTokens === TILE_TOKENS ? 'mm_sgtile_x' : `mm_sgtile_x${tileTokens}`;
+  return { key, parts: ['weights_f16', 'mm_common', 'sgtile_layout', 'mm_sgtile_x'], constants: { TILE_TOKENS: tileTokens }, bindings: TILE_INPUT_BINDINGS };
 }
 
 const PRODUCT_BINDINGS: BindingKind[] = ['uniform', 'read', 'read', 'rw', 'uniform'];
@@ -524,8 +555,11 @@ export function splitReduceShader(
   const { vr, rt } = reduceShape(rows);
   const constants = { SPLIT: split, VR: vr, RT: rt };
   const shape = vr > 1 || rt > 1 ? `x${vr}t${rt}` : '';
-  if (v.kind === 'sgtile')
-    return { key: `mm_split_reduce${split}${shape}:tiled`, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce'], constants, bindings: TILED_PRODUCT_BINDINGS };
+  if (v.kind === 'sgtile') {
+    const tokens = tileTokensOf(v);
+    const key = `mm_split_reduce${split}${shape}:tiled${tokens === TILE_TOKENS ? '' : tokens}`;
+    return { key, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce'], constants: { ...constants, TILE_TOKENS: tokens }, bindings: TILED_PRODUCT_BINDINGS };
+  }
   if (split <= 1) throw new Error('only a split-K product has a reduction pass');
   return { key: `mm_split_reduce${split}${shape}:${w}`, parts: [w, 'mm_common', 'split_layout', 'mm_split', 'mm_split_reduce'], constants, bindings: [...PRODUCT_BINDINGS, 'rw'] };
 }
@@ -554,7 +588,11 @@ export function splitReduceDispatch(virtualRows: number, rows: number): [number,
  */
 export function splitScratchFloats(v: MatmulVariant, virtualRows: number, rows: number): number {
   const split = splitOf(v);
-  if (v.kind === 'sgtile') return split * Math.ceil(rows / TILE_TOKENS) * TILE_TOKENS * Math.ceil(virtualRows / SEGMENT_ALIGN) * SEGMENT_ALIGN;
+  if (v.kind === 'sgtile') {
+    const tokens = tileTokensOf(v);
+    const outputs = Math.max(SEGMENT_ALIGN, tileOutputs(v));
+    return split * Math.ceil(rows / tokens) * tokens * Math.ceil(virtualRows / outputs) * outputs;
+  }
   return split > 1 ? split * rows * virtualRows : 0;
 }
 

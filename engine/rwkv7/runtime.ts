@@ -26,7 +26,7 @@ import { inBlocks, weightLayoutPart, type WeightLayout } from './weight-blocks';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
 import {
   chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, stagedWithin, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
-  weightPrelude, type SegmentIO,
+  weightPrelude, type SegmentIO, maxTileTokens, tileTokensOf, WIDE_TILE,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { quantLayersNote } from '../precision';
@@ -255,7 +255,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     this.staged = stagedWithin(stagedFromEnv(), gpu.device.limits.maxComputeWorkgroupStorageSize);
     // Tiled products need split K (their small-batch splits) and the subgroup-matrix path; f16 groups only.
     const tiled = this.splitK && gpu.kernelPath === 'subgroup-matrix' ? tiledFromEnv() : null;
-    this.tiledInputHalves = tiled ? tiledInputCapacity(weights, this.TMAX) : 0;
+    this.tiledInputHalves = tiled ? tiledInputCapacity(weights, this.TMAX, maxTileTokens(tiled)) : 0;
     this.tiled = this.tiledInputHalves > 0 ? tiled : null;
     this.weightBlocks = matrixGroupsOf(weights).find((g) => inBlocks(g.layout))?.layout ?? null;
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
@@ -519,7 +519,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     const config = this.matmulConfigOf(g);
     const u = this.groupUniform(key, g, io, useR);
     const ks = g.segs.map((s) => s.k);
-    const shape = { k: Math.max(...ks), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats, tileable: this.tiled !== null && tileableGroup(g) };
+    const shape = {
+      k: Math.max(...ks), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats, tileable: this.tiled !== null && tileableGroup(g),
+      wideOutputs: g.segs.every((s) => s.n % WIDE_TILE === 0),
+    };
     const variant = chooseMatmul(rows, config, shape);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
@@ -530,12 +533,13 @@ export class Rwkv7Runtime implements InferenceBackend {
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     if (tiledProduct) {
       // First the inputs as f16 16×16 blocks (tokens past the batch as zeros), which the product reads.
-      const t = tileInputShader();
+      const tokens = tileTokensOf(variant);
+      const t = tileInputShader(tokens);
       const tk = this.kernel(t.key, () => makeKernel(this.device, t.parts, t.constants, t.bindings));
       pass.setPipeline(tk.pipeline);
       pass.setBindGroup(0, this.group(`${t.key}:${key}`, tk, resources));
       pass.label(`${label}:tile`);
-      pass.dispatchWorkgroups(...tileInputDispatch(ks, rows));
+      pass.dispatchWorkgroups(...tileInputDispatch(ks, rows, tokens));
     }
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(0, this.group(`${shader.key}:${key}`, k, resources));

@@ -31,11 +31,11 @@ export function tileableGroup(g: MatrixGroup): boolean {
   return g.format === 'f16' && g.segs.every((s) => s.k % 16 === 0);
 }
 
-/** Halves the tiled inputs of any tileable group need at `maxRows` rows (0 when none is tileable). */
-export function tiledInputCapacity(weights: ModelWeights, maxRows: number): number {
+/** Halves the tiled inputs of any tileable group need at `maxRows` rows, padded to `tileTokens` (0 when none is tileable). */
+export function tiledInputCapacity(weights: ModelWeights, maxRows: number, tileTokens?: number): number {
   let most = 0;
   for (const g of matrixGroupsOf(weights)) {
-    if (tileableGroup(g)) most = Math.max(most, tiledInputHalves(g.segs.map((s) => s.k), maxRows));
+    if (tileableGroup(g)) most = Math.max(most, tiledInputHalves(g.segs.map((s) => s.k), maxRows, tileTokens));
   }
   return most;
 }
