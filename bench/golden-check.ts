@@ -37,6 +37,10 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
   const sgtileBase = { RWKV_MATMUL_TILED: '2x2x2x2u1@1' };
   const staged = { RWKV_MATMUL_TILED: 'off', RWKV_MATMUL_STAGED: '2x2x2x2k64@1' };
   const rows = { RWKV_WEIGHT_BLOCKS: 'off' };
+  // The experiments of bench/device/wide-tiles.sh and block-order.sh: 128 × 128 workgroup tiles (4×4 tiles in 2×2
+  // subgroups, inputs padded to 128 tokens) and the weights' blocks input by input.
+  const sgtileWide = { RWKV_MATMUL_TILED: '4x4x2x2u4@1' };
+  const byInput = { RWKV_WEIGHT_BLOCKS: 'by-input' };
   const modes: [string, 'f32' | 'f16' | 'int8', number | undefined, Record<string, string>][] = [
     ['f32', 'f32', undefined, {}],
     ['f16', 'f16', undefined, {}],
@@ -47,6 +51,9 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
     ['f16-sgtile-base', 'f16', 0, sgtileBase],
     ['f16-sgtile-rows', 'f16', 0, { ...sgtile, ...rows }],
     ['f16-staged', 'f16', 0, staged],
+    ['f16-sgtile-wide', 'f16', 0, sgtileWide],
+    ['f16-by-input', 'f16', undefined, byInput],
+    ['f16-by-input-sgtile', 'f16', 0, { ...sgtileBase, ...byInput }],
     ['int8', 'int8', undefined, {}],
   ];
   for (const [label, precision, vecMaxRows, env] of modes) {
