@@ -27,7 +27,7 @@ if [[ $PART == A ]]; then
   ( cd $TORCH && timeout 240 python3 -c "import official_lib; print('official extension ready')" > /tmp/official_build.log 2>&1 ) &
   BUILD=$!
   RWKV_SHARED=.carry/shared timeout 120 $R node dist/bench/golden-check.js v7-tiny > $OUT/golden.log 2>&1; echo "golden rc $?"
-  grep -v 'artificially' $OUT/golden.log | grep -E '"v7-tiny.(f32|f16|f16-sgtile|int8).seq|draws' | head -8
+  grep -v 'artificially' $OUT/golden.log | grep -E '"v7-tiny.(f32|f16|f16-sgtile|f16-sgtile-wide|f16-by-input|int8).seq|draws' | head -10
   wait $BUILD; echo "official build: $(tail -1 /tmp/official_build.log)"
   CLOCKS=$OUT/engine-clocks.csv timeout 330 $C $R node dist/bench/run.js --sections engine --seconds 1 --shapes 1.5B,0.4B,0.1B --out $OUT/engine.json > $OUT/engine.log 2>&1; echo "engine rc $?"
   grep -h 'tok/s\|clocks.sh' $OUT/engine.log | grep -v artificially
