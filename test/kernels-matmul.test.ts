@@ -123,7 +123,7 @@ async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number, w
   const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
   let at = 0;
   for (const [i, m] of mats.entries()) {
-    if (blocks) for (let o = 0; o < m.n; o++) for (let k = 0; k < m.k; k++) wAll[at + blockIndex(o, k, m.k)] = bits[i][o * m.k + k];
+    if (blocks) for (let o = 0; o < m.n; o++) for (let k = 0; k < m.k; k++) wAll[at + blockIndex(o, k, m)] = bits[i][o * m.k + k];
     else wAll.set(bits[i], at);
     at += bits[i].length;
   }

@@ -50,7 +50,7 @@ describe('subgroup-matrix emulation: the rewrite', () => {
     assert.match(out, /fn sgm_load_left_row_A\(off: u32, stride: u32\) -> array<f32, 16>[^]*m\[k\] = f32\(A\[off \+ \(sgm_lane \/ 2u\) \* stride \+ k\]\)/);
     assert.match(out, /fn sgm_load_right_col_ws\(off: u32, stride: u32\) -> array<f32, 128>[^]*m\[k \* 8u \+ j\] = f32\(ws\[off \+ \(8u \* \(sgm_lane % 2u\) \+ j\) \* stride \+ k\]\)/);
     assert.match(out, /fn sgm_store_row_C[^]*C\[off \+ \(sgm_lane \/ 2u\) \* stride \+ 8u \* \(sgm_lane % 2u\) \+ j\] = f32\(m\[j\]\)/);
-    assert.match(out, /fn main\(@builtin\(workgroup_id\) wid: vec3u, @builtin\(local_invocation_index\) sgm_lid: u32\) \{\n  sgm_n = select\(16u, 0u, arrayLength\(&A\) == 0u\); sgm_lane = sgm_lid % 32u; let sg = sgm_lid \/ 32u; let lane = sgm_lid % 32u;/);
+    assert.match(out, /fn main\(@builtin\(workgroup_id\) wid: vec3u, @builtin\(local_invocation_index\) sgm_lid: u32\) \{\n  sgm_n = select\(16u, 0u, arrayLength\(&A\) == 0u\); sgm_lane = sgm_lid % 32u; let sg = sgm_lid \/ 32u; let lane = sgm_lane;/);
     assert.strictEqual(emulateSubgroupMatrices('fn main() {}'), 'fn main() {}', 'a shader without matrices is left as it is');
   });
 

@@ -36,13 +36,13 @@ describe('weights as 16×16 blocks', () => {
     const got = await halvesOf(await uploadBlocks(gpu.device, 'test', mats, halves), halves);
     for (const m of mats)
       for (let o = 0; o < m.n; o++)
-        for (let i = 0; i < m.k; i++) assert.equal(got[8 * m.wOff + blockIndex(o, i, m.k)], m.data[o * m.k + i], `weight (${o}, ${i}) of ${m.n}×${m.k}`);
+        for (let i = 0; i < m.k; i++) assert.equal(got[8 * m.wOff + blockIndex(o, i, m)], m.data[o * m.k + i], `weight (${o}, ${i}) of ${m.n}×${m.k}`);
     for (let j = at; j < halves; j++) assert.equal(got[j], 0, `padding half ${j}`);
     // Input by input: the same matrices, each where wlayout_input_blocks.wgsl reads it.
     const byInput = await halvesOf(await uploadBlocks(gpu.device, 'test', mats, halves, 'input-blocks'), halves);
     for (const m of mats)
       for (let o = 0; o < m.n; o++)
-        for (let i = 0; i < m.k; i++) assert.equal(byInput[8 * m.wOff + blockIndex(o, i, m.k, 'input-blocks', m.n)], m.data[o * m.k + i], `by input: weight (${o}, ${i}) of ${m.n}×${m.k}`);
+        for (let i = 0; i < m.k; i++) assert.equal(byInput[8 * m.wOff + blockIndex(o, i, m, 'input-blocks')], m.data[o * m.k + i], `by input: weight (${o}, ${i}) of ${m.n}×${m.k}`);
     for (let j = at; j < halves; j++) assert.equal(byInput[j], 0, `by input: padding half ${j}`);
   });
 
@@ -50,7 +50,7 @@ describe('weights as 16×16 blocks', () => {
     const [n, k] = [160, 512]; // 5,120 runs: 20 workgroups, 7 rows of 3, the last row short
     const data = new Uint16Array(n * k).map((_, j) => (j * 40503 + 7) & 0xffff);
     const got = await halvesOf(await uploadBlocks(gpu.device, 'two-d', [{ data, n, k, wOff: 0 }], n * k, 'blocks', 3), n * k);
-    for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) assert.equal(got[blockIndex(o, i, k)], data[o * k + i], `weight (${o}, ${i})`);
+    for (let o = 0; o < n; o++) for (let i = 0; i < k; i++) assert.equal(got[blockIndex(o, i, { n, k })], data[o * k + i], `weight (${o}, ${i})`);
   });
 
   /** The real device, except that every out-of-memory error scope reports an error (the scopes still pop in order). */
@@ -88,14 +88,14 @@ describe('weights as 16×16 blocks', () => {
 
   it('keeps a 16-row strip in place and each block of it contiguous', () => {
     const k = 64;
-    assert.equal(blockIndex(16, 0, k), 16 * k); // strip 1 starts where row 16 did
-    assert.equal(blockIndex(0, 16, k), 256); // block 1 of strip 0 follows block 0
-    assert.equal(blockIndex(1, 0, k), 16); // row 1 of a block is 16 halves on
-    assert.equal(blockIndex(15, 63, k), 3 * 256 + 15 * 16 + 15);
+    assert.equal(blockIndex(16, 0, { n: 48, k }), 16 * k); // strip 1 starts where row 16 did
+    assert.equal(blockIndex(0, 16, { n: 48, k }), 256); // block 1 of strip 0 follows block 0
+    assert.equal(blockIndex(1, 0, { n: 48, k }), 16); // row 1 of a block is 16 halves on
+    assert.equal(blockIndex(15, 63, { n: 48, k }), 3 * 256 + 15 * 16 + 15);
     // Input by input (48 rows: 3 strips): the strips' blocks of one input range side by side.
-    assert.equal(blockIndex(16, 0, k, 'input-blocks', 48), 256); // strip 1's first block follows strip 0's
-    assert.equal(blockIndex(0, 16, k, 'input-blocks', 48), 3 * 256); // inputs 16.. after all 3 strips' first blocks
-    assert.equal(blockIndex(47, 63, k, 'input-blocks', 48), (3 * 3 + 2) * 256 + 15 * 16 + 15);
+    assert.equal(blockIndex(16, 0, { n: 48, k }, 'input-blocks'), 256); // strip 1's first block follows strip 0's
+    assert.equal(blockIndex(0, 16, { n: 48, k }, 'input-blocks'), 3 * 256); // inputs 16.. after all 3 strips' first blocks
+    assert.equal(blockIndex(47, 63, { n: 48, k }, 'input-blocks'), (3 * 3 + 2) * 256 + 15 * 16 + 15);
   });
 
   it('refuses matrices that are not whole blocks, and ranges that overrun the buffer, before touching the device', async () => {

@@ -96,8 +96,10 @@ export function emulateSubgroupMatrices(src: string): string {
     .replace(/^[ \t]*diagnostic\s*\(\s*off\s*,\s*chromium_experimental\.subgroup_matrix_uniformity\s*\)\s*;[ \t]*$/m, '');
   out = out.replace(LOAD, (_, kind: 'left' | 'right', major: string, buf: string) => {
     const name = `sgm_load_${kind}_${major}_${buf}`;
-    elementType(src, buf);
-    if (!fns.has(name)) fns.set(name, loadFn(name, buf, kind, major));
+    if (!fns.has(name)) {
+      elementType(src, buf); // loads widen f16 or f32 scalars only
+      fns.set(name, loadFn(name, buf, kind, major));
+    }
     return `${name}(`;
   });
   out = out.replace(STORE, (_, major: string, buf: string) => {
@@ -154,7 +156,7 @@ function emulate32LaneSubgroups(src: string, prologue: string): string {
     lid = 'sgm_lid';
     params = `${params}, @builtin(local_invocation_index) ${lid}: u32`;
   }
-  const lets = [prologue, `sgm_lane = ${lid} % 32u;`, sg ? `let ${sg[1]} = ${lid} / 32u;` : '', lane ? `let ${lane[1]} = ${lid} % 32u;` : ''].filter(Boolean).join(' ');
+  const lets = [prologue, `sgm_lane = ${lid} % 32u;`, sg ? `let ${sg[1]} = ${lid} / 32u;` : '', lane ? `let ${lane[1]} = sgm_lane;` : ''].filter(Boolean).join(' ');
   return `${src.slice(0, head.index)}fn main(${params}) {\n  ${lets}${src.slice(brace + 1)}`;
 }
 

@@ -26,7 +26,7 @@ import { VEC_LOADS, type VecLoads } from './vec-loads';
 import { TILED_KU } from './tiled-unroll';
 import { stagedRowsCode, tiledProductCode } from './sgtile-code';
 import type { ShaderConstant } from '../gpu/shader-source';
-import { inBlocks, weightLayoutPart, type WeightLayout } from './weight-blocks';
+import { inBlocks, weightLayoutPart, type BlockOrder, type WeightLayout } from './weight-blocks';
 
 export type MatmulVariant =
   /** lpr: lanes per output row (vec-lanes.ts), 32 when absent; loads: a lane's loads a trip (vec-loads.ts), VEC_LOADS when absent. */
@@ -220,8 +220,16 @@ const LARGE_K = 4096;
  */
 const LARGE_K_TILES = 256;
 
-/** The tiles of `c` for a product of `shape` over `rows` rows (at least c.minRows). */
-export function tiledFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>, rows: number): Extract<MatmulVariant, { kind: 'sgtile' }> {
+/**
+ * The tiles of `c` for a product of `shape` over `rows` rows (at least c.minRows). Tiles wider than 64 outputs would
+ * straddle two segments of a group not made of whole wide tiles: such a group takes the default base tiles.
+ */
+export function tiledFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows' | 'wideOutputs'>, rows: number): Extract<MatmulVariant, { kind: 'sgtile' }> {
+  const tiles = tilesFor(c, shape, rows);
+  return tileOutputs(tiles) > SEGMENT_ALIGN && !shape.wideOutputs ? DEFAULT_TILED.base : tiles;
+}
+
+function tilesFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>, rows: number): Extract<MatmulVariant, { kind: 'sgtile' }> {
   if (rows < c.largeRows) return c.base;
   const tiles = Math.ceil(shape.virtualRows / 64) * Math.ceil(rows / 64);
   if ((tiles >= LARGE_TILES && shape.k >= LARGE_MIN_K) || (shape.k >= LARGE_K && tiles >= LARGE_K_TILES)) return c.large;
@@ -295,10 +303,8 @@ export interface MatmulConfig {
   tiled?: TiledChoice | null;
   /** How the group's buffer orders its weights (MatrixGroup.layout); absent: rows. */
   layout?: WeightLayout;
-  /** The model's f16 products are stored as 16×16 blocks (weight-blocks.ts), for describeKernels. */
-  blocks?: boolean;
-  /** …input by input (weight-blocks.ts 'input-blocks'). */
-  blocksByInput?: boolean;
+  /** The model's f16 products are stored as 16×16 blocks (weight-blocks.ts), in this order: for describeKernels. */
+  blocks?: BlockOrder;
 }
 
 /** What the split-K choice needs of a group: its widest input and its virtual output rows. */
@@ -354,9 +360,7 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
     // (vecMaxRows 0 asks for tiles everywhere, e.g. bench/golden-check's 'tiled' run, so not then.)
     if (c.vecMaxRows > 0 && rows <= SMALL_PRODUCT_VEC_ROWS && shape.k * shape.virtualRows < SMALL_PRODUCT_WEIGHTS) return streaming(rows, c.layout);
     // Tiled products write whole tiles of partial sums even unsplit: where those do not fit, the staged tiles run.
-    // Tiles wider than 64 outputs would straddle two segments of a group not made of whole wide tiles.
-    const chosen = c.tiled && tiledFor(c.tiled, shape, rows);
-    const tiled = chosen && tileOutputs(chosen) > SEGMENT_ALIGN && !shape.wideOutputs ? DEFAULT_TILED.base : chosen;
+    const tiled = c.tiled && tiledFor(c.tiled, shape, rows);
     const tiledFits = () => splitScratchFloats({ ...tiled!, split: 1 }, shape.virtualRows, rows) <= shape.scratchFloats;
     if (tiled && shape.tileable && rows >= c.tiled!.minRows && tiledFits()) return { ...tiled, split: chooseSplit(tiled, shape, rows) };
     const staged = c.staged && stagedFor(c.staged, shape);
@@ -668,6 +672,6 @@ export function describeKernels(c: MatmulConfig): string {
     ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
   const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
-  const blocks = c.blocks ? `; f16 product weights stored as 16×16 blocks${c.blocksByInput ? ', input by input' : ''} (RWKV_WEIGHT_BLOCKS=off: rows)` : '';
+  const blocks = c.blocks ? `; f16 product weights stored as 16×16 blocks${c.blocks === 'input-blocks' ? ', input by input' : ''} (RWKV_WEIGHT_BLOCKS=off: rows)` : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}${blocks}`;
 }

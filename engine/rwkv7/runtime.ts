@@ -22,7 +22,7 @@ import { TopDrawer } from './top-draw';
 import { behindBoth, GpuDraws } from '../gpu/draw-call';
 import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from '../gpu/sub-pass-inputs';
 import type { MatrixGroup, ModelWeights } from './weights';
-import { inBlocks, weightLayoutPart, type WeightLayout } from './weight-blocks';
+import { inBlocks, weightLayoutPart, type BlockOrder } from './weight-blocks';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
 import {
   chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, stagedWithin, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
@@ -186,7 +186,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Halves of the tiled products' f16 inputs (tiled-inputs.ts), 0 without tiled products. */
   private readonly tiledInputHalves: number;
   /** Some f16 products are stored as 16×16 blocks (weight-blocks.ts), in which order: said in kernelPath. */
-  private readonly weightBlocks: WeightLayout | null;
+  private readonly weightBlocks: BlockOrder | undefined;
   /** Floats of the split products' partial sums (0 without split-K). */
   private readonly splitScratchFloats: number;
   private readonly wkvFacts: WkvDevice;
@@ -257,7 +257,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     const tiled = this.splitK && gpu.kernelPath === 'subgroup-matrix' ? tiledFromEnv() : null;
     this.tiledInputHalves = tiled ? tiledInputCapacity(weights, this.TMAX, maxTileTokens(tiled)) : 0;
     this.tiled = this.tiledInputHalves > 0 ? tiled : null;
-    this.weightBlocks = matrixGroupsOf(weights).find((g) => inBlocks(g.layout))?.layout ?? null;
+    this.weightBlocks = matrixGroupsOf(weights).map((g) => g.layout).find(inBlocks);
     // Split subgroup-matrix tiles beat the streaming kernel from 8 rows on the H200 (matmul.ts).
     // int8 too where its codes run on the staged tiles.
     const kernels = { kernelPath: gpu.kernelPath, precision: weights.precision, splitK: this.splitK, staged: this.staged };
@@ -497,7 +497,7 @@ export class Rwkv7Runtime implements InferenceBackend {
 
   private get matmulConfig() {
     const { kernelPath, subgroup32 } = this.gpu;
-    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged, tiled: this.tiled, blocks: this.weightBlocks !== null, blocksByInput: this.weightBlocks === 'input-blocks' };
+    return { kernelPath, subgroup32, precision: this.weights.precision, vecMaxRows: this.vecMaxRows, gemmTile: this.gemmTile, splitK: this.splitK, staged: this.staged, tiled: this.tiled, blocks: this.weightBlocks };
   }
 
   /** The kernel configuration of one group: the group's own storage (int8 models keep f16 LoRA groups). */

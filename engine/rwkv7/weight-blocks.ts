@@ -29,8 +29,11 @@ export function weightLayoutPart(layout: WeightLayout | undefined): string {
   return layout === 'blocks' ? 'wlayout_blocks' : layout === 'input-blocks' ? 'wlayout_input_blocks' : 'wlayout_rows';
 }
 
+/** The two orders of blocks. */
+export type BlockOrder = Exclude<WeightLayout, 'rows'>;
+
 /** The weights are 16×16 blocks, in either order. */
-export function inBlocks(layout: WeightLayout | undefined): boolean {
+export function inBlocks(layout: WeightLayout | undefined): layout is BlockOrder {
   return layout === 'blocks' || layout === 'input-blocks';
 }
 
@@ -76,7 +79,7 @@ export async function uploadBlocks(
   label: string,
   mats: readonly BlockMatrix[],
   halves: number,
-  order: 'blocks' | 'input-blocks' = 'blocks',
+  order: BlockOrder = 'blocks',
   maxWorkgroupsX = 65535,
 ): Promise<GPUBuffer | null> {
   for (const m of mats) {
@@ -120,11 +123,11 @@ export async function uploadBlocks(
 }
 
 /**
- * Where weight (o, i) of an [n, k] matrix lies in its blocks: strip by strip (wlayout_blocks.wgsl), or input by input
- * (wlayout_input_blocks.wgsl, which needs the matrix's n).
+ * Where weight (o, i) of an [n, k] matrix `m` lies in its blocks: strip by strip (wlayout_blocks.wgsl), or input by
+ * input (wlayout_input_blocks.wgsl).
  */
-export function blockIndex(o: number, i: number, k: number, order: 'blocks' | 'input-blocks' = 'blocks', n = 0): number {
+export function blockIndex(o: number, i: number, m: { n: number; k: number }, order: BlockOrder = 'blocks'): number {
   const inBlock = (o % 16) * 16 + (i % 16);
-  if (order === 'input-blocks') return (Math.floor(i / 16) * (n / 16) + Math.floor(o / 16)) * 256 + inBlock;
-  return Math.floor(o / 16) * 16 * k + Math.floor(i / 16) * 256 + inBlock;
+  if (order === 'input-blocks') return (Math.floor(i / 16) * (m.n / 16) + Math.floor(o / 16)) * 256 + inBlock;
+  return Math.floor(o / 16) * 16 * m.k + Math.floor(i / 16) * 256 + inBlock;
 }
