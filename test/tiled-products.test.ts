@@ -10,7 +10,7 @@ import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { shaderSource } from '../engine/gpu/shader-source';
 import {
-  chooseMatmul, DEFAULT_STAGED, DEFAULT_TILED, describeKernels, tiledFor, splitSgmatMtFrom, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
+  chooseMatmul, chooseSplit, DEFAULT_STAGED, MAX_TILED_SPLIT, tiledSplitTargetFrom, DEFAULT_TILED, describeKernels, tiledFor, splitSgmatMtFrom, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
   splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, tileTokensOf, type MatmulConfig,
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
@@ -123,6 +123,25 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.doesNotMatch(src, /\{\{/);
     // The weights' loads come before the staging loop and its barrier.
     assert.ok(src.indexOf('let w0_0 = subgroupMatrixLoad') < src.indexOf('for (var e = lid; e < BM * KC / 4u;'));
+  });
+
+  it('RWKV_MATMUL_TILED_SUBGROUPS: tiled products split towards more subgroups, up to 32 splits; bad values named', () => {
+    assert.deepStrictEqual(tiledSplitTargetFrom(undefined), { subgroups: 1024, maxSplit: 8 });
+    assert.deepStrictEqual(tiledSplitTargetFrom('4096'), { subgroups: 4096, maxSplit: MAX_TILED_SPLIT });
+    assert.throws(() => tiledSplitTargetFrom('3000'), /RWKV_MATMUL_TILED_SUBGROUPS=3000: give 512, 1024, 2048, 4096 or 8192/);
+    const base = { ...DEFAULT_TILED.base, split: 1 };
+    const split = (k: number, n: number, target: { subgroups: number; maxSplit: number }) =>
+      chooseSplit(base, { k, virtualRows: n, scratchFloats: ROOM, tileable: true }, 64, target);
+    // The default: the FFN value (K 8192, 32 tiles of 4 subgroups) 8 splits, the FFN key (128 tiles) 2.
+    assert.strictEqual(split(8192, 2048, tiledSplitTargetFrom(undefined)), 8);
+    assert.strictEqual(split(2048, 8192, tiledSplitTargetFrom(undefined)), 2);
+    // 4,096 subgroups: the FFN value 32 splits of 256 inputs, the FFN key 8; never below 256 inputs a split.
+    assert.strictEqual(split(8192, 2048, tiledSplitTargetFrom('4096')), 32);
+    assert.strictEqual(split(2048, 8192, tiledSplitTargetFrom('4096')), 8);
+    assert.strictEqual(split(2048, 8192, tiledSplitTargetFrom('8192')), 8);
+    // A 32-split product's shader is valid; 64 splits are refused.
+    assert.match(matmulShader({ ...DEFAULT_TILED.base, split: 32 }, H200).key, /s32/);
+    assert.throws(() => matmulShader({ ...DEFAULT_TILED.base, split: 64 }, H200), /K split 64 is outside 1..32/);
   });
 
   it('RWKV_MATMUL_SGMAT_MT: token tiles a split mm_sgmat subgroup holds, 1 unless set; other values refused', () => {
@@ -303,9 +322,8 @@ describe('tiled products: the input-tiling pass on this device', function () {
 
   // 21 tokens take the 1 × 1 shape, 150 the 4 × 4 one (matmul.ts reduceShape), with a last invocation's 4 tokens
   // and 4 rows both ending part-way.
-  for (const rows of [21, 150]) it(`the reduction adds every split’s partial sums from the padded layout, then stores as every product stores (${rows} tokens)`, async () => {
+  for (const [rows, split] of [[21, 2], [150, 2], [21, 32]]) it(`the reduction adds every split’s partial sums from the padded layout, then stores as every product stores (${rows} tokens, ${split} splits)`, async () => {
     const { device } = gpu;
-    const split = 2;
     const ns = [20, 42];
     const g: Omit<MatrixGroup, 'buffer'> = { format: 'f16', segs: ns.map((n, i) => ({ name: `m${i}`, n, k: 16, wOff: 0 })) };
     // Matrix 0 through tanh into y[0 ..), matrix 1 added into y after it.
@@ -345,7 +363,12 @@ describe('tiled products: the input-tiling pass on this device', function () {
     const error = await device.popErrorScope();
     assert.strictEqual(error, null, error?.message);
     const y = await readBuffer(device, resources[3], yInit.byteLength);
-    const sum = (t: number, vrow: number) => Math.fround(Math.fround(0 + part[(0 * padded + t) * stride + vrow]) + part[(1 * padded + t) * stride + vrow]);
+    // Added in split order, in f32, as the kernel adds them.
+    const sum = (t: number, vrow: number) => {
+      let acc = 0;
+      for (let z = 0; z < split; z++) acc = Math.fround(acc + part[(z * padded + t) * stride + vrow]);
+      return acc;
+    };
     for (let t = 0; t < rows; t++) {
       for (let o = 0; o < ns[0]; o++) assert.ok(Math.abs(y[yOffs[0] + t * ns[0] + o] - Math.tanh(sum(t, o))) < 1e-6, `matrix 0, token ${t}, output ${o}`);
       for (let o = 0; o < ns[1]; o++) {

@@ -383,11 +383,15 @@ export function chooseMatmul(rows: number, c: MatmulConfig, shape?: ProductShape
   return gemm;
 }
 
-/** How far a tiled product splits K: towards `workgroups`, at most `maxK` inputs a split, at least `minK`. */
+/**
+ * How far a tiled product splits K: towards `workgroups`, at most `maxK` inputs a split, at least `minK`, and at most
+ * `maxSplit` splits (MAX_SPLIT when absent).
+ */
 export interface SplitPolicy {
   workgroups: number;
   maxK: number;
   minK: number;
+  maxSplit?: number;
 }
 
 const SPLIT_POLICY: SplitPolicy = { workgroups: SPLIT_TARGET_WORKGROUPS, maxK: SPLIT_MAX_K, minK: SPLIT_MIN_K };
@@ -411,21 +415,36 @@ const TILED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 4096, minK: 256
  * subgroups (2048² at 512 in 2).
  */
 const TILED_SUBGROUPS = 1024;
+/** Most K splits of a tiled product when RWKV_MATMUL_TILED_SUBGROUPS asks for more subgroups than the default. */
+export const MAX_TILED_SPLIT = 32;
+
+/**
+ * The subgroups tiled products split towards and the most splits they take: TILED_SUBGROUPS and MAX_SPLIT, or from
+ * RWKV_MATMUL_TILED_SUBGROUPS (512 … 8192) with up to MAX_TILED_SPLIT splits, for A/B runs on a GPU (at batch 64 a 1.5B
+ * product runs ~1,024 subgroups, about 8 of the 64 an H200 SM holds; whether more loads in flight pay is measured,
+ * not assumed). Other values are refused naming the variable.
+ */
+export function tiledSplitTargetFrom(value: string | undefined): { subgroups: number; maxSplit: number } {
+  const subgroups = numberChoice('RWKV_MATMUL_TILED_SUBGROUPS', value, [512, 1024, 2048, 4096, 8192] as const, TILED_SUBGROUPS);
+  return { subgroups, maxSplit: value === undefined || value === '' ? MAX_SPLIT : MAX_TILED_SPLIT };
+}
+const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SUBGROUPS);
 
 /**
  * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product the policy's
  * workgroups and each split at most its maxK inputs, each split keeping minK inputs and all partial sums fitting
  * the scratch.
  */
-export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number): number {
-  const policy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY
-    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: TILED_SUBGROUPS / (v.sgm * v.sgn) }
+export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number, tiledTarget = TILED_SPLIT_TARGET): number {
+  const policy: SplitPolicy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY
+    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget.subgroups / (v.sgm * v.sgn), maxSplit: tiledTarget.maxSplit }
     : SPLIT_POLICY;
+  const most = policy.maxSplit ?? MAX_SPLIT;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
   let split = 1;
   const fits = (s: number) => (v.kind === 'sgtile' ? splitScratchFloats({ ...v, split: s }, shape.virtualRows, rows) : s * rows * shape.virtualRows) <= shape.scratchFloats;
   const wants = (s: number) => x * y * s < policy.workgroups || shape.k / s > policy.maxK;
-  while (split < MAX_SPLIT && wants(split) && shape.k / (split * 2) >= policy.minK && fits(split * 2)) split *= 2;
+  while (split < most && wants(split) && shape.k / (split * 2) >= policy.minK && fits(split * 2)) split *= 2;
   return split;
 }
 
@@ -486,7 +505,8 @@ function layoutFree(
   const sub = c.subgroup32 ? 'subgroup_on' : 'subgroup_off';
   const w = weightPrelude(v, c);
   const split = splitOf(v);
-  if (split < 1 || split > MAX_SPLIT || !Number.isInteger(split)) throw new RangeError(`K split ${split} is outside 1..${MAX_SPLIT}`);
+  const most = v.kind === 'sgtile' ? MAX_TILED_SPLIT : MAX_SPLIT;
+  if (split < 1 || split > most || !Number.isInteger(split)) throw new RangeError(`K split ${split} is outside 1..${most}`);
   if (v.kind === 'gemm' && v.tile === 16 && split > 1) throw new Error('split K runs on the 64-token tiles only');
   // A split product also binds its partial sums (binding 5); the tiled product always does (it writes whole tiles
   // there even unsplit), and binds its tiled inputs too (binding 6).
