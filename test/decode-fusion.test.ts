@@ -24,9 +24,9 @@ describe('RWKV-7 fused decode step', function () {
   this.timeout(300000);
   const fixture = gpuBackends();
 
-  async function runtimeFor(opts: { nLayer: number; nEmbd: number; precision: Precision; variant?: 'v7' | 'v7a'; seed?: number }) {
+  async function runtimeFor(opts: { nLayer: number; nEmbd: number; precision: Precision; variant?: 'v7' | 'v7a'; seed?: number; slots?: number }) {
     const ck = randomRwkv7Checkpoint({ nLayer: opts.nLayer, nEmbd: opts.nEmbd, vocabSize: 300, dtype: 'f32', seed: opts.seed ?? 5, variant: opts.variant });
-    const be = fixture.open(await createBackend({ model: ck, slots: 4, precision: opts.precision, gpu: fixture.gpu, device: 'gpu' }));
+    const be = fixture.open(await createBackend({ model: ck, slots: opts.slots ?? 4, precision: opts.precision, gpu: fixture.gpu, device: 'gpu' }));
     return be as unknown as Rwkv7Runtime & Backend;
   }
 
@@ -63,6 +63,32 @@ describe('RWKV-7 fused decode step', function () {
     rt.wkvVariant = { kind: 'row' };
     assert.strictEqual(fusedCount(1, 1), 0);
     assert.strictEqual(perLayer(rt.dispatchLabels(1, 1, 1)).length, 2 * 11);
+  });
+
+  it('by default fuses batched decode steps up to 64 jobs (the H200 ran 32 and 64 faster fused), and 40 fused jobs give the separate kernels\' logits and states', async () => {
+    assert.strictEqual(DECODE_FUSE_JOBS, 64);
+    const J = 40;
+    const rt = await runtimeFor({ nLayer: 2, nEmbd: 128, precision: 'f16', slots: J, seed: 13 });
+    assert.strictEqual(rt.fuseDecodeJobs, fuseDecodeJobsFromEnv());
+    rt.fuseDecodeJobs = DECODE_FUSE_JOBS;
+    assert.ok(rt.dispatchLabels(J, J, J).includes('rwkv7_tmix_decode'));
+    assert.ok(!rt.dispatchLabels(65, 65, 65).includes('rwkv7_tmix_decode'));
+    const run = async (fuse: number) => {
+      rt.fuseDecodeJobs = fuse;
+      for (let s = 0; s < J; s++) rt.resetState(s);
+      await rt.run(Array.from({ length: J }, (_, slot) => ({ slot, tokens: [1 + (slot % 7), 2 + (slot % 11)], output: 'none' as const })));
+      const logits: Float32Array[] = [];
+      for (let step = 0; step < 2; step++) {
+        const out = await rt.run(Array.from({ length: J }, (_, slot) => ({ slot, tokens: [(slot * 13 + step * 7) % 300], output: 'last' as const })));
+        for (const r of out) logits.push(Float32Array.from(r as Float32Array));
+      }
+      const states = await Promise.all([0, 17, J - 1].map((s) => rt.readState(s)));
+      return { logits, states };
+    };
+    const separate = await run(0);
+    const fused = await run(DECODE_FUSE_JOBS);
+    fused.logits.forEach((l, i) => assert.ok(relL2(l, separate.logits[i]) < 2e-5, `logits row ${i}: relative L2 ${relL2(l, separate.logits[i])}`));
+    fused.states.forEach((st, i) => assert.ok(relL2(st, separate.states[i]) < 2e-5, `state ${i}: relative L2 ${relL2(st, separate.states[i])}`));
   });
 
   it('RWKV_FUSE_DECODE_JOBS sets the default (0 turns it off); a value that is not a count is refused by name', () => {

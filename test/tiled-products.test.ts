@@ -44,11 +44,12 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
 
   it('take every f16 product from 64 rows, tiles and splits as measured on the H200; fewer rows keep split mm_sgmat', () => {
     const { large, medium, base } = DEFAULT_TILED;
-    // Batched decode (64 rows): 2×2 tiles in 2×2 subgroups, split towards 256 workgroups. 2048² and the FFN value
-    // (K 8192) have 32 workgroups unsplit: 8 splits; the FFN key (8192 outputs) 128: 2 splits.
+    // Batched decode (64 rows): 2×2 tiles in 2×2 subgroups, split towards 4,096 subgroups (1,024 workgroups), at least
+    // 256 inputs a split. 2048² (32 workgroups unsplit): 8 splits; the FFN value (K 8192) 32; the FFN key (8192
+    // outputs, 128 workgroups) 8.
     assert.deepStrictEqual(product(64, 2048, 2048), { ...base, split: 8 });
-    assert.deepStrictEqual(product(64, 8192, 2048), { ...base, split: 8 });
-    assert.deepStrictEqual(product(64, 2048, 8192), { ...base, split: 2 });
+    assert.deepStrictEqual(product(64, 8192, 2048), { ...base, split: 32 });
+    assert.deepStrictEqual(product(64, 2048, 8192), { ...base, split: 8 });
     // 512 tokens: the FFN key has 1,024 tiles: 4×4 tiles unsplit; the FFN value's K of 8192 takes them too, in 4
     // splits; 2048² (256 tiles) takes 4×2 tiles in 2 splits; the r/k/v group (768 tiles) the base tiles unsplit.
     assert.deepStrictEqual(product(512, 2048, 8192), { ...large, split: 1 });
@@ -126,19 +127,24 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
   });
 
   it('RWKV_MATMUL_TILED_SUBGROUPS: tiled products split towards more subgroups, up to 32 splits; bad values named', () => {
-    assert.deepStrictEqual(tiledSplitTargetFrom(undefined), { subgroups: 1024, maxSplit: 8 });
-    assert.deepStrictEqual(tiledSplitTargetFrom('4096'), { subgroups: 4096, maxSplit: MAX_TILED_SPLIT });
+    // Unset: 4,096 subgroups below 256 rows (batched decode, short chunks), 1,024 from there.
+    const byRows = tiledSplitTargetFrom(undefined);
+    assert.deepStrictEqual([byRows.subgroups(64), byRows.subgroups(255), byRows.subgroups(256), byRows.maxSplit], [4096, 4096, 1024, MAX_TILED_SPLIT]);
+    assert.deepStrictEqual([tiledSplitTargetFrom('2048').subgroups(64), tiledSplitTargetFrom('2048').subgroups(512)], [2048, 2048]);
     assert.throws(() => tiledSplitTargetFrom('3000'), /RWKV_MATMUL_TILED_SUBGROUPS=3000: give 512, 1024, 2048, 4096 or 8192/);
     const base = { ...DEFAULT_TILED.base, split: 1 };
-    const split = (k: number, n: number, target: { subgroups: number; maxSplit: number }) =>
-      chooseSplit(base, { k, virtualRows: n, scratchFloats: ROOM, tileable: true }, 64, target);
-    // The default: the FFN value (K 8192, 32 tiles of 4 subgroups) 8 splits, the FFN key (128 tiles) 2.
-    assert.strictEqual(split(8192, 2048, tiledSplitTargetFrom(undefined)), 8);
-    assert.strictEqual(split(2048, 8192, tiledSplitTargetFrom(undefined)), 2);
-    // 4,096 subgroups: the FFN value 32 splits of 256 inputs, the FFN key 8; never below 256 inputs a split.
-    assert.strictEqual(split(8192, 2048, tiledSplitTargetFrom('4096')), 32);
-    assert.strictEqual(split(2048, 8192, tiledSplitTargetFrom('4096')), 8);
-    assert.strictEqual(split(2048, 8192, tiledSplitTargetFrom('8192')), 8);
+    const split = (k: number, n: number, rows: number, target = byRows) => chooseSplit(base, { k, virtualRows: n, scratchFloats: ROOM, tileable: true }, rows, target);
+    // At 64 rows: the FFN value (K 8192, 32 tiles of 4 subgroups) 32 splits of 256 inputs, the FFN key (128 tiles) 8;
+    // never below 256 inputs a split, whatever the target.
+    assert.strictEqual(split(8192, 2048, 64), 32);
+    assert.strictEqual(split(2048, 8192, 64), 8);
+    assert.strictEqual(split(2048, 8192, 64, tiledSplitTargetFrom('8192')), 8);
+    // 1,024 subgroups (the target before the sixteenth session): 8 and 2.
+    assert.strictEqual(split(8192, 2048, 64, tiledSplitTargetFrom('1024')), 8);
+    assert.strictEqual(split(2048, 8192, 64, tiledSplitTargetFrom('1024')), 2);
+    // 128-token chunks take the few-rows target too; 512 the 1,024 one (the FFN value in 2 splits for 256 tiles).
+    assert.strictEqual(split(8192, 2048, 128), 16);
+    assert.strictEqual(split(8192, 2048, 512), 2);
     // A 32-split product's shader is valid; 64 splits are refused.
     assert.match(matmulShader({ ...DEFAULT_TILED.base, split: 32 }, H200).key, /s32/);
     assert.throws(() => matmulShader({ ...DEFAULT_TILED.base, split: 64 }, H200), /K split 64 is outside 1..32/);

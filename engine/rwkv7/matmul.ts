@@ -409,24 +409,40 @@ const STAGED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 2048, minK: 51
  */
 const TILED_SPLIT_POLICY: SplitPolicy = { workgroups: 256, maxK: 4096, minK: 256 };
 /**
- * Splits of the tiled product go towards this many subgroups (TILED_SPLIT_POLICY's 256 workgroups of the 2×2×2×2
- * tiles, which it was measured for): in the H200 probe (gemm-probe, 2026-12-04) that also won or came within 5% of
- * the best split for 4×4 tiles (8192×2048 at 512 unsplit, 2048×8192 (K) at 512 in 4) and for 4×2 tiles in two
- * subgroups (2048² at 512 in 2).
+ * Splits of the tiled product go towards this many subgroups from DEFAULT_TILED.largeRows rows on (TILED_SPLIT_POLICY's
+ * 256 workgroups of the 2×2×2×2 tiles, which it was measured for): in the H200 probe (gemm-probe, 2026-12-04) that also
+ * won or came within 5% of the best split for 4×4 tiles (8192×2048 at 512 unsplit, 2048×8192 (K) at 512 in 4) and for
+ * 4×2 tiles in two subgroups (2048² at 512 in 2).
  */
 const TILED_SUBGROUPS = 1024;
-/** Most K splits of a tiled product when RWKV_MATMUL_TILED_SUBGROUPS asks for more subgroups than the default. */
+/**
+ * Below DEFAULT_TILED.largeRows rows (batched decode, chunks of up to 255 tokens) splits go towards 4× as many: a 1.5B
+ * product at 64 rows then runs ~4,096 subgroups instead of ~1,024 (about 8 of the 64 an H200 SM holds), more weight
+ * loads in flight. Engine section on the H200, alternating processes (sixteenth session): 1.5B drawn b64 9,220–9,290
+ * tok/s against 8,250–8,270, prefill c128 12,354 / 12,441 against 10,628 / 10,807; the same target at 512 rows lost
+ * (c512 22,587 / 22,784 against 25,633 / 25,869), so larger chunks keep TILED_SUBGROUPS.
+ */
+const TILED_SUBGROUPS_FEW_ROWS = 4096;
+/** Most K splits of a tiled product (the FFN value's K of 8192 in splits of 256 inputs). */
 export const MAX_TILED_SPLIT = 32;
 
+/** Subgroups a tiled product over `rows` rows splits towards, and the most splits it takes. */
+export interface TiledSplitTarget {
+  subgroups: (rows: number) => number;
+  maxSplit: number;
+}
+
 /**
- * The subgroups tiled products split towards and the most splits they take: TILED_SUBGROUPS and MAX_SPLIT, or from
- * RWKV_MATMUL_TILED_SUBGROUPS (512 … 8192) with up to MAX_TILED_SPLIT splits, for A/B runs on a GPU (at batch 64 a 1.5B
- * product runs ~1,024 subgroups, about 8 of the 64 an H200 SM holds; whether more loads in flight pay is measured,
- * not assumed). Other values are refused naming the variable.
+ * The default target (TILED_SUBGROUPS_FEW_ROWS below DEFAULT_TILED.largeRows rows, TILED_SUBGROUPS from there), or
+ * one target for every row count from RWKV_MATMUL_TILED_SUBGROUPS (512 … 8192), for A/B runs on a GPU. Other values
+ * are refused naming the variable.
  */
-export function tiledSplitTargetFrom(value: string | undefined): { subgroups: number; maxSplit: number } {
+export function tiledSplitTargetFrom(value: string | undefined): TiledSplitTarget {
+  if (value === undefined || value === '') {
+    return { subgroups: (rows) => (rows < DEFAULT_TILED.largeRows ? TILED_SUBGROUPS_FEW_ROWS : TILED_SUBGROUPS), maxSplit: MAX_TILED_SPLIT };
+  }
   const subgroups = numberChoice('RWKV_MATMUL_TILED_SUBGROUPS', value, [512, 1024, 2048, 4096, 8192] as const, TILED_SUBGROUPS);
-  return { subgroups, maxSplit: value === undefined || value === '' ? MAX_SPLIT : MAX_TILED_SPLIT };
+  return { subgroups: () => subgroups, maxSplit: MAX_TILED_SPLIT };
 }
 const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SUBGROUPS);
 
@@ -437,7 +453,7 @@ const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SU
  */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number, tiledTarget = TILED_SPLIT_TARGET): number {
   const policy: SplitPolicy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY
-    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget.subgroups / (v.sgm * v.sgn), maxSplit: tiledTarget.maxSplit }
+    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget.subgroups(rows) / (v.sgm * v.sgn), maxSplit: tiledTarget.maxSplit }
     : SPLIT_POLICY;
   const most = policy.maxSplit ?? MAX_SPLIT;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
@@ -691,7 +707,7 @@ export function describeKernels(c: MatmulConfig): string {
   const staged = splitMatrices && c.staged && !c.tiled
     ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
-  const split = c.splitK ? '; K split over up to 8 workgroups where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
+  const split = c.splitK ? '; K split over up to 8 workgroups (32 for tiled products) where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
   const blocks = c.blocks ? `; f16 product weights stored as 16×16 blocks${c.blocks === 'input-blocks' ? ', input by input' : ''} (RWKV_WEIGHT_BLOCKS=off: rows)` : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}${blocks}`;
 }

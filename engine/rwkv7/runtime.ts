@@ -76,9 +76,11 @@ const DEA_SPLIT_WORKGROUPS = 256;
 /**
  * Default of RuntimeOptions.fuseDecodeJobs. The fused kernel reads each head's second LoRA stages once per job
  * and sums rows through workgroup memory, where the separate path reads them once per step and may use
- * subgroups; its gain is the dispatches it saves, which matter at small batches.
+ * subgroups; its gain is the dispatches it saves (4 a layer). 8 until the sixteenth session, when the H200 ran
+ * batches of 32 and 64 faster fused too (engine section, alternating processes, 1.5B drawn b32 6,397–6,414 tok/s
+ * against 5,453–5,456, b64 8,472–8,550 against 8,258–8,263; bench/RESULTS.md, sixteenth session).
  */
-export const DECODE_FUSE_JOBS = 8;
+export const DECODE_FUSE_JOBS = 64;
 
 /** RWKV_FUSE_DECODE_JOBS (a whole number ≥ 0) where set, else DECODE_FUSE_JOBS; anything else is an error naming it. */
 export function fuseDecodeJobsFromEnv(env: NodeJS.ProcessEnv = process.env): number {
