@@ -55,7 +55,9 @@ async function main() {
   const onGpu = !/llvmpipe|lavapipe|swiftshader/i.test(gpu.adapterName);
   const seconds = Number(arg('seconds') ?? (onGpu ? 2 : 1));
   const names = (arg('sections') ?? Object.keys(SECTIONS).join(',')).split(',');
-  console.log(`adapter: ${gpu.adapterName}${onGpu ? '' : ' (CPU driver: small shapes)'}; kernel path ${gpu.kernelPath}`);
+  if (!(seconds >= 0)) throw new Error(`--seconds ${arg('seconds')}: give the seconds each timed case runs (0: only its minimum steps)`);
+  // The window each case is timed over, in the log: a window of 0 (minimum steps only) once went unnoticed.
+  console.log(`adapter: ${gpu.adapterName}${onGpu ? '' : ' (CPU driver: small shapes)'}; kernel path ${gpu.kernelPath}; cases timed over ${seconds} s`);
   const all: Record<string, unknown> = { date: new Date().toISOString(), adapter: gpu.adapterName, kernelPath: gpu.kernelPath };
   for (const name of names) {
     const section = SECTIONS[name];
