@@ -95,7 +95,13 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.deepEqual(parseWkvVariant('chunk32-subgroup'), { kind: 'chunk', tokens: 32, reduce: 'subgroup' });
     assert.deepEqual(parseWkvVariant('chunk24-subgroup'), { kind: 'chunk', tokens: 24, reduce: 'subgroup' });
     for (const bad of ['chunk', 'chunk0', 'chunk016', 'chunk-4', 'chunk16x', 'chunk16-shared', 'chunk16-subgroups'])
-      assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant .*chunkT\[-subgroup\] \(chunk16, chunk32, chunk16-subgroup, chunk32-subgroup\)/, bad);
+      assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant .*chunkT\[-subgroup\]\[-wg128\|-wg256\] \(chunk16, chunk32, chunk16-subgroup, chunk32-subgroup\)/, bad);
+    // Wider prep workgroups: named -wgN; -wg64 is the default and names nothing.
+    assert.deepEqual(parseWkvVariant('chunk32-subgroup-wg256'), { kind: 'chunk', tokens: 32, reduce: 'subgroup', invocations: 256 });
+    assert.deepEqual(parseWkvVariant('chunk16-wg128'), { kind: 'chunk', tokens: 16, reduce: 'shared', invocations: 128 });
+    assert.deepEqual(parseWkvVariant('chunk16-wg64'), { kind: 'chunk', tokens: 16, reduce: 'shared' });
+    assert.equal(wkvVariantName(parseWkvVariant('chunk32-subgroup-wg256')), 'chunk32-subgroup-wg256');
+    for (const bad of ['chunk16-wg32', 'chunk16-wg512', 'chunk16-wg256-subgroup']) assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant/, bad);
     for (const old of ['chunk16x4', 'chunk16x16', 'chunk32x4', 'chunk32x16'])
       assert.throws(
         () => parseWkvVariant(old),
@@ -156,6 +162,11 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.match(wkvUnsupported(chunk16, { ...GPU32, headSize: 6 })!, /head size 6 is not a multiple of 4/);
     assert.match(wkvUnsupported(chunk16, { ...GPU32, maxInvocations: 64 })!, /N \+ T = 80 invocations, the device has 64/);
     assert.match(wkvUnsupported(chunk16, { ...GPU32, maxWorkgroupStorage: 1024 })!, /1280 bytes of workgroup memory/);
+    // The wider prep: 256 invocations, and 2 KB of row sums through workgroup memory.
+    const wide = parseWkvVariant('chunk16-wg256');
+    assert.equal(wkvUnsupported(wide, GPU32), null);
+    assert.match(wkvUnsupported(wide, { ...GPU32, maxInvocations: 128 })!, /its prep needs 256 invocations, the device has 128/);
+    assert.match(wkvUnsupported(wide, { ...GPU32, maxWorkgroupStorage: 1536 })!, /2048 bytes of workgroup memory/);
     // The scratch for the runtime's largest batch: 1.5B (32 heads), 4096 tokens in 8 jobs is 263 chunks × 32 × 80² floats.
     const big = { heads: 32, tokens: 4096, jobs: 8, maxBindingBytes: 128 * 2 ** 20 };
     assert.match(wkvUnsupported(chunk16, { ...GPU32, batch: big })!, /scratch for 4096 tokens in 8 jobs of 32 heads is 215449600 bytes, more than the device binds in one buffer \(134217728\)/);

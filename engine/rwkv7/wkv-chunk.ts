@@ -5,8 +5,8 @@
 // (prep), and only the chunk-to-chunk carry of the state stays sequential (scan), at ~N+T multiply-adds a chunk
 // where the token-by-token kernels chain T reductions.
 //
-//   prep   shaders/rwkv7_wkv_chunk_prep.wgsl: (H × ceil((N+T)/rows), chunks) workgroups of 64 lanes, `rows`
-//          virtual rows of chunkPrepLanes(N) lanes each (8 rows of 8 at N = 64). Writes M of each (chunk, head)
+//   prep   shaders/rwkv7_wkv_chunk_prep.wgsl: (H × ceil((N+T)/rows), chunks) workgroups of 64 lanes (256 in the
+//          '-wg256' variants), `rows` virtual rows of chunkPrepLanes(N) lanes each (8 rows of 8 at N = 64). Writes M of each (chunk, head)
 //          to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
 //   scan   shaders/rwkv7_wkv_chunk_scan.wgsl: (H × N/4, jobs) workgroups of N+T lanes, sequential over a job's
 //          chunks: [s_T | y_1..y_T] = [s_0 | v_1..v_T] M for 4 state rows, then s_T carried to the next chunk.
@@ -20,8 +20,16 @@ import type { WkvConstants, WkvDevice, WkvPass } from './wkv';
 
 /** State rows per scan workgroup: each lane applies its column of M to this many rows at once, as a vec4. */
 export const CHUNK_SCAN_ROWS = 4;
-/** Invocations of a prep workgroup: rows of `chunkPrepLanes` lanes each. */
-const CHUNK_PREP_INVOCATIONS = 64;
+/** Invocations of a prep workgroup: rows of `chunkPrepLanes` lanes each (8 virtual rows at N = 64). */
+export const CHUNK_PREP_INVOCATIONS = 64;
+/**
+ * The wider prep the '-wg256' variants run: 32 virtual rows of a head a workgroup, 4× fewer workgroups reading each
+ * token's five vectors. On the H200 the 64-lane prep takes ~120–178 µs a layer at 1.5B × 512 tokens where its chain
+ * of 32 tokens needs ~12, and its 6,528 workgroups read about 2 GB of those vectors a layer from L2 (each lane
+ * 160 bytes a token): if L2 is what bounds it, sharing them in L1 pays. To be measured (bench section `wkv`).
+ */
+export const CHUNK_PREP_WIDER = 256;
+export type ChunkPrepInvocations = 64 | 128 | 256;
 
 /** Lanes per virtual row in the prep kernel: up to 8, each holding whole vec4 columns of the row. */
 export function chunkPrepLanes(N: number): number {
@@ -44,7 +52,7 @@ export function chunkScratchFloats(T: number, H: number, N: number, tokens: numb
 }
 
 /** Why a device cannot run the chunk variant of chunk length T (prep sums by `reduce`) for this model, or null. */
-export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: WkvDevice): string | null {
+export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: WkvDevice, invocations: number = CHUNK_PREP_INVOCATIONS): string | null {
   const N = d.headSize;
   if (!Number.isInteger(T) || T < 1) return `chunk length ${T} is not a positive whole number`;
   const lanes = chunkPrepLanes(N);
@@ -55,7 +63,8 @@ export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: Wk
   }
   if (N % CHUNK_SCAN_ROWS !== 0) return `head size ${N} is not a multiple of ${CHUNK_SCAN_ROWS} rows`;
   if (N + T > d.maxInvocations) return `its scan needs N + T = ${N + T} invocations, the device has ${d.maxInvocations} per workgroup`;
-  const wgBytes = Math.max(CHUNK_SCAN_ROWS * (N + T) * 4, CHUNK_PREP_INVOCATIONS * 8);
+  if (invocations > d.maxInvocations) return `its prep needs ${invocations} invocations, the device has ${d.maxInvocations} per workgroup`;
+  const wgBytes = Math.max(CHUNK_SCAN_ROWS * (N + T) * 4, invocations * 8);
   if (wgBytes > d.maxWorkgroupStorage) return `it needs ${wgBytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}`;
   // The scratch is sized for the largest batch of a runtime (or harness); a bare device description has none.
   const b = d.batch;
@@ -68,10 +77,10 @@ export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: Wk
 }
 
 /** The chunk variant's two dispatches (prep, then scan), each binding the scratch buffer as a sixth binding. */
-export function chunkPasses(T: number, reduce: 'subgroup' | 'shared', c: WkvConstants, bindings: BindingKind[]): WkvPass[] {
+export function chunkPasses(T: number, reduce: 'subgroup' | 'shared', c: WkvConstants, bindings: BindingKind[], invocations: number = CHUNK_PREP_INVOCATIONS): WkvPass[] {
   const N = c.N;
   const lanes = chunkPrepLanes(N);
-  const prepRows = CHUNK_PREP_INVOCATIONS / lanes;
+  const prepRows = invocations / lanes;
   return [
     {
       parts: ['head_common', reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'rwkv7_wkv_chunk_prep'],

@@ -27,7 +27,7 @@
 import type { GpuContext } from '../gpu/device';
 import { isCpuDriverName } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
-import { chunkPasses, chunkScratchFloats, chunkUnsupported, wkvMaxChunks } from './wkv-chunk';
+import { chunkPasses, type ChunkPrepInvocations, CHUNK_PREP_INVOCATIONS, CHUNK_PREP_WIDER, chunkScratchFloats, chunkUnsupported, wkvMaxChunks } from './wkv-chunk';
 
 export { wkvMaxChunks };
 
@@ -35,7 +35,8 @@ export type WkvVariant =
   | { kind: 'row' }
   | { kind: 'row-staged' }
   | { kind: 'split'; lanes: number; rows: number; reduce: 'subgroup' | 'shared' }
-  | { kind: 'chunk'; tokens: number; reduce: 'subgroup' | 'shared' };
+  /** invocations: of a prep workgroup (CHUNK_PREP_INVOCATIONS when absent; named `-wgN` when set). */
+  | { kind: 'chunk'; tokens: number; reduce: 'subgroup' | 'shared'; invocations?: ChunkPrepInvocations };
 
 /** Every variant but 'chunk': one dispatch with the five common bindings. */
 type OnePassWkv = Exclude<WkvVariant, { kind: 'chunk' }>;
@@ -100,11 +101,14 @@ export function wkvPrefillFromEnv(env: NodeJS.ProcessEnv = process.env): string[
 }
 
 export function wkvVariantName(v: WkvVariant): string {
-  if (v.kind === 'chunk') return `chunk${v.tokens}${v.reduce === 'subgroup' ? '-subgroup' : ''}`;
+  if (v.kind === 'chunk') {
+    const wg = v.invocations && v.invocations !== CHUNK_PREP_INVOCATIONS ? `-wg${v.invocations}` : '';
+    return `chunk${v.tokens}${v.reduce === 'subgroup' ? '-subgroup' : ''}${wg}`;
+  }
   return v.kind === 'split' ? `split${v.lanes}x${v.rows}-${v.reduce}` : v.kind;
 }
 
-/** The chunk variants wkvVariants() lists, for messages. */
+/** The chunk variants wkvVariants() lists, for messages (each also with -wg128 or -wg256: wider prep workgroups). */
 const CHUNK_NAMES = 'chunk16, chunk32, chunk16-subgroup, chunk32-subgroup';
 
 /**
@@ -113,15 +117,18 @@ const CHUNK_NAMES = 'chunk16, chunk32, chunk16-subgroup, chunk32-subgroup';
  */
 export function parseWkvVariant(name: string): WkvVariant {
   if (name === 'row' || name === 'row-staged') return { kind: name };
-  const chunk = /^chunk([1-9]\d*)(-subgroup)?$/.exec(name);
-  if (chunk) return { kind: 'chunk', tokens: Number(chunk[1]), reduce: chunk[2] ? 'subgroup' : 'shared' };
+  const chunk = /^chunk([1-9]\d*)(-subgroup)?(?:-wg(64|128|256))?$/.exec(name);
+  if (chunk) {
+    const v: WkvVariant = { kind: 'chunk', tokens: Number(chunk[1]), reduce: chunk[2] ? 'subgroup' : 'shared' };
+    return chunk[3] && Number(chunk[3]) !== CHUNK_PREP_INVOCATIONS ? { ...v, invocations: Number(chunk[3]) as ChunkPrepInvocations } : v;
+  }
   // The first chunked kernel's names (chunk16x4 … chunk32x16): replaced, so say what stands in their place.
   if (/^chunk\d+x\d+$/.test(name))
     throw new RangeError(`WKV kernel variant '${name}' (chunkTCxR) was replaced by the chunkT[-subgroup] variants: ${CHUNK_NAMES}`);
   const m = /^split(\d+)x(\d+)-(subgroup|shared)$/.exec(name);
   if (!m)
     throw new RangeError(
-      `unknown WKV kernel variant '${name}'; expected row, row-staged, splitLxR-subgroup|shared (e.g. split16x4-subgroup) or chunkT[-subgroup] (${CHUNK_NAMES})`,
+      `unknown WKV kernel variant '${name}'; expected row, row-staged, splitLxR-subgroup|shared (e.g. split16x4-subgroup) or chunkT[-subgroup][-wg128|-wg256] (${CHUNK_NAMES})`,
     );
   return { kind: 'split', lanes: Number(m[1]), rows: Number(m[2]), reduce: m[3] as 'subgroup' | 'shared' };
 }
@@ -133,7 +140,7 @@ export function wkvUnsupported(v: WkvVariant, d: WkvDevice): string | null {
   const N = d.headSize;
   if (N > d.maxInvocations) return `head size ${N} exceeds the device's ${d.maxInvocations} invocations per workgroup`;
   if (v.kind === 'row') return null;
-  if (v.kind === 'chunk') return chunkUnsupported(v.tokens, v.reduce, d);
+  if (v.kind === 'chunk') return chunkUnsupported(v.tokens, v.reduce, d, v.invocations);
   if (v.kind === 'row-staged') {
     if (N % 2 !== 0) return `head size ${N} is odd`;
     const bytes = (N * (N + 1) + 5 * N) * 4;
@@ -166,6 +173,8 @@ export function wkvVariants(): WkvVariant[] {
     all.push({ kind: 'split', lanes: 16, rows: 16, reduce });
   }
   for (const reduce of ['shared', 'subgroup'] as const) for (const tokens of [16, 32]) all.push({ kind: 'chunk', tokens, reduce });
+  // The prep in wider workgroups (more virtual rows of one head share each token's vectors through L1), one of each sum.
+  all.push({ kind: 'chunk', tokens: 16, reduce: 'shared', invocations: CHUNK_PREP_WIDER }, { kind: 'chunk', tokens: 32, reduce: 'subgroup', invocations: CHUNK_PREP_WIDER });
   return all;
 }
 
@@ -272,7 +281,7 @@ export function wkvPasses(v: WkvVariant, c: WkvConstants): WkvPass[] {
     const shader = wkvShader(v, c);
     return [{ ...shader, bindings: WKV_BINDINGS, scratch: false, dispatch: (H, J) => wkvDispatch(v, H, c.N, J) }];
   }
-  return chunkPasses(v.tokens, v.reduce, c, [...WKV_BINDINGS, 'rw']);
+  return chunkPasses(v.tokens, v.reduce, c, [...WKV_BINDINGS, 'rw'], v.invocations);
 }
 
 /** The kernel of a one-pass variant (wkvPasses' part for every variant but 'chunk'). */
