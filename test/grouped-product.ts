@@ -6,7 +6,8 @@
 import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import type { GpuContext } from '../engine/gpu/device';
 import {
-  groupUniform, matmulDispatch, matmulShader, splitReduceDispatch, splitReduceShader, splitScratchFloats, type MatmulVariant, type SegmentIO,
+  groupUniform, matmulDispatch, matmulShader, reducesAfter, splitReduceDispatch, splitReduceShader, splitScratchFloats, tiledInputHalves,
+  tileInputDispatch, tileInputShader, tileTokensOf, type MatmulVariant, type SegmentIO,
 } from '../engine/rwkv7/matmul';
 import type { MatrixGroup } from '../engine/rwkv7/weights';
 
@@ -73,13 +74,24 @@ export async function runGroupedProduct(
   const partFloats = splitScratchFloats(v, u.virtualRows, rows);
   const partBuf = partFloats > 0 ? createBuffer(device, 'parts', partFloats * 4, S) : null;
   if (partBuf) device.queue.writeBuffer(partBuf, 0, new Float32Array(partFloats).fill(NaN));
-  const resources = [batch, wBuf, xBuf, yBuf, uBuf, ...(partBuf ? [partBuf] : [])];
+  // A tiled product (mm_sgtile) reads its inputs as f16 blocks that its tiling pass writes first (binding 6).
+  const tiled = v.kind === 'sgtile';
+  const ks = mats.map((m) => m.k);
+  const tiledBuf = tiled ? createBuffer(device, 'tiled', Math.ceil((tiledInputHalves(ks, rows, tileTokensOf(v)) * 2) / 16) * 16, S) : null;
+  const resources = [batch, wBuf, xBuf, yBuf, uBuf, ...(partBuf ? [partBuf] : []), ...(tiledBuf ? [tiledBuf] : [])];
   const enc = device.createCommandEncoder();
   const pass = enc.beginComputePass();
+  if (tiled) {
+    const t = tileInputShader(tileTokensOf(v));
+    const tk = makeKernel(device, t.parts, t.constants, t.bindings);
+    pass.setPipeline(tk.pipeline);
+    pass.setBindGroup(0, bindGroup(device, tk, resources));
+    pass.dispatchWorkgroups(...tileInputDispatch(ks, rows, tileTokensOf(v)));
+  }
   pass.setPipeline(kernel.pipeline);
   pass.setBindGroup(0, bindGroup(device, kernel, resources));
   pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
-  if (partBuf) {
+  if (partBuf && (!tiled || reducesAfter(v))) {
     const reduce = splitReduceShader(v, config, rows);
     const rk = makeKernel(device, reduce.parts, reduce.constants, reduce.bindings);
     pass.setPipeline(rk.pipeline);
@@ -100,6 +112,6 @@ export async function runGroupedProduct(
       }
     }
   });
-  for (const b of [wBuf, xBuf, yBuf, batch, uBuf, partBuf]) b?.destroy();
+  for (const b of [wBuf, xBuf, yBuf, batch, uBuf, partBuf, tiledBuf]) b?.destroy();
   return { got, want, xs };
 }
