@@ -447,7 +447,7 @@ export function tiledSplitTargetFrom(value: string | undefined): TiledSplitTarge
 const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SUBGROUPS);
 
 /**
- * K splits for a tiled product: the fewest (a power of two, at most MAX_SPLIT) that give the product the policy's
+ * K splits for a product: the fewest (a power of two, at most the policy's maxSplit) that give the product the policy's
  * workgroups and each split at most its maxK inputs, each split keeping minK inputs and all partial sums fitting
  * the scratch.
  */

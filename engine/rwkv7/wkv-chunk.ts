@@ -6,8 +6,8 @@
 // where the token-by-token kernels chain T reductions.
 //
 //   prep   shaders/rwkv7_wkv_chunk_prep.wgsl: (H × ceil((N+T)/rows), chunks) workgroups of 64 lanes (256 in the
-//          '-wg256' variants), `rows` virtual rows of chunkPrepLanes(N) lanes each (8 rows of 8 at N = 64). Writes M of each (chunk, head)
-//          to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
+//          '-wg256' variants), `rows` virtual rows of chunkPrepLanes(N) lanes each (8 rows of 8 at N = 64). Writes M
+//          of each (chunk, head) to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
 //   scan   shaders/rwkv7_wkv_chunk_scan.wgsl: (H × N/4, jobs) workgroups of N+T lanes, sequential over a job's
 //          chunks: [s_T | y_1..y_T] = [s_0 | v_1..v_T] M for 4 state rows, then s_T carried to the next chunk.
 // Work, against the ~5N multiply-adds a row and token of the token-by-token kernels: the prep does (N+T)/N times
