@@ -10,6 +10,8 @@ import {
   tileInputDispatch, tileInputShader, tileTokensOf, type MatmulVariant, type SegmentIO,
 } from '../engine/rwkv7/matmul';
 import type { MatrixGroup } from '../engine/rwkv7/weights';
+import { blockIndex } from '../engine/rwkv7/weight-blocks';
+import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 
 /** Deterministic values in [-1, 1) times `scale`. */
 export function values(count: number, seed: number, scale = 1): Float32Array {
@@ -91,7 +93,7 @@ export async function runGroupedProduct(
   pass.setPipeline(kernel.pipeline);
   pass.setBindGroup(0, bindGroup(device, kernel, resources));
   pass.dispatchWorkgroups(...matmulDispatch(v, u.virtualRows, rows));
-  if (partBuf && (!tiled || reducesAfter(v))) {
+  if (reducesAfter(v)) {
     const reduce = splitReduceShader(v, config, rows);
     const rk = makeKernel(device, reduce.parts, reduce.constants, reduce.bindings);
     pass.setPipeline(rk.pipeline);
@@ -114,4 +116,49 @@ export async function runGroupedProduct(
   });
   for (const b of [wBuf, xBuf, yBuf, batch, uBuf, partBuf, tiledBuf]) b?.destroy();
   return { got, want, xs };
+}
+
+/**
+ * Runs one grouped product on the device: two f16 matrices (40×64 with tanh, 96×32 accumulating into y; wide:
+ * 40×4352 and 96×1056; over blocks the first has 48 rows) over `rows` tokens; returns y and the float64 reference.
+ */
+export async function f16GroupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number, wide = false, blocks = false): Promise<{ got: Float32Array; want: Float64Array }> {
+  // wide: K long enough for the two-chunk loop of 256 lanes a row (stride 2,048), with a remainder; and for
+  // several full trips of 8 loads over blocks (128 blocks a trip) with a remainder. Blocks need whole 16×16 blocks.
+  const mats = [
+    { n: blocks ? 48 : 40, k: wide ? 4352 : 64 },
+    { n: 96, k: wide ? 1056 : 32 },
+  ];
+  const bits = mats.map((m, i) => f32ToF16(values(m.n * m.k, 3 + i)));
+  const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
+  let at = 0;
+  for (const [i, m] of mats.entries()) {
+    if (blocks) for (let o = 0; o < m.n; o++) for (let k = 0; k < m.k; k++) wAll[at + blockIndex(o, k, m)] = bits[i][o * m.k + k];
+    else wAll.set(bits[i], at);
+    at += bits[i].length;
+  }
+  const group = {
+    segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }],
+    format: 'f16' as const,
+    ...(blocks ? { layout: 'blocks' as const } : {}),
+  };
+  return runGroupedProduct(gpu, {
+    variant: v,
+    rows,
+    words: wAll,
+    group,
+    mats: mats.map((m, s) => ({ ...m, weights: Array.from(bits[s], f16BitsToF32) })),
+  });
+}
+
+/** Relative L2 distance of `got` from `want`, after asserting every output was written (finite). */
+export function writtenRelL2(got: ArrayLike<number>, want: ArrayLike<number>): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < want.length; i++) {
+    if (!Number.isFinite(got[i])) throw new Error(`output ${i} not written (${got[i]})`);
+    num += (got[i] - want[i]) ** 2;
+    den += want[i] ** 2;
+  }
+  return Math.sqrt(num / den);
 }

@@ -15,13 +15,11 @@ import {
 } from '../engine/gpu/capabilities';
 import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
 import { shaderSource } from '../engine/gpu/shader-source';
-import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { chooseMatmul, matmulShader, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { uploadRwkv7 } from '../engine/rwkv7/weights';
-import { blockIndex } from '../engine/rwkv7/weight-blocks';
 import { DEFAULT_VEC_LOADS } from '../engine/rwkv7/vec-loads';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
-import { runGroupedProduct, values } from './grouped-product';
+import { f16GroupedProduct, writtenRelL2 } from './grouped-product';
 import { describeModel } from '../engine/model-spec';
 
 const H200: AdapterCapabilities = {
@@ -107,40 +105,6 @@ describe('kernel paths: chosen from what the adapter offers', () => {
   });
 });
 
-/**
- * Runs one grouped product on the device: two f16 matrices (40×64 with tanh, 96×32 accumulating into y; wide:
- * 40×4352 and 96×1056) over
- * `rows` tokens; returns y and the float64 reference.
- */
-async function groupedProduct(gpu: GpuContext, v: MatmulVariant, rows: number, wide = false, blocks = false): Promise<{ got: Float32Array; want: Float64Array }> {
-  // wide: K long enough for the two-chunk loop of 256 lanes a row (stride 2,048), with a remainder; and for
-  // several full trips of 8 loads over blocks (128 blocks a trip) with a remainder. Blocks need whole 16×16 blocks.
-  const mats = [
-    { n: blocks ? 48 : 40, k: wide ? 4352 : 64 },
-    { n: 96, k: wide ? 1056 : 32 },
-  ];
-  const bits = mats.map((m, i) => f32ToF16(values(m.n * m.k, 3 + i)));
-  const wAll = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
-  let at = 0;
-  for (const [i, m] of mats.entries()) {
-    if (blocks) for (let o = 0; o < m.n; o++) for (let k = 0; k < m.k; k++) wAll[at + blockIndex(o, k, m)] = bits[i][o * m.k + k];
-    else wAll.set(bits[i], at);
-    at += bits[i].length;
-  }
-  const group = {
-    segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }],
-    format: 'f16' as const,
-    ...(blocks ? { layout: 'blocks' as const } : {}),
-  };
-  return runGroupedProduct(gpu, {
-    variant: v,
-    rows,
-    words: wAll,
-    group,
-    mats: mats.map((m, s) => ({ ...m, weights: Array.from(bits[s], f16BitsToF32) })),
-  });
-}
-
 describe('matrix kernels on the kernel paths of this device', function () {
   this.timeout(300_000);
   const devices = new Map<string, GpuContext>();
@@ -189,15 +153,8 @@ describe('matrix kernels on the kernel paths of this device', function () {
       const gpu = devices.get(path)!;
       assert.equal(gpu.kernelPath, path);
       assert.equal(gpu.features.has('shader-f16'), path === 'f16', 'the f32 path must not even request shader-f16');
-      const { got, want } = await groupedProduct(gpu, v, rows, wide, blocks);
-      let num = 0;
-      let den = 0;
-      for (let i = 0; i < want.length; i++) {
-        assert.ok(Number.isFinite(got[i]), `output ${i} not written`);
-        num += (got[i] - want[i]) ** 2;
-        den += want[i] ** 2;
-      }
-      const err = Math.sqrt(num / den);
+      const { got, want } = await f16GroupedProduct(gpu, v, rows, wide, blocks);
+      const err = writtenRelL2(got, want);
       assert.ok(err < 1e-6, `relative L2 error ${err}`);
       // Both paths do f32 arithmetic on the same f16 values: the same kernel gives the same bits.
       const key = `${JSON.stringify(v)}:${rows}:${!!wide}:${!!blocks}`;

@@ -14,10 +14,8 @@ import { readSafetensors } from '../engine/loader/safetensors';
 import { toF32, toI32 } from '../engine/loader/dtype';
 import { stagedRowsCode, tiledProductCode } from '../engine/rwkv7/sgtile-code';
 import { requireGolden } from './golden-required';
-import { runGroupedProduct, values } from './grouped-product';
-import { DEFAULT_TILED, MAX_TILED_SPLIT, type MatmulVariant } from '../engine/rwkv7/matmul';
-import { blockIndex } from '../engine/rwkv7/weight-blocks';
-import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
+import { f16GroupedProduct, writtenRelL2 } from './grouped-product';
+import { DEFAULT_TILED, MAX_TILED_SPLIT } from '../engine/rwkv7/matmul';
 import { worstRelL2 } from './metrics';
 import { GOLDEN } from './paths';
 
@@ -170,36 +168,14 @@ describe('subgroup-matrix path, emulated: tiled products split up to 32 ways', f
   // Batched decode runs the base tiles in as many as MAX_TILED_SPLIT splits (the 1.5B FFN value: 32 of 256 inputs);
   // the golden models' products are too short to split, so the splits are checked here on a grouped product of two
   // matrices (tanh into y, and one accumulating into y) against float64, at 70 tokens (two token tiles, the second
-  // mostly padding). K = 1024: 32 splits of 32 inputs, 8 of 128; the weights as rows and as 16×16 blocks.
-  for (const layout of ['rows', 'blocks'] as const) {
+  // mostly padding). K = 4352 and 1056: 32 splits of 144 and 48 inputs (the last ones empty), 8 of 544 and
+  // 144; the weights as rows and as 16×16 blocks.
+  for (const blocks of [false, true]) {
     for (const split of [1, 8, MAX_TILED_SPLIT]) {
-      it(`${DEFAULT_TILED.base.mt}×${DEFAULT_TILED.base.nt} tiles in ${DEFAULT_TILED.base.sgm}×${DEFAULT_TILED.base.sgn} subgroups, ${split} split${split > 1 ? 's' : ''}, weights as ${layout}`, async () => {
-        const mats = [{ n: 48, k: 1024 }, { n: 96, k: 512 }];
-        const bits = mats.map((m, i) => f32ToF16(values(m.n * m.k, 5 + i)));
-        const words = new Uint16Array(bits.reduce((a, b) => a + b.length, 0));
-        let at = 0;
-        for (const [i, m] of mats.entries()) {
-          if (layout === 'blocks') for (let o = 0; o < m.n; o++) for (let k = 0; k < m.k; k++) words[at + blockIndex(o, k, m)] = bits[i][o * m.k + k];
-          else words.set(bits[i], at);
-          at += bits[i].length;
-        }
-        const variant: MatmulVariant = { ...DEFAULT_TILED.base, split };
-        const { got, want } = await runGroupedProduct(gpu, {
-          variant,
-          rows: 70,
-          words,
-          group: { segs: [{ name: 'a', ...mats[0], wOff: 0 }, { name: 'b', ...mats[1], wOff: bits[0].length / 8 }], format: 'f16', ...(layout === 'blocks' ? { layout } : {}) },
-          mats: mats.map((m, i) => ({ ...m, weights: Array.from(bits[i], f16BitsToF32) })),
-        });
+      it(`${DEFAULT_TILED.base.mt}×${DEFAULT_TILED.base.nt} tiles in ${DEFAULT_TILED.base.sgm}×${DEFAULT_TILED.base.sgn} subgroups, ${split} split${split > 1 ? 's' : ''}, weights as ${blocks ? 'blocks' : 'rows'}`, async () => {
+        const { got, want } = await f16GroupedProduct(gpu, { ...DEFAULT_TILED.base, split }, 70, true, blocks);
         // The activations go to f16 in the tiling pass, so against float64 over f32 inputs the bound is f16's.
-        let num = 0;
-        let den = 0;
-        for (let i = 0; i < want.length; i++) {
-          assert.ok(Number.isFinite(got[i]), `output ${i} not written (${got[i]})`);
-          num += (got[i] - want[i]) ** 2;
-          den += want[i] ** 2;
-        }
-        const rel = Math.sqrt(num / den);
+        const rel = writtenRelL2(got, want);
         assert.ok(rel < 2e-3, `relative L2 ${rel}`);
       });
     }
