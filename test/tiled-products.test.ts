@@ -129,14 +129,15 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
   it('RWKV_MATMUL_TILED_SUBGROUPS: tiled products split towards more subgroups, up to 32 splits; bad values named', () => {
     // Unset: 4,096 subgroups below 256 rows (batched decode, short chunks), 1,024 from there.
     const byRows = tiledSplitTargetFrom(undefined);
-    assert.deepStrictEqual([byRows.subgroups(64), byRows.subgroups(255), byRows.subgroups(256), byRows.maxSplit], [4096, 4096, 1024, MAX_TILED_SPLIT]);
-    assert.deepStrictEqual([tiledSplitTargetFrom('2048').subgroups(64), tiledSplitTargetFrom('2048').subgroups(512)], [2048, 2048]);
+    assert.deepStrictEqual([byRows(64), byRows(255), byRows(256)], [4096, 4096, 1024]);
+    assert.deepStrictEqual([tiledSplitTargetFrom('2048')(64), tiledSplitTargetFrom('2048')(512)], [2048, 2048]);
     assert.throws(() => tiledSplitTargetFrom('3000'), /RWKV_MATMUL_TILED_SUBGROUPS=3000: give 512, 1024, 2048, 4096 or 8192/);
     const base = { ...DEFAULT_TILED.base, split: 1 };
     const split = (k: number, n: number, rows: number, target = byRows) => chooseSplit(base, { k, virtualRows: n, scratchFloats: ROOM, tileable: true }, rows, target);
     // At 64 rows: the FFN value (K 8192, 32 tiles of 4 subgroups) 32 splits of 256 inputs, the FFN key (128 tiles) 8;
     // never below 256 inputs a split, whatever the target.
     assert.strictEqual(split(8192, 2048, 64), 32);
+    assert.strictEqual(MAX_TILED_SPLIT, 32);
     assert.strictEqual(split(2048, 8192, 64), 8);
     assert.strictEqual(split(2048, 8192, 64, tiledSplitTargetFrom('8192')), 8);
     // 1,024 subgroups (the target before the sixteenth session): 8 and 2.

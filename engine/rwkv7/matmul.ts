@@ -426,11 +426,8 @@ const TILED_SUBGROUPS_FEW_ROWS = 4096;
 /** Most K splits of a tiled product (the FFN value's K of 8192 in splits of 256 inputs). */
 export const MAX_TILED_SPLIT = 32;
 
-/** Subgroups a tiled product over `rows` rows splits towards, and the most splits it takes. */
-export interface TiledSplitTarget {
-  subgroups: (rows: number) => number;
-  maxSplit: number;
-}
+/** Subgroups a tiled product over `rows` rows splits towards (in at most MAX_TILED_SPLIT splits). */
+export type TiledSplitTarget = (rows: number) => number;
 
 /**
  * The default target (TILED_SUBGROUPS_FEW_ROWS below DEFAULT_TILED.largeRows rows, TILED_SUBGROUPS from there), or
@@ -438,11 +435,9 @@ export interface TiledSplitTarget {
  * are refused naming the variable.
  */
 export function tiledSplitTargetFrom(value: string | undefined): TiledSplitTarget {
-  if (value === undefined || value === '') {
-    return { subgroups: (rows) => (rows < DEFAULT_TILED.largeRows ? TILED_SUBGROUPS_FEW_ROWS : TILED_SUBGROUPS), maxSplit: MAX_TILED_SPLIT };
-  }
+  if (value === undefined || value === '') return (rows) => (rows < DEFAULT_TILED.largeRows ? TILED_SUBGROUPS_FEW_ROWS : TILED_SUBGROUPS);
   const subgroups = numberChoice('RWKV_MATMUL_TILED_SUBGROUPS', value, [512, 1024, 2048, 4096, 8192] as const, TILED_SUBGROUPS);
-  return { subgroups: () => subgroups, maxSplit: MAX_TILED_SPLIT };
+  return () => subgroups;
 }
 const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SUBGROUPS);
 
@@ -453,7 +448,7 @@ const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SU
  */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number, tiledTarget = TILED_SPLIT_TARGET): number {
   const policy: SplitPolicy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY
-    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget.subgroups(rows) / (v.sgm * v.sgn), maxSplit: tiledTarget.maxSplit }
+    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget(rows) / (v.sgm * v.sgn), maxSplit: MAX_TILED_SPLIT }
     : SPLIT_POLICY;
   const most = policy.maxSplit ?? MAX_SPLIT;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
@@ -707,7 +702,7 @@ export function describeKernels(c: MatmulConfig): string {
   const staged = splitMatrices && c.staged && !c.tiled
     ? `, from ${c.staged.large.minRows} rows (${c.staged.small.minRows} for small matrices or K < ${STAGED_LARGE_MIN_K}) on tiles staged in workgroup memory (RWKV_MATMUL_STAGED=off: not)`
     : '';
-  const split = c.splitK ? '; K split over up to 8 workgroups (32 for tiled products) where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)' : '';
+  const split = c.splitK ? `; K split over up to ${MAX_SPLIT} workgroups (${MAX_TILED_SPLIT} for tiled products) where a product has few or K is long (RWKV_MATMUL_SPLIT_K=0: off)` : '';
   const blocks = c.blocks ? `; f16 product weights stored as 16×16 blocks${c.blocks === 'input-blocks' ? ', input by input' : ''} (RWKV_WEIGHT_BLOCKS=off: rows)` : '';
   return `${c.kernelPath} path, ${loads}: up to ${c.vecMaxRows} rows streaming (f32 arithmetic), more rows on ${above}${smallOnMatrices}${tiled}${staged}${split}${blocks}`;
 }
