@@ -95,17 +95,21 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.deepEqual(parseWkvVariant('chunk32-subgroup'), { kind: 'chunk', tokens: 32, reduce: 'subgroup' });
     assert.deepEqual(parseWkvVariant('chunk24-subgroup'), { kind: 'chunk', tokens: 24, reduce: 'subgroup' });
     for (const bad of ['chunk', 'chunk0', 'chunk016', 'chunk-4', 'chunk16x', 'chunk16-shared', 'chunk16-subgroups'])
-      assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant .*chunkT\[-subgroup\]\[-wg128\|-wg256\] \(chunk16, chunk32, chunk16-subgroup, chunk32-subgroup\)/, bad);
+      assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant .*chunkT\[-subgroup\]\[-wg128\|-wg256\] or chunkT-lane \(chunk16, chunk32, chunk16-subgroup, chunk32-subgroup, chunk16-lane, chunk32-lane\)/, bad);
     // Wider prep workgroups: named -wgN; -wg64 is the default and names nothing.
     assert.deepEqual(parseWkvVariant('chunk32-subgroup-wg256'), { kind: 'chunk', tokens: 32, reduce: 'subgroup', invocations: 256 });
     assert.deepEqual(parseWkvVariant('chunk16-wg128'), { kind: 'chunk', tokens: 16, reduce: 'shared', invocations: 128 });
     assert.deepEqual(parseWkvVariant('chunk16-wg64'), { kind: 'chunk', tokens: 16, reduce: 'shared' });
     assert.equal(wkvVariantName(parseWkvVariant('chunk32-subgroup-wg256')), 'chunk32-subgroup-wg256');
     for (const bad of ['chunk16-wg32', 'chunk16-wg512', 'chunk16-wg256-subgroup']) assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant/, bad);
+    // One lane a virtual row: its workgroups are N + T lanes, so no -wgN, and no sum to name.
+    assert.deepEqual(parseWkvVariant('chunk32-lane'), { kind: 'chunk', tokens: 32, reduce: 'lane' });
+    assert.equal(wkvVariantName(parseWkvVariant('chunk16-lane')), 'chunk16-lane');
+    for (const bad of ['chunk16-lane-wg256', 'chunk16-subgroup-lane', 'chunk16-lanes']) assert.throws(() => parseWkvVariant(bad), /unknown WKV kernel variant/, bad);
     for (const old of ['chunk16x4', 'chunk16x16', 'chunk32x4', 'chunk32x16'])
       assert.throws(
         () => parseWkvVariant(old),
-        new RegExp(`'${old}' \\(chunkTCxR\\) was replaced by the chunkT\\[-subgroup\\] variants: chunk16, chunk32, chunk16-subgroup, chunk32-subgroup$`),
+        new RegExp(`'${old}' \\(chunkTCxR\\) was replaced by the chunkT\\[-subgroup\\] variants: chunk16, chunk32, chunk16-subgroup, chunk32-subgroup, chunk16-lane, chunk32-lane$`),
       );
     assert.throws(() => wkvPrefillFromEnv({ RWKV_WKV_PREFILL: 'chunk32x16' }), /'chunk32x16' \(chunkTCxR\) was replaced/);
   });
@@ -122,6 +126,14 @@ describe('WKV kernel variants: the chunked ones', () => {
     // prep: 80 virtual rows of 8 lanes in workgroups of 8 rows per head, and the chunks of 40 tokens in 3 jobs;
     // scan: 4 rows a workgroup, one per job.
     assert.deepEqual(passes.map((p) => p.dispatch(4, 3, 40)), [[4 * 10, wkvMaxChunks(16, 40, 3)], [64, 3]]);
+    // The lane prep: one workgroup of N + T lanes a (head, chunk), its row code straight-line over N/4 registers.
+    const lane = wkvPasses(parseWkvVariant('chunk16-lane'), c);
+    assert.deepEqual(lane.map((p) => p.parts.at(-1)), ['rwkv7_wkv_chunk_prep_lane', 'rwkv7_wkv_chunk_scan']);
+    assert.deepEqual(lane.map((p) => p.dispatch(4, 3, 40)), [[4, wkvMaxChunks(16, 40, 3)], [64, 3]]);
+    const step = String(lane[0].constants.STEP);
+    assert.equal(step.match(/s\d+ = s\d+ \*/g)?.length, 16);
+    assert.match(step, /s15 = s15 \* tm\[w \+ 15u\]/);
+    assert.doesNotMatch(step, /s16/);
     const split = wkvPasses(parseWkvVariant('split8x8-shared'), c);
     assert.deepEqual(split.map((p) => [p.scratch, p.bindings.length, p.dispatch(4, 3, 40)]), [[false, 5, [32, 3]]]);
     assert.equal(wkvScratchFloats(parseWkvVariant('split8x8-shared'), 4, 64, 512, 8), 0);
@@ -167,6 +179,12 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.equal(wkvUnsupported(wide, GPU32), null);
     assert.match(wkvUnsupported(wide, { ...GPU32, maxInvocations: 128 })!, /its prep needs 256 invocations, the device has 128/);
     assert.match(wkvUnsupported(wide, { ...GPU32, maxWorkgroupStorage: 1536 })!, /2048 bytes of workgroup memory/);
+    // The lane prep: no subgroups or sums through workgroup memory, N + T lanes, outputs stored 4 tokens at a time.
+    const lane = parseWkvVariant('chunk32-lane');
+    assert.equal(wkvUnsupported(lane, { ...GPU32, subgroupMinSize: 0 }), null);
+    assert.match(wkvUnsupported(lane, { ...GPU32, maxInvocations: 64 })!, /N \+ T = 96 invocations, the device has 64/);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk18-lane'), GPU32)!, /chunk length 18 is not a multiple of 4/);
+    assert.equal(wkvUnsupported(parseWkvVariant('chunk16-lane'), { ...GPU32, maxWorkgroupStorage: 1280 }), null);
     // The scratch for the runtime's largest batch: 1.5B (32 heads), 4096 tokens in 8 jobs is 263 chunks × 32 × 80² floats.
     const big = { heads: 32, tokens: 4096, jobs: 8, maxBindingBytes: 128 * 2 ** 20 };
     assert.match(wkvUnsupported(chunk16, { ...GPU32, batch: big })!, /scratch for 4096 tokens in 8 jobs of 32 heads is 215449600 bytes, more than the device binds in one buffer \(134217728\)/);

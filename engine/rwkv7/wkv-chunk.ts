@@ -8,6 +8,8 @@
 //   prep   shaders/rwkv7_wkv_chunk_prep.wgsl: (H × ceil((N+T)/rows), chunks) workgroups of 64 lanes (256 in the
 //          '-wg256' variants), `rows` virtual rows of chunkPrepLanes(N) lanes each (8 rows of 8 at N = 64). Writes M
 //          of each (chunk, head) to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
+//          The '-lane' variants: shaders/rwkv7_wkv_chunk_prep_lane.wgsl, (H, chunks) workgroups of N+T lanes, one
+//          lane a virtual row with its N columns in registers (code from chunkLaneCode): the same M, no row sums.
 //   scan   shaders/rwkv7_wkv_chunk_scan.wgsl: (H × N/4, jobs) workgroups of N+T lanes, sequential over a job's
 //          chunks: [s_T | y_1..y_T] = [s_0 | v_1..v_T] M for 4 state rows, then s_T carried to the next chunk.
 // Work, against the ~5N multiply-adds a row and token of the token-by-token kernels: the prep does (N+T)/N times
@@ -17,6 +19,12 @@
 
 import type { BindingKind } from '../gpu/kernel';
 import type { WkvConstants, WkvDevice, WkvPass } from './wkv';
+
+/**
+ * How the prep sums a virtual row's dot products: over its lanes through workgroup memory ('shared') or subgroup
+ * shuffles ('subgroup'), or not at all ('lane': one lane holds the whole row).
+ */
+export type ChunkPrepSum = 'subgroup' | 'shared' | 'lane';
 
 /** State rows per scan workgroup: each lane applies its column of M to this many rows at once, as a vec4. */
 export const CHUNK_SCAN_ROWS = 4;
@@ -51,12 +59,31 @@ export function chunkScratchFloats(T: number, H: number, N: number, tokens: numb
   return wkvMaxChunks(T, tokens, jobs) * H * (N + T) ** 2;
 }
 
+/**
+ * The lane prep's straight-line code for a row of N/4 vec4 columns s0..s{N/4−1} (registers: a private array walked
+ * by a loop may be placed in memory): INIT starts row `vr` (e_vr, or 0 from N on), STEP is one token's update of
+ * every column and its two sums (py: the output, pn: the next token's removal term), STORE writes the final row.
+ */
+export function chunkLaneCode(N: number): { INIT: string; STEP: string; STORE: string } {
+  const cols = Array.from({ length: N / 4 }, (_, m) => m);
+  const lanes = (m: number) => [0, 1, 2, 3].map((i) => `${4 * m + i}u`).join(', ');
+  return {
+    INIT: cols.map((m) => `var s${m} = select(vec4<f32>(0.0), vec4<f32>(1.0), vec4<u32>(${lanes(m)}) == vec4<u32>(vr));`).join('\n  '),
+    STEP: cols
+      .map((m) => `s${m} = s${m} * tm[w + ${m}u] - sa * tm[a + ${m}u] + v * tm[k + ${m}u]; py = fma(s${m}, tm[r + ${m}u], py); pn = fma(s${m}, tm[kn + ${m}u], pn);`)
+      .join('\n      '),
+    STORE: cols.map((m) => `chunks[out + ${m}u] = s${m};`).join('\n  '),
+  };
+}
+
 /** Why a device cannot run the chunk variant of chunk length T (prep sums by `reduce`) for this model, or null. */
-export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: WkvDevice, invocations: number = CHUNK_PREP_INVOCATIONS): string | null {
+export function chunkUnsupported(T: number, reduce: ChunkPrepSum, d: WkvDevice, invocations: number = CHUNK_PREP_INVOCATIONS): string | null {
   const N = d.headSize;
   if (!Number.isInteger(T) || T < 1) return `chunk length ${T} is not a positive whole number`;
   const lanes = chunkPrepLanes(N);
   if (lanes === 0) return `head size ${N} is not a multiple of 4`;
+  // The lane prep writes M's outputs 4 tokens a store, and runs N + T lanes (the scan's count, checked below).
+  if (reduce === 'lane' && T % 4 !== 0) return `chunk length ${T} is not a multiple of 4`;
   if (reduce === 'subgroup') {
     if (d.subgroupMinSize === 0) return 'the device has no subgroups';
     if (d.subgroupMinSize < lanes) return `its subgroups may be ${d.subgroupMinSize} lanes, fewer than the prep's ${lanes} a row`;
@@ -64,7 +91,7 @@ export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: Wk
   if (N % CHUNK_SCAN_ROWS !== 0) return `head size ${N} is not a multiple of ${CHUNK_SCAN_ROWS} rows`;
   if (N + T > d.maxInvocations) return `its scan needs N + T = ${N + T} invocations, the device has ${d.maxInvocations} per workgroup`;
   if (invocations > d.maxInvocations) return `its prep needs ${invocations} invocations, the device has ${d.maxInvocations} per workgroup`;
-  const wgBytes = Math.max(CHUNK_SCAN_ROWS * (N + T) * 4, invocations * 8);
+  const wgBytes = Math.max(CHUNK_SCAN_ROWS * (N + T) * 4, reduce === 'lane' ? 0 : invocations * 8);
   if (wgBytes > d.maxWorkgroupStorage) return `it needs ${wgBytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}`;
   // The scratch is sized for the largest batch of a runtime (or harness); a bare device description has none.
   const b = d.batch;
@@ -77,10 +104,27 @@ export function chunkUnsupported(T: number, reduce: 'subgroup' | 'shared', d: Wk
 }
 
 /** The chunk variant's two dispatches (prep, then scan), each binding the scratch buffer as a sixth binding. */
-export function chunkPasses(T: number, reduce: 'subgroup' | 'shared', c: WkvConstants, bindings: BindingKind[], invocations: number = CHUNK_PREP_INVOCATIONS): WkvPass[] {
+export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bindings: BindingKind[], invocations: number = CHUNK_PREP_INVOCATIONS): WkvPass[] {
   const N = c.N;
   const lanes = chunkPrepLanes(N);
   const prepRows = invocations / lanes;
+  const scan: WkvPass = {
+    parts: ['head_common', 'rwkv7_wkv_chunk_scan'],
+    constants: { ...c, CHUNK: T },
+    bindings,
+    scratch: true,
+    dispatch: (H, J) => [(H * N) / CHUNK_SCAN_ROWS, J],
+  };
+  if (reduce === 'lane') {
+    const prep: WkvPass = {
+      parts: ['head_common', 'rwkv7_wkv_chunk_prep_lane'],
+      constants: { ...c, CHUNK: T, ...chunkLaneCode(N) },
+      bindings,
+      scratch: true,
+      dispatch: (H, J, tokens) => [H, Math.max(1, wkvMaxChunks(T, tokens, J))],
+    };
+    return [prep, scan];
+  }
   return [
     {
       parts: ['head_common', reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'rwkv7_wkv_chunk_prep'],
@@ -89,12 +133,6 @@ export function chunkPasses(T: number, reduce: 'subgroup' | 'shared', c: WkvCons
       scratch: true,
       dispatch: (H, J, tokens) => [H * Math.ceil((N + T) / prepRows), Math.max(1, wkvMaxChunks(T, tokens, J))],
     },
-    {
-      parts: ['head_common', 'rwkv7_wkv_chunk_scan'],
-      constants: { ...c, CHUNK: T },
-      bindings,
-      scratch: true,
-      dispatch: (H, J) => [(H * N) / CHUNK_SCAN_ROWS, J],
-    },
+    scan,
   ];
 }

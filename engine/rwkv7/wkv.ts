@@ -27,7 +27,8 @@
 import type { GpuContext } from '../gpu/device';
 import { isCpuDriverName } from '../gpu/capabilities';
 import type { BindingKind } from '../gpu/kernel';
-import { chunkPasses, type ChunkPrepInvocations, CHUNK_PREP_INVOCATIONS, CHUNK_PREP_WIDER, chunkScratchFloats, chunkUnsupported, wkvMaxChunks } from './wkv-chunk';
+import type { ShaderConstant } from '../gpu/shader-source';
+import { chunkPasses, type ChunkPrepInvocations, type ChunkPrepSum, CHUNK_PREP_INVOCATIONS, CHUNK_PREP_WIDER, chunkScratchFloats, chunkUnsupported, wkvMaxChunks } from './wkv-chunk';
 
 export { wkvMaxChunks };
 
@@ -36,7 +37,7 @@ export type WkvVariant =
   | { kind: 'row-staged' }
   | { kind: 'split'; lanes: number; rows: number; reduce: 'subgroup' | 'shared' }
   /** invocations: of a prep workgroup (CHUNK_PREP_INVOCATIONS when absent; named `-wgN` when set). */
-  | { kind: 'chunk'; tokens: number; reduce: 'subgroup' | 'shared'; invocations?: ChunkPrepInvocations };
+  | { kind: 'chunk'; tokens: number; reduce: ChunkPrepSum; invocations?: ChunkPrepInvocations };
 
 /** Every variant but 'chunk': one dispatch with the five common bindings. */
 type OnePassWkv = Exclude<WkvVariant, { kind: 'chunk' }>;
@@ -103,13 +104,13 @@ export function wkvPrefillFromEnv(env: NodeJS.ProcessEnv = process.env): string[
 export function wkvVariantName(v: WkvVariant): string {
   if (v.kind === 'chunk') {
     const wg = v.invocations && v.invocations !== CHUNK_PREP_INVOCATIONS ? `-wg${v.invocations}` : '';
-    return `chunk${v.tokens}${v.reduce === 'subgroup' ? '-subgroup' : ''}${wg}`;
+    return `chunk${v.tokens}${v.reduce === 'shared' ? '' : `-${v.reduce}`}${wg}`;
   }
   return v.kind === 'split' ? `split${v.lanes}x${v.rows}-${v.reduce}` : v.kind;
 }
 
 /** The chunk variants wkvVariants() lists, for messages (each also with -wg128 or -wg256: wider prep workgroups). */
-const CHUNK_NAMES = 'chunk16, chunk32, chunk16-subgroup, chunk32-subgroup';
+const CHUNK_NAMES = 'chunk16, chunk32, chunk16-subgroup, chunk32-subgroup, chunk16-lane, chunk32-lane';
 
 /**
  * The variant a name (wkvVariantName's form, e.g. 'split16x4-subgroup', 'chunk16', 'chunk32-subgroup') stands for;
@@ -117,10 +118,12 @@ const CHUNK_NAMES = 'chunk16, chunk32, chunk16-subgroup, chunk32-subgroup';
  */
 export function parseWkvVariant(name: string): WkvVariant {
   if (name === 'row' || name === 'row-staged') return { kind: name };
-  const chunk = /^chunk([1-9]\d*)(-subgroup)?(?:-wg(64|128|256))?$/.exec(name);
+  // -wgN sizes the summing preps' workgroups; the lane prep's are N + T lanes.
+  const chunk = /^chunk([1-9]\d*)(?:(-lane)|(-subgroup)?(?:-wg(64|128|256))?)$/.exec(name);
+  if (chunk?.[2]) return { kind: 'chunk', tokens: Number(chunk[1]), reduce: 'lane' };
   if (chunk) {
-    const v: WkvVariant = { kind: 'chunk', tokens: Number(chunk[1]), reduce: chunk[2] ? 'subgroup' : 'shared' };
-    return chunk[3] && Number(chunk[3]) !== CHUNK_PREP_INVOCATIONS ? { ...v, invocations: Number(chunk[3]) as ChunkPrepInvocations } : v;
+    const v: WkvVariant = { kind: 'chunk', tokens: Number(chunk[1]), reduce: chunk[3] ? 'subgroup' : 'shared' };
+    return chunk[4] && Number(chunk[4]) !== CHUNK_PREP_INVOCATIONS ? { ...v, invocations: Number(chunk[4]) as ChunkPrepInvocations } : v;
   }
   // The first chunked kernel's names (chunk16x4 … chunk32x16): replaced, so say what stands in their place.
   if (/^chunk\d+x\d+$/.test(name))
@@ -128,7 +131,7 @@ export function parseWkvVariant(name: string): WkvVariant {
   const m = /^split(\d+)x(\d+)-(subgroup|shared)$/.exec(name);
   if (!m)
     throw new RangeError(
-      `unknown WKV kernel variant '${name}'; expected row, row-staged, splitLxR-subgroup|shared (e.g. split16x4-subgroup) or chunkT[-subgroup][-wg128|-wg256] (${CHUNK_NAMES})`,
+      `unknown WKV kernel variant '${name}'; expected row, row-staged, splitLxR-subgroup|shared (e.g. split16x4-subgroup) or chunkT[-subgroup][-wg128|-wg256] or chunkT-lane (${CHUNK_NAMES})`,
     );
   return { kind: 'split', lanes: Number(m[1]), rows: Number(m[2]), reduce: m[3] as 'subgroup' | 'shared' };
 }
@@ -175,6 +178,8 @@ export function wkvVariants(): WkvVariant[] {
   for (const reduce of ['shared', 'subgroup'] as const) for (const tokens of [16, 32]) all.push({ kind: 'chunk', tokens, reduce });
   // The prep in wider workgroups (more virtual rows of one head share each token's vectors through L1), one of each sum.
   all.push({ kind: 'chunk', tokens: 16, reduce: 'shared', invocations: CHUNK_PREP_WIDER }, { kind: 'chunk', tokens: 32, reduce: 'subgroup', invocations: CHUNK_PREP_WIDER });
+  // One lane a virtual row: no row sums, each token's vectors loaded once for a whole (chunk, head).
+  for (const tokens of [16, 32]) all.push({ kind: 'chunk', tokens, reduce: 'lane' });
   return all;
 }
 
@@ -268,7 +273,7 @@ const WKV_BINDINGS: BindingKind[] = ['uniform', 'uniform', 'read', 'rw', 'rw'];
 /** One dispatch of a variant: its shader, its bindings, and whether it binds the chunk scratch (binding 5). */
 export interface WkvPass {
   parts: string[];
-  constants: Record<string, number>;
+  constants: Record<string, ShaderConstant>;
   bindings: BindingKind[];
   scratch: boolean;
   /** Workgroups for H heads, J jobs and T tokens in the sub-pass. */
