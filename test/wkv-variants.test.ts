@@ -128,7 +128,11 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.deepEqual(passes.map((p) => p.dispatch(4, 3, 40)), [[4 * 10, wkvMaxChunks(16, 40, 3)], [64, 3]]);
     // The lane prep: one workgroup of N + T lanes a (head, chunk), its row code straight-line over N/4 registers.
     const lane = wkvPasses(parseWkvVariant('chunk16-lane'), c);
-    assert.deepEqual(lane.map((p) => p.parts.at(-1)), ['rwkv7_wkv_chunk_prep_lane', 'rwkv7_wkv_chunk_scan']);
+    assert.deepEqual(lane.map((p) => p.parts.at(-1)), ['rwkv7_wkv_chunk_prep_lane', 'rwkv7_wkv_chunk_scan_flat']);
+    // Its scan: each of M's 80 rows summed into accumulator m mod 4, then reloaded from the next chunk's M.
+    const sum = String(lane[1].constants.SUM_AND_LOAD);
+    assert.equal(sum.match(/g\d+ = chunks\[nat/g)?.length, 80);
+    assert.match(sum, /a3 = fma\(x\[79\], vec4<f32>\(g79\), a3\); g79 = chunks\[nat \+ 6320u\];/);
     assert.deepEqual(lane.map((p) => p.dispatch(4, 3, 40)), [[4, wkvMaxChunks(16, 40, 3)], [64, 3]]);
     const step = String(lane[0].constants.STEP);
     assert.equal(step.match(/s\d+ = s\d+ \*/g)?.length, 16);

@@ -10,6 +10,7 @@
 //          of each (chunk, head) to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
 //          The '-lane' variants: shaders/rwkv7_wkv_chunk_prep_lane.wgsl, (H, chunks) workgroups of N+T lanes, one
 //          lane a virtual row with its N columns in registers (code from chunkLaneCode): the same M, no row sums.
+//          Their scan is shaders/rwkv7_wkv_chunk_scan_flat.wgsl: the same product, straight-line (chunkScanCode).
 //   scan   shaders/rwkv7_wkv_chunk_scan.wgsl: (H × N/4, jobs) workgroups of N+T lanes, sequential over a job's
 //          chunks: [s_T | y_1..y_T] = [s_0 | v_1..v_T] M for 4 state rows, then s_T carried to the next chunk.
 // Work, against the ~5N multiply-adds a row and token of the token-by-token kernels: the prep does (N+T)/N times
@@ -76,6 +77,19 @@ export function chunkLaneCode(N: number): { INIT: string; STEP: string; STORE: s
   };
 }
 
+/**
+ * The flat scan's straight-line code (shaders/rwkv7_wkv_chunk_scan_flat.wgsl) for M of `vrows` = N+T rows: LOAD_FIRST
+ * loads the lane's column of the first chunk's M into g0..g{vrows−1}; SUM_AND_LOAD adds x[m]·g_m into accumulator
+ * m mod 4 and reloads g_m from the next chunk's M right after its use.
+ */
+export function chunkScanCode(vrows: number): { LOAD_FIRST: string; SUM_AND_LOAD: string } {
+  const rows = Array.from({ length: vrows }, (_, m) => m);
+  return {
+    LOAD_FIRST: rows.map((m) => `var g${m} = chunks[at0 + ${m * vrows}u];`).join('\n  '),
+    SUM_AND_LOAD: rows.map((m) => `a${m % 4} = fma(x[${m}], vec4<f32>(g${m}), a${m % 4}); g${m} = chunks[nat + ${m * vrows}u];`).join('\n    '),
+  };
+}
+
 /** Why a device cannot run the chunk variant of chunk length T (prep sums by `reduce`) for this model, or null. */
 export function chunkUnsupported(T: number, reduce: ChunkPrepSum, d: WkvDevice, invocations: number = CHUNK_PREP_INVOCATIONS): string | null {
   const N = d.headSize;
@@ -108,9 +122,10 @@ export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bi
   const N = c.N;
   const lanes = chunkPrepLanes(N);
   const prepRows = invocations / lanes;
+  // The lane variants also take the scan as straight-line code (the others keep the scan they were measured with).
   const scan: WkvPass = {
-    parts: ['head_common', 'rwkv7_wkv_chunk_scan'],
-    constants: { ...c, CHUNK: T },
+    parts: ['head_common', reduce === 'lane' ? 'rwkv7_wkv_chunk_scan_flat' : 'rwkv7_wkv_chunk_scan'],
+    constants: { ...c, CHUNK: T, ...(reduce === 'lane' ? chunkScanCode(N + T) : {}) },
     bindings,
     scratch: true,
     dispatch: (H, J) => [(H * N) / CHUNK_SCAN_ROWS, J],
