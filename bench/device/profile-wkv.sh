@@ -6,6 +6,8 @@
 # run tool returns 8 files at most).
 # Here first: npx tsc -p . && bash bench/device/prepare.sh (and models/default.st out of the tree: README.md above).
 # Run: carry [".carry/device", "dist"], command "bash bench/device/profile-wkv.sh 2>&1 | tail -80".
+# PROFILE_ENV='VAR=VALUE ...' runs the profile with those settings (e.g. RWKV_WKV_PREFILL=chunk32-lane: its prep and scan
+# as separate kernels in the prefill case, which the wkv section times only together).
 set -o pipefail
 R=${R-bash bench/device/remote.sh}
 C=${C-bash bench/device/clocks.sh}
@@ -16,6 +18,6 @@ nvidia-smi -L | head -1
 CLOCKS=$W/wkv-clocks.csv timeout 240 $C $R node dist/bench/run.js --sections wkv --wkv-shapes "${WKV_SHAPES:-1.5B,0.1B}" \
   --wkv-cases "${WKV_CASES:-prefill T=128,prefill T=512}" --out $W/wkv.json > $W/wkv.log 2>&1; echo "wkv rc $?"; pack
 grep -E 'µs/token' $W/wkv.log | head -40
-CLOCKS=$W/profile-clocks.csv timeout 300 $C $R node dist/bench/run.js --sections profile --profile-shapes "${PROFILE_SHAPES:-0.1B,1.5B}" \
-  --profile-repeat 8 --out $W/profile.json > $W/profile.log 2>&1; echo "profile rc $?"; pack
+CLOCKS=$W/profile-clocks.csv env ${PROFILE_ENV:-} timeout 300 $C $R node dist/bench/run.js --sections profile --profile-shapes "${PROFILE_SHAPES:-0.1B,1.5B}" \
+  --profile-repeat 8 --out $W/profile.json > $W/profile.log 2>&1; echo "profile (${PROFILE_ENV:-defaults}) rc $?"; pack
 grep -E 'ms unprofiled|^ +[0-9.]+%' $W/profile.log | head -80
