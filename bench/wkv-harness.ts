@@ -5,6 +5,7 @@
 
 import type { GpuContext } from '../engine/gpu/device';
 import { bindGroup, createBuffer, makeKernel, type Kernel } from '../engine/gpu/kernel';
+import { isCpuDriverName } from '../engine/gpu/capabilities';
 import { wkvPasses, wkvScratchFloats, wkvVariantName, type WkvConstants, type WkvVariant } from '../engine/rwkv7/wkv';
 
 /** Time-mix regions (shaders/head_common.wgsl): r, w, k, v, b (= kk·a), kk, y. */
@@ -19,6 +20,8 @@ export interface WkvProblem {
   /** State slots (one layer each); job j of a batch updates slot j. */
   slots: number;
   seed?: number;
+  /** The lane variants' scan as straight-line code (wkvPasses); default: as the engine runs it here (not on CPU drivers). */
+  flatScan?: boolean;
 }
 
 /** A small deterministic generator (xorshift32): the same problem on every run and machine. */
@@ -49,12 +52,14 @@ export class WkvHarness {
   private readonly kernels = new Map<string, { kernel: Kernel; group: GPUBindGroup; dispatch: (H: number, J: number, T: number) => [number, number] }[]>();
   /** Scratch of the chunked variants (made on first use, for every job of a batch of up to `tokens` tokens). */
   private scratch: GPUBuffer | null = null;
+  private readonly flatScan: boolean;
 
   constructor(
     gpu: GpuContext,
     readonly problem: WkvProblem,
   ) {
     this.device = gpu.device;
+    this.flatScan = problem.flatScan ?? !isCpuDriverName(gpu.adapterName);
     const { heads: H, headSize: N, tokens: T, slots } = problem;
     for (const [k, n] of Object.entries({ heads: H, headSize: N, tokens: T, slots })) {
       if (!Number.isSafeInteger(n) || n < 1) throw new RangeError(`WKV problem: ${k} must be a positive integer, got ${n}`);
@@ -145,7 +150,7 @@ export class WkvHarness {
         this.scratch = createBuffer(this.device, 'wkv chunks', floats * 4, GPUBufferUsage.STORAGE);
         this.buffers.push(this.scratch);
       }
-      k = wkvPasses(v, this.consts).map((p) => {
+      k = wkvPasses(v, this.consts, this.flatScan).map((p) => {
         const kernel = makeKernel(this.device, p.parts, p.constants, p.bindings);
         const group = bindGroup(this.device, kernel, [...this.uniforms, this.jobBuf, this.tm, this.state, ...(p.scratch ? [this.scratch!] : [])]);
         return { kernel, group, dispatch: p.dispatch };

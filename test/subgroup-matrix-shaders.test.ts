@@ -13,6 +13,7 @@ import { engineLimits, type GpuContext } from '../engine/gpu/device';
 import { shaderSource } from '../engine/gpu/shader-source';
 import { DEFAULT_STAGED, matmulShader, stagedWithin, stagedWorkgroupBytes, type MatmulVariant } from '../engine/rwkv7/matmul';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
+import { wkvPasses, wkvUnsupported, wkvVariantName, wkvVariants } from '../engine/rwkv7/wkv';
 
 const SUBGROUP_MATRIX = 'chromium-experimental-subgroup-matrix';
 
@@ -130,6 +131,23 @@ describe('subgroup-matrix shaders on Dawn\'s null backend', function () {
         modules.push([s.key, ctx.device.createShaderModule({ label: s.key, code: shaderSource(s.parts, { ...s.constants, C: 128, N: 64, TMAX: 512, STATE: 4096 }) })]);
       }
     }
+    assert.deepStrictEqual(await shaderMessages(modules), []);
+  });
+
+  it('every WKV variant in the form a GPU runs (the lane variants\' straight-line scan at head size 64) compiles with no warning', async () => {
+    // CI's lavapipe runs the lane scan as loops (wkv-chunk.ts chunkScanCode says why): here the straight-line form at
+    // the official head size goes through Tint, as it would on the H200.
+    const { ctx } = nd!;
+    const modules: NullDevice['modules'] = [];
+    const c = { C: 2048, N: 64, TMAX: 512, STATE: 2 * 2048 + 32 * 64 * 64 };
+    const h200 = { headSize: 64, subgroupMinSize: 32, maxWorkgroupStorage: 49152, maxInvocations: 1024, cpuDriver: false };
+    for (const v of wkvVariants().filter((w) => wkvUnsupported(w, h200) === null)) {
+      wkvPasses(v, c, true).forEach((p, i) => {
+        const label = `${wkvVariantName(v)}:${i}`;
+        modules.push([label, ctx.device.createShaderModule({ label, code: shaderSource(p.parts, p.constants) })]);
+      });
+    }
+    assert.ok(modules.some(([l]) => l === 'chunk32-lane:1'));
     assert.deepStrictEqual(await shaderMessages(modules), []);
   });
 });

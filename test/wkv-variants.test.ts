@@ -129,11 +129,12 @@ describe('WKV kernel variants: the chunked ones', () => {
     // The lane prep: one workgroup of N + T lanes a (head, chunk), its row code straight-line over N/4 registers.
     const lane = wkvPasses(parseWkvVariant('chunk16-lane'), c);
     assert.deepEqual(lane.map((p) => p.parts.at(-1)), ['rwkv7_wkv_chunk_prep_lane', 'rwkv7_wkv_chunk_scan_flat']);
-    // Its scan: each of M's 80 rows summed into accumulator m mod 4, then reloaded from the next chunk's M.
+    // Its scan: each of M's 80 rows times the 4 quads of rows, then reloaded from the next chunk's M.
     const sum = String(lane[1].constants.SUM_AND_LOAD);
     assert.equal(sum.match(/g\d+ = chunks\[nat/g)?.length, 80);
-    assert.match(sum, /a3 = fma\(x\[79\], vec4<f32>\(g79\), a3\); g79 = chunks\[nat \+ 6320u\];/);
-    assert.deepEqual(lane.map((p) => p.dispatch(4, 3, 40)), [[4, wkvMaxChunks(16, 40, 3)], [64, 3]]);
+    assert.match(sum, /a0 = fma\(x\[316\], vec4<f32>\(g79\), a0\); a1 = fma\(x\[317\], vec4<f32>\(g79\), a1\); a2 = fma\(x\[318\], vec4<f32>\(g79\), a2\); a3 = fma\(x\[319\], vec4<f32>\(g79\), a3\); g79 = chunks\[nat \+ 6320u\];/);
+    // Its scan carries 16 state rows a workgroup: 4 heads × 64 rows in 16 workgroups a job.
+    assert.deepEqual(lane.map((p) => p.dispatch(4, 3, 40)), [[4, wkvMaxChunks(16, 40, 3)], [16, 3]]);
     const step = String(lane[0].constants.STEP);
     assert.equal(step.match(/s\d+ = s\d+ \*/g)?.length, 16);
     assert.match(step, /s15 = s15 \* tm\[w \+ 15u\]/);
@@ -188,7 +189,10 @@ describe('WKV kernel variants: the chunked ones', () => {
     assert.equal(wkvUnsupported(lane, { ...GPU32, subgroupMinSize: 0 }), null);
     assert.match(wkvUnsupported(lane, { ...GPU32, maxInvocations: 64 })!, /N \+ T = 96 invocations, the device has 64/);
     assert.match(wkvUnsupported(parseWkvVariant('chunk18-lane'), GPU32)!, /chunk length 18 is not a multiple of 4/);
-    assert.equal(wkvUnsupported(parseWkvVariant('chunk16-lane'), { ...GPU32, maxWorkgroupStorage: 1280 }), null);
+    // Its scan keeps 16 rows × (N + T) floats in workgroup memory, and takes heads of a multiple of 16 rows.
+    assert.equal(wkvUnsupported(parseWkvVariant('chunk16-lane'), { ...GPU32, maxWorkgroupStorage: 5120 }), null);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk16-lane'), { ...GPU32, maxWorkgroupStorage: 4096 })!, /5120 bytes of workgroup memory/);
+    assert.match(wkvUnsupported(parseWkvVariant('chunk16-lane'), { ...GPU32, headSize: 8 })!, /head size 8 is not a multiple of 16 rows/);
     // The scratch for the runtime's largest batch: 1.5B (32 heads), 4096 tokens in 8 jobs is 263 chunks × 32 × 80² floats.
     const big = { heads: 32, tokens: 4096, jobs: 8, maxBindingBytes: 128 * 2 ** 20 };
     assert.match(wkvUnsupported(chunk16, { ...GPU32, batch: big })!, /scratch for 4096 tokens in 8 jobs of 32 heads is 215449600 bytes, more than the device binds in one buffer \(134217728\)/);
@@ -312,6 +316,29 @@ describe('WKV kernel variants on this device', function () {
         }
         if (!ran) supported(this, v, 64);
       });
+    }
+  });
+
+  it('the lane variants\' scan in the straight-line form GPUs run gives the reference\'s outputs and states (head size 32)', async function () {
+    // CI's lavapipe runs the loop form of the same operations (LLVM takes minutes over the straight-line form at head
+    // size 64); this checks the generated straight-line code at a size it compiles in seconds.
+    const v = parseWkvVariant('chunk16-lane');
+    supported(this, v, 32);
+    const problem = { heads: 2, headSize: 32, tokens: 40, slots: 3, seed: 12 };
+    const ref = new WkvHarness(gpu, problem);
+    const flat = new WkvHarness(gpu, { ...problem, flatScan: true });
+    try {
+      for (const jobs of [[5, 1, 33], [40]]) {
+        const want = await ref.use(jobs).run({ kind: 'row' });
+        const got = await flat.use(jobs).run(v);
+        const scale = Math.max(...want.y.map(Math.abs));
+        assert.ok(scale > 0.1, 'the reference outputs are not all near zero');
+        assert.ok(maxAbsDiff(got.y, want.y) <= 1e-5 * scale, `jobs [${jobs}]: max |Δy| ${maxAbsDiff(got.y, want.y)}`);
+        assert.ok(maxAbsDiff(got.state, want.state) <= 1e-5, `jobs [${jobs}]: max |Δstate| ${maxAbsDiff(got.state, want.state)}`);
+      }
+    } finally {
+      ref.dispose();
+      flat.dispose();
     }
   });
 

@@ -743,7 +743,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       );
     const wkvName = wkvVariantName(wkvVariant);
     // One dispatch, or two for the chunked variant (with its scratch at binding 5).
-    const wkvSteps = wkvPasses(wkvVariant, cs).map((p, i) => ({
+    const wkvSteps = wkvPasses(wkvVariant, cs, !this.wkvFacts.cpuDriver).map((p, i) => ({
       kernel: this.kernel(`wkv:${wkvName}:${i}`, () => makeKernel(device, p.parts, p.constants, p.bindings)),
       scratch: p.scratch,
       workgroups: p.dispatch(H, J, T),

@@ -10,7 +10,8 @@
 //          of each (chunk, head) to the scratch buffer. Chunks are numbered across the batch's jobs; wkvMaxChunks bounds them.
 //          The '-lane' variants: shaders/rwkv7_wkv_chunk_prep_lane.wgsl, (H, chunks) workgroups of N+T lanes, one
 //          lane a virtual row with its N columns in registers (code from chunkLaneCode): the same M, no row sums.
-//          Their scan is shaders/rwkv7_wkv_chunk_scan_flat.wgsl: the same product, straight-line (chunkScanCode).
+//          Their scan is shaders/rwkv7_wkv_chunk_scan_flat.wgsl: the same product, straight-line on GPUs
+//          (chunkScanCode), with 16 state rows a workgroup (FLAT_SCAN_QUADS) so M is read a quarter as often.
 //   scan   shaders/rwkv7_wkv_chunk_scan.wgsl: (H × N/4, jobs) workgroups of N+T lanes, sequential over a job's
 //          chunks: [s_T | y_1..y_T] = [s_0 | v_1..v_T] M for 4 state rows, then s_T carried to the next chunk.
 // Work, against the ~5N multiply-adds a row and token of the token-by-token kernels: the prep does (N+T)/N times
@@ -77,16 +78,52 @@ export function chunkLaneCode(N: number): { INIT: string; STEP: string; STORE: s
   };
 }
 
+/** Quads of state rows (4 rows each) a workgroup of the flat scan carries: 16 rows, so each element of M a workgroup loads serves 16. */
+export const FLAT_SCAN_QUADS = 4;
+
 /**
- * The flat scan's straight-line code (shaders/rwkv7_wkv_chunk_scan_flat.wgsl) for M of `vrows` = N+T rows: LOAD_FIRST
- * loads the lane's column of the first chunk's M into g0..g{vrows−1}; SUM_AND_LOAD adds x[m]·g_m into accumulator
- * m mod 4 and reloads g_m from the next chunk's M right after its use.
+ * The flat scan's code (shaders/rwkv7_wkv_chunk_scan_flat.wgsl) for M of `vrows` = N+T rows and `quads` quads of state
+ * rows: LOAD_FIRST loads the lane's column of the first chunk's M; SUM_AND_LOAD adds x[m]·g_m into quad q's accumulator
+ * (one chain a quad) and reloads g_m from the next chunk's M right after its use; STORE_SUMS puts the sums back in x
+ * (the state's columns) or in y (the outputs' columns). `flat`: straight-line over named registers g0..g{vrows−1} and
+ * a0..a{quads−1}, what a GPU runs; otherwise the same operations in the same order as loops over private arrays, for
+ * CPU drivers, whose LLVM takes minutes over the straight-line form (lavapipe, N = 64, T = 32, 4 quads: 445 s for
+ * the variant's reference test against 33 s with 1 quad).
  */
-export function chunkScanCode(vrows: number): { LOAD_FIRST: string; SUM_AND_LOAD: string } {
+export function chunkScanCode(vrows: number, quads: number, flat = true): { LOAD_FIRST: string; SUM_AND_LOAD: string; STORE_SUMS: string } {
   const rows = Array.from({ length: vrows }, (_, m) => m);
+  const qs = Array.from({ length: quads }, (_, q) => q);
+  const acc = (q: number) => (flat ? `a${q}` : `a[${q}u]`);
+  const store = [
+    'if (col < N) {',
+    ...qs.map((q) => `  x[col * QUADS + ${q}u] = ${acc(q)};`),
+    '} else if (col - N < n) {',
+    '  let o = Y_ * REG + (t0 + col - N) * C + at;',
+    ...qs.flatMap((q) => [0, 1, 2, 3].map((e) => `  tm[o + ${4 * q + e}u] = ${acc(q)}.${'xyzw'[e]};`)),
+    '}',
+  ].join('\n    ');
+  if (!flat) {
+    return {
+      LOAD_FIRST: 'var g: array<f32, VROWS>;\n  for (var m = 0u; m < VROWS; m++) { g[m] = chunks[at0 + m * VROWS]; }',
+      SUM_AND_LOAD: [
+        // Zeroed explicitly: lavapipe kept a bare declaration's values from the loop's previous trip (RESULTS.md).
+        'var a = array<vec4<f32>, QUADS>();',
+        'for (var m = 0u; m < VROWS; m++) {',
+        '  for (var q = 0u; q < QUADS; q++) { a[q] = fma(x[m * QUADS + q], vec4<f32>(g[m]), a[q]); }',
+        '  g[m] = chunks[nat + m * VROWS];',
+        '}',
+      ].join('\n    '),
+      STORE_SUMS: store,
+    };
+  }
+  const sum = [
+    ...qs.map((q) => `var a${q} = vec4<f32>(0.0);`),
+    ...rows.map((m) => [...qs.map((q) => `a${q} = fma(x[${m * quads + q}], vec4<f32>(g${m}), a${q});`), `g${m} = chunks[nat + ${m * vrows}u];`].join(' ')),
+  ];
   return {
     LOAD_FIRST: rows.map((m) => `var g${m} = chunks[at0 + ${m * vrows}u];`).join('\n  '),
-    SUM_AND_LOAD: rows.map((m) => `a${m % 4} = fma(x[${m}], vec4<f32>(g${m}), a${m % 4}); g${m} = chunks[nat + ${m * vrows}u];`).join('\n    '),
+    SUM_AND_LOAD: sum.join('\n    '),
+    STORE_SUMS: store,
   };
 }
 
@@ -102,10 +139,11 @@ export function chunkUnsupported(T: number, reduce: ChunkPrepSum, d: WkvDevice, 
     if (d.subgroupMinSize === 0) return 'the device has no subgroups';
     if (d.subgroupMinSize < lanes) return `its subgroups may be ${d.subgroupMinSize} lanes, fewer than the prep's ${lanes} a row`;
   }
-  if (N % CHUNK_SCAN_ROWS !== 0) return `head size ${N} is not a multiple of ${CHUNK_SCAN_ROWS} rows`;
+  const scanRows = reduce === 'lane' ? 4 * FLAT_SCAN_QUADS : CHUNK_SCAN_ROWS;
+  if (N % scanRows !== 0) return `head size ${N} is not a multiple of ${scanRows} rows`;
   if (N + T > d.maxInvocations) return `its scan needs N + T = ${N + T} invocations, the device has ${d.maxInvocations} per workgroup`;
   if (invocations > d.maxInvocations) return `its prep needs ${invocations} invocations, the device has ${d.maxInvocations} per workgroup`;
-  const wgBytes = Math.max(CHUNK_SCAN_ROWS * (N + T) * 4, reduce === 'lane' ? 0 : invocations * 8);
+  const wgBytes = Math.max(scanRows * (N + T) * 4, reduce === 'lane' ? 0 : invocations * 8);
   if (wgBytes > d.maxWorkgroupStorage) return `it needs ${wgBytes} bytes of workgroup memory, the device has ${d.maxWorkgroupStorage}`;
   // The scratch is sized for the largest batch of a runtime (or harness); a bare device description has none.
   const b = d.batch;
@@ -118,17 +156,17 @@ export function chunkUnsupported(T: number, reduce: ChunkPrepSum, d: WkvDevice, 
 }
 
 /** The chunk variant's two dispatches (prep, then scan), each binding the scratch buffer as a sixth binding. */
-export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bindings: BindingKind[], invocations: number = CHUNK_PREP_INVOCATIONS): WkvPass[] {
+export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bindings: BindingKind[], invocations: number = CHUNK_PREP_INVOCATIONS, flatScan = true): WkvPass[] {
   const N = c.N;
   const lanes = chunkPrepLanes(N);
   const prepRows = invocations / lanes;
   // The lane variants also take the scan as straight-line code (the others keep the scan they were measured with).
   const scan: WkvPass = {
     parts: ['head_common', reduce === 'lane' ? 'rwkv7_wkv_chunk_scan_flat' : 'rwkv7_wkv_chunk_scan'],
-    constants: { ...c, CHUNK: T, ...(reduce === 'lane' ? chunkScanCode(N + T) : {}) },
+    constants: { ...c, CHUNK: T, ...(reduce === 'lane' ? { QUADS: FLAT_SCAN_QUADS, ...chunkScanCode(N + T, FLAT_SCAN_QUADS, flatScan) } : {}) },
     bindings,
     scratch: true,
-    dispatch: (H, J) => [(H * N) / CHUNK_SCAN_ROWS, J],
+    dispatch: (H, J) => [(H * N) / (reduce === 'lane' ? 4 * FLAT_SCAN_QUADS : CHUNK_SCAN_ROWS), J],
   };
   if (reduce === 'lane') {
     const prep: WkvPass = {

@@ -280,13 +280,16 @@ export interface WkvPass {
   dispatch: (H: number, J: number, T: number) => [number, number];
 }
 
-/** The dispatches of a variant, in order: one for every variant but 'chunk' (its two passes). */
-export function wkvPasses(v: WkvVariant, c: WkvConstants): WkvPass[] {
+/**
+ * The dispatches of a variant, in order: one for every variant but 'chunk' (its two passes). `flatScan`: the lane
+ * variants' scan as straight-line code (GPUs), else as loops (CPU drivers: wkv-chunk.ts chunkScanCode says why).
+ */
+export function wkvPasses(v: WkvVariant, c: WkvConstants, flatScan = true): WkvPass[] {
   if (v.kind !== 'chunk') {
     const shader = wkvShader(v, c);
     return [{ ...shader, bindings: WKV_BINDINGS, scratch: false, dispatch: (H, J) => wkvDispatch(v, H, c.N, J) }];
   }
-  return chunkPasses(v.tokens, v.reduce, c, [...WKV_BINDINGS, 'rw'], v.invocations);
+  return chunkPasses(v.tokens, v.reduce, c, [...WKV_BINDINGS, 'rw'], v.invocations, flatScan);
 }
 
 /** The kernel of a one-pass variant (wkvPasses' part for every variant but 'chunk'). */
