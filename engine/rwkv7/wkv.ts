@@ -179,7 +179,8 @@ export function wkvVariants(): WkvVariant[] {
   // The prep in wider workgroups (more virtual rows of one head share each token's vectors through L1), one of each sum.
   all.push({ kind: 'chunk', tokens: 16, reduce: 'shared', invocations: CHUNK_PREP_WIDER }, { kind: 'chunk', tokens: 32, reduce: 'subgroup', invocations: CHUNK_PREP_WIDER });
   // One lane a virtual row: no row sums, each token's vectors loaded once for a whole (chunk, head).
-  for (const tokens of [16, 32]) all.push({ kind: 'chunk', tokens, reduce: 'lane' });
+  // And chunks of 64: half the scan's serial chunks for a prep chain twice as long (4 warps a (chunk, head)).
+  for (const tokens of [16, 32, 64]) all.push({ kind: 'chunk', tokens, reduce: 'lane' });
   return all;
 }
 
