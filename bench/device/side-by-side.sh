@@ -11,6 +11,8 @@
 #              (and models/default.st out of the tree for the call: README.md above)
 # Run:   carry [".carry/device", "dist", ".carry/shared", ".carry/torch"],
 #        command "bash bench/device/side-by-side.sh A 2>&1 | tail -40", then the same with B.
+# ENGINE_ENV='VAR=VALUE ...' runs part A's golden check and engine section with those settings (a knob that won its
+# A/B earlier in the same machine session, before it is a default).
 # Tables: python3 ../shared/perf-baselines/make_tables.py on the returned JSON, or read the summary lines.
 set -o pipefail
 PART=${1:?part A or B}
@@ -26,10 +28,11 @@ if [[ $PART == A ]]; then
   # The official CUDA extension builds (nvcc) while the golden check runs; the engine section waits for it.
   ( cd $TORCH && timeout 240 python3 -c "import official_lib; print('official extension ready')" > /tmp/official_build.log 2>&1 ) &
   BUILD=$!
-  RWKV_SHARED=.carry/shared timeout 120 $R node dist/bench/golden-check.js v7-tiny > $OUT/golden.log 2>&1; echo "golden rc $?"
+  env ${ENGINE_ENV:-} RWKV_SHARED=.carry/shared timeout 120 $R node dist/bench/golden-check.js v7-tiny > $OUT/golden.log 2>&1; echo "golden rc $?"
   grep -v 'artificially' $OUT/golden.log | grep -E '"v7-tiny.(f32|f16|f16-sgtile|f16-sgtile-wide|f16-by-input|int8).seq|draws' | head -10
   wait $BUILD; echo "official build: $(tail -1 /tmp/official_build.log)"
-  CLOCKS=$OUT/engine-clocks.csv timeout 330 $C $R node dist/bench/run.js --sections engine --seconds 1 --shapes 1.5B,0.4B,0.1B --out $OUT/engine.json > $OUT/engine.log 2>&1; echo "engine rc $?"
+  echo "engine settings: ${ENGINE_ENV:-defaults}"
+  CLOCKS=$OUT/engine-clocks.csv env ${ENGINE_ENV:-} timeout 330 $C $R node dist/bench/run.js --sections engine --seconds 1 --shapes 1.5B,0.4B,0.1B --out $OUT/engine.json > $OUT/engine.log 2>&1; echo "engine rc $?"
   grep -h 'tok/s\|clocks.sh' $OUT/engine.log | grep -v artificially
   ( cd $TORCH && timeout 170 python3 bench_torch.py --impl official --out $OUT/official.json 2>&1 | grep -v -i warn > $OUT/official.log; echo "official rc $?"; tail -12 $OUT/official.log )
 else
