@@ -5,6 +5,7 @@
 // invocations (as the split WKV kernels assume), and a workgroup a multiple of it.
 // RWKV_WG_SUM=shared|subgroup|auto (default auto: subgroup where the device can) is read once; benchmarks compare.
 
+import type { ShaderConstant } from './shader-source';
 import type { GpuContext } from './device';
 
 export type WgSumMode = 'auto' | 'shared' | 'subgroup';
@@ -29,8 +30,8 @@ export function wgSumPart(gpu: Pick<GpuContext, 'features' | 'subgroupSize'>, wg
 export function withWgSum(
   gpu: Pick<GpuContext, 'features' | 'subgroupSize'>,
   parts: string[],
-  constants: Record<string, number | boolean>,
-): [string[], Record<string, number | boolean>] {
+  constants: Record<string, ShaderConstant>,
+): [string[], Record<string, ShaderConstant>] {
   const { part, constants: extra } = wgSumPart(gpu, Number(constants.WG));
   return [parts.map((p) => (p === 'wg_sum' ? part : p)), { ...constants, ...extra }];
 }

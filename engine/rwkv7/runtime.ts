@@ -8,6 +8,7 @@
 
 import { numberChoice } from '../env-choice';
 import { withWgSum } from '../gpu/wg-sum';
+import type { ShaderConstant } from '../gpu/shader-source';
 import { lnShiftSplit } from '../gpu/ln-shift-split';
 import { checkJob } from '../job-checks';
 import { DRAW_CONTINUATION_STEPS, MAX_DRAW_STEPS, type DrawJob, type InferenceBackend, type JobResult, type ModelInfo, type OutputMode, type SlotJob, type StateSnapshot } from '../types';
@@ -24,6 +25,7 @@ import { writeSubPassInputs, type InputSegment, type SubPassBuffers } from '../g
 import type { MatrixGroup, ModelWeights } from './weights';
 import { inBlocks, weightLayoutPart, type BlockOrder } from './weight-blocks';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-inputs';
+import { normRows, normTileWrites, type NormTiles } from './norm-tiles';
 import {
   chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, stagedWithin, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
   weightPrelude, type SegmentIO, maxTileTokens, tileTokensOf, WIDE_TILE,
@@ -197,6 +199,11 @@ export class Rwkv7Runtime implements InferenceBackend {
   private wkvForced: WkvVariant | null = null;
   /** Workgroups per token of the norm + token-shift kernel forced for every sub-pass (tests, benchmarks), or null: lnShiftSplit's choice. */
   lnSplit: number | null = null;
+  /**
+   * The norm + token-shift kernel writes the f16 blocks of the tiled product that reads its mixes next, which then
+   * runs without its tiling pass (shaders/ln_shift_tiles.wgsl). On unless RWKV_NORM_TILES=off (A/B runs, tests).
+   */
+  normTiles = process.env.RWKV_NORM_TILES !== 'off';
   /**
    * Steps of 8 inputs of the fused decode kernel's second LoRA stages whose loads it issues before summing
    * (shaders/rwkv7_tmix_decode.wgsl LU; the same sums in the same order whatever the value).
@@ -508,6 +515,36 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
+  private productChoice(key: string, g: MatrixGroup, io: SegmentIO[], rows: number, useR: boolean) {
+    const config = this.matmulConfigOf(g);
+    const u = this.groupUniform(key, g, io, useR);
+    const ks = g.segs.map((s) => s.k);
+    const shape = {
+      k: Math.max(...ks), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats, tileable: this.tiled !== null && tileableGroup(g),
+      wideOutputs: g.segs.every((s) => s.n % WIDE_TILE === 0),
+    };
+    return { config, u, ks, variant: chooseMatmul(rows, config, shape) };
+  }
+
+  /**
+   * Where the norm kernel before product `key` may write that product's f16 blocks (ln_shift_tiles.wgsl): the mix
+   * each of its segments reads and the product's token tiles, or null where the product is not tiled over `rows`
+   * rows, a segment reads something other than a whole mix, or normTiles is off.
+   */
+  private normTilesFor(key: string, g: MatrixGroup, io: SegmentIO[], rows: number, mixes: number): NormTiles | null {
+    if (!this.normTiles) return null;
+    const { variant } = this.productChoice(key, g, io, rows, false);
+    if (variant.kind !== 'sgtile') return null;
+    const REG = this.TMAX * this.C;
+    const segMix = io.map((s) => s.xOff / REG);
+    if (g.segs.some((s) => s.k !== this.C) || segMix.some((m) => !Number.isInteger(m) || m < 0 || m >= mixes)) return null;
+    return { segMix, tileTokens: tileTokensOf(variant) };
+  }
+
+  /**
+   * y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows. `preTiled`: a tiled product's f16
+   * blocks were written by the norm kernel before it (normTiles), so its tiling pass is left out.
+   */
   private matmul(
     pass: Recorder,
     key: string,
@@ -517,15 +554,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     rows: number,
     io: SegmentIO[],
     useR = false,
+    preTiled: NormTiles | null = null,
   ) {
-    const config = this.matmulConfigOf(g);
-    const u = this.groupUniform(key, g, io, useR);
-    const ks = g.segs.map((s) => s.k);
-    const shape = {
-      k: Math.max(...ks), virtualRows: u.virtualRows, scratchFloats: this.splitScratchFloats, tileable: this.tiled !== null && tileableGroup(g),
-      wideOutputs: g.segs.every((s) => s.n % WIDE_TILE === 0),
-    };
-    const variant = chooseMatmul(rows, config, shape);
+    const { config, u, ks, variant } = this.productChoice(key, g, io, rows, useR);
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
     const reduce = reducesAfter(variant);
@@ -533,7 +564,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Tiled products declare the partial sums (binding 5) whether or not they are split.
     const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce || tiledProduct ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
-    if (tiledProduct) {
+    if (preTiled && (!tiledProduct || preTiled.tileTokens !== tileTokensOf(variant)))
+      throw new Error(`product ${key}: its norm wrote f16 blocks of ${preTiled.tileTokens} tokens for a ${shader.key} product`);
+    if (tiledProduct && !preTiled) {
       // First the inputs as f16 16×16 blocks (tokens past the batch as zeros), which the product reads.
       const tokens = tileTokensOf(variant);
       const t = tileInputShader(tokens);
@@ -575,7 +608,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -727,12 +760,15 @@ export class Rwkv7Runtime implements InferenceBackend {
     // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
     const fusedSave = T === J;
     const lnSplit = this.lnSplit ?? lnShiftSplit(T, C);
-    const lnShift = (ffn: boolean) =>
-      this.kernel(`lnShift${ffn},${fusedSave},${lnSplit}`, () =>
-        makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit }), [
-          'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
-        ]),
-      );
+    const lnShift = (ffn: boolean, tiles: NormTiles | null) =>
+      this.kernel(`lnShift${ffn},${fusedSave},${lnSplit}${tiles ? `,tiles${tiles.segMix.join('.')}@${tiles.tileTokens}` : ''}`, () => {
+        const more: Record<string, ShaderConstant> = tiles ? { TILE_TOKENS: tiles.tileTokens, TILE_WRITES: normTileWrites(tiles.segMix) } : {};
+        return makeKernel(
+          device,
+          ...withWgSum(this.gpu, ['wg_sum', tiles ? 'ln_shift_tiles' : 'ln_shift_no_tiles', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit, ...more }),
+          ['uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw', ...(tiles ? (['rw'] as const) : [])],
+        );
+      });
     const save = (ffn: boolean) =>
       this.kernel(`save${ffn}`, () =>
         makeKernel(device, ['save_shift'], { ...cs, FFN: ffn }, ['uniform', 'uniform', 'read', 'read', 'rw']),
@@ -753,14 +789,14 @@ export class Rwkv7Runtime implements InferenceBackend {
       makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }), ['uniform', 'read', 'read', 'rw']),
     );
     /** Layer norm + token shift into `mix`, and the slots' last normalized tokens saved as shift state. */
-    const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer) => {
-      const k = lnShift(ffn);
+    const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer, tiles: NormTiles | null = null) => {
+      const k = lnShift(ffn, tiles);
       pass.setPipeline(k.pipeline);
       pass.setBindGroup(
         0,
-        this.group(`${key}:${fusedSave}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, buf.mix]),
+        this.group(`${key}:${fusedSave}${tiles ? ':tiles' : ''}`, k, [buf.batch, this.layerUniforms[l], buf.tok, buf.x, ln, buf.state, mixW, buf.xn, buf.mix, ...(tiles ? [buf.tiledInputs] : [])]),
       );
-      pass.dispatchWorkgroups(T, lnSplit);
+      pass.dispatchWorkgroups(normRows(T, tiles), lnSplit);
       if (fusedSave) return;
       const s = save(ffn);
       pass.setPipeline(s.pipeline);
@@ -804,18 +840,21 @@ export class Rwkv7Runtime implements InferenceBackend {
     weights.layers.forEach((L, l) => {
       const key = `L${l}`;
       if (dea) deaRows(key, l);
-      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix);
+      // The product that reads the norm's mixes first takes its f16 blocks from the norm kernel (norm-tiles.ts).
+      const lora1IO = L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: HID + i * LREG, act: loraAct[i] }));
+      const attFirst = fuseLanes && L.rkvLora1 ? { key: `${key}:rkv+lora1`, g: L.rkvLora1, io: [...rkvIO, ...lora1IO] } : { key: `${key}:rkv`, g: L.rkv, io: rkvIO };
+      const attTiles = this.normTilesFor(attFirst.key, attFirst.g, attFirst.io, T, 6);
+      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix, attTiles);
       if (fuseLanes) {
-        const lora1IO = L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: HID + i * LREG, act: loraAct[i] }));
-        if (L.rkvLora1) this.matmul(pass, `${key}:rkv+lora1`, L.rkvLora1, buf.mix, buf.tm, T, [...rkvIO, ...lora1IO]);
+        if (L.rkvLora1) this.matmul(pass, attFirst.key, L.rkvLora1, buf.mix, buf.tm, T, attFirst.io, false, attTiles);
         else {
-          this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO);
+          this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO, false, attTiles);
           this.matmul(pass, `${key}:lora1>tm`, L.lora1, buf.mix, buf.tm, T, lora1IO);
         }
         this.fusedTimeMix(pass, key, l, J, L, fuseLanes, HID, LREG);
         this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
       } else {
-        this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO);
+        this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO, false, attTiles);
         this.matmul(pass, `${key}:lora1`, L.lora1, buf.mix, buf.lora, T,
           L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })));
         this.matmul(pass, `${key}:lora2`, L.lora2, buf.lora, buf.tm, T,
@@ -824,8 +863,10 @@ export class Rwkv7Runtime implements InferenceBackend {
       }
 
       if (dea) deaAttend(key, l);
-      normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix);
-      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, [{ xOff: 0, yOff: 0, act: 3 }]);
+      const fkIO: SegmentIO[] = [{ xOff: 0, yOff: 0, act: 3 }];
+      const ffnTiles = this.normTilesFor(`${key}:fk`, L.ffnK, fkIO, T, 1);
+      normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix, ffnTiles);
+      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, fkIO, false, ffnTiles);
       if (de) {
         const g = gate();
         const se = { buffer: buf.se, offset: seAt(l) * 4, size: this.deepEmbedRegion * 4 };

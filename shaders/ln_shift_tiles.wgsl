@@ -1,0 +1,23 @@
+// ln_shift.wgsl's mixed rows written once more, for the product that reads them next, as f16 16×16 blocks in the
+// layout of sgtile_layout.wgsl (segment i's block (token block, input block) at i · padded rows · C + (tb · C/16 +
+// kb) · 256 halves, 16 tokens × 16 inputs inside), so that tiled product runs without its tiling pass
+// (mm_sgtile_x.wgsl): one dispatch fewer, and the mixes are not read back to be converted. The norm kernel is then
+// dispatched over the padded rows, the rows past the batch writing zeros, as the tiling pass did. Every segment of
+// that product reads a whole mix (C inputs): TILE_WRITES stores mix SEG_MIX[i] of the pair for segment i (generated,
+// engine/rwkv7/runtime.ts normTiles).
+@group(0) @binding(9) var<storage, read_write> xt: array<u32>;
+const TILE_TOKENS: u32 = {{TILE_TOKENS}}u;
+
+/** Rows the norm kernel runs: the batch's tokens padded to the product's token tiles. */
+fn tile_rows() -> u32 {
+  return ((batch.T + TILE_TOKENS - 1u) / TILE_TOKENS) * TILE_TOKENS;
+}
+
+/** Inputs c and c + 1 (c even) of token t, mixes a and b, into every segment's blocks. */
+fn write_tiles(t: u32, c: u32, a: array<f32, M>, b: array<f32, M>) {
+  let prows = tile_rows();
+  // Half index within a segment; c even, so the pair is one 32-bit word.
+  let w = (((t / 16u) * (C / 16u) + c / 16u) * 256u + (t % 16u) * 16u + c % 16u) / 2u;
+  let seg = prows * C / 2u;
+  {{TILE_WRITES}}
+}

@@ -1,0 +1,87 @@
+// The norm + token-shift kernel writing the f16 blocks of the tiled product after it (engine/rwkv7/norm-tiles.ts,
+// shaders/ln_shift_tiles.wgsl), on the subgroup-matrix path emulated on lavapipe: the products that read the norm's
+// mixes first (the r/k/v group, with the first LoRAs in fused decode steps, and the FFN key) lose their tiling pass,
+// and every logit is the same bits as with the pass (the same f32 values converted to f16 by the same builtin).
+
+import * as assert from 'assert';
+import * as path from 'path';
+import { createBackend, type Backend } from '../engine/backend';
+import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
+import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { normRows, normTileWrites } from '../engine/rwkv7/norm-tiles';
+import { readSafetensors } from '../engine/loader/safetensors';
+import { toI32 } from '../engine/loader/dtype';
+import { requireGolden } from './golden-required';
+import { GOLDEN } from './paths';
+
+describe('norm tiles: the code', () => {
+  it('writes segment i from its mix; runs over the rows padded to the product\'s token tiles', () => {
+    assert.strictEqual(
+      normTileWrites([0, 2, 3, 1]),
+      ['xt[0u * seg + w] = pack2x16float(vec2<f32>(a[0u], b[0u]));', 'xt[1u * seg + w] = pack2x16float(vec2<f32>(a[2u], b[2u]));',
+        'xt[2u * seg + w] = pack2x16float(vec2<f32>(a[3u], b[3u]));', 'xt[3u * seg + w] = pack2x16float(vec2<f32>(a[1u], b[1u]));'].join('\n  '),
+    );
+    assert.strictEqual(normRows(72, { segMix: [0], tileTokens: 64 }), 128);
+    assert.strictEqual(normRows(64, { segMix: [0], tileTokens: 64 }), 64);
+    assert.strictEqual(normRows(72, { segMix: [0], tileTokens: 128 }), 128);
+    assert.strictEqual(normRows(72, null), 72);
+  });
+});
+
+describe('norm tiles on the subgroup-matrix path (emulated where the device has none)', function () {
+  this.timeout(900_000);
+  let gpu: GpuContext;
+  let be: Backend;
+  let tokens: number[];
+  before(async function () {
+    requireGolden(this, path.join(GOLDEN, 'v7-tiny.pth'), path.join(GOLDEN, 'v7-tiny.golden.st'));
+    gpu = await acquireGpu({ kernelPath: 'subgroup-matrix', emulateSubgroupMatrix: true });
+    tokens = Array.from(toI32(readSafetensors(path.join(GOLDEN, 'v7-tiny.golden.st')).tensors.get('tokens')!));
+    be = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: 4, precision: 'f16', gpu });
+  });
+  after(() => {
+    be?.dispose();
+    if (gpu) releaseGpu(gpu);
+  });
+
+  const runtime = () => be as unknown as Rwkv7Runtime;
+
+  it('leaves out the tiling pass of the products that read the norm\'s mixes, and only theirs', () => {
+    const rt = runtime();
+    const labels = (on: boolean, T: number, J: number) => {
+      rt.normTiles = on;
+      return rt.dispatchLabels(T, J, J).filter((l) => l.endsWith(':tile')).map((l) => l.replace(/^[^:]*:/, ''));
+    };
+    try {
+      // Three sequences at once (72 tokens: the base tiles, padded to 128 tokens), and a decode step of 64 jobs.
+      for (const [T, J] of [[3 * tokens.length, 3], [64, 64]]) {
+        const off = labels(false, T, J);
+        const on = labels(true, T, J);
+        assert.ok(off.some((l) => /^(rkv|rkv\+lora1)(:|$)/.test(l)), `${T} tokens, off: ${off}`);
+        assert.ok(off.includes('fk:tile'), `${T} tokens, off: ${off}`);
+        assert.deepStrictEqual(on, off.filter((l) => !/^(rkv|rkv\+lora1|fk):tile$/.test(l)), `${T} tokens in ${J} jobs`);
+        assert.ok(on.length < off.length);
+      }
+    } finally {
+      rt.normTiles = true;
+    }
+  });
+
+  it('gives the same logits, bit for bit, as the tiling pass: a prefill of three sequences (padded rows) and decode steps', async () => {
+    const rt = runtime();
+    const logits = async (on: boolean) => {
+      rt.normTiles = on;
+      for (let s = 0; s < 4; s++) be.resetState(s);
+      const prefill = await be.run([0, 1, 2].map((slot) => ({ slot, tokens, output: 'all' as const })));
+      const steps = await be.run([0, 1, 2, 3].map((slot) => ({ slot, tokens: [tokens[slot]], output: 'last' as const })));
+      return [...prefill, ...steps].map((o) => Array.from(o!));
+    };
+    try {
+      const off = await logits(false);
+      const on = await logits(true);
+      assert.deepStrictEqual(on, off);
+    } finally {
+      rt.normTiles = true;
+    }
+  });
+});
