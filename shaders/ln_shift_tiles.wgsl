@@ -4,7 +4,7 @@
 // (mm_sgtile_x.wgsl): one dispatch fewer, and the mixes are not read back to be converted. The norm kernel is then
 // dispatched over the padded rows, the rows past the batch writing zeros, as the tiling pass did. Every segment of
 // that product reads a whole mix (C inputs): TILE_WRITES stores mix SEG_MIX[i] of the pair for segment i (generated,
-// engine/rwkv7/runtime.ts normTiles).
+// engine/rwkv7/norm-tiles.ts normTileWrites).
 @group(0) @binding(9) var<storage, read_write> xt: array<u32>;
 const TILE_TOKENS: u32 = {{TILE_TOKENS}}u;
 

@@ -29,11 +29,17 @@ fn find_seg(vrow: u32) -> Seg {
   return s;
 }
 
-fn store(s: Seg, t: u32, o: u32, v0: f32) {
+/** Output o of segment s from its sum v0: the row's scale, then the segment's activation. */
+fn activated(s: Seg, o: u32, v0: f32) -> f32 {
   var v = v0 * weight_row_scale(s.row0 + o);
   if (s.act == 1u) { v = tanh(v); }
   else if (s.act == 2u) { v = 1.0 / (1.0 + exp(-v)); }
   else if (s.act == 3u) { let r = max(v, 0.0); v = r * r; }
+  return v;
+}
+
+fn store(s: Seg, t: u32, o: u32, v0: f32) {
+  var v = activated(s, o, v0);
   let idx = s.y_off + t * s.n + o;
   if ((s.flags & ACCUM) != 0u) { v += y[idx]; }
   y[idx] = v;

@@ -1,7 +1,9 @@
-// The norm + token-shift kernel writing the f16 blocks of the tiled product after it (engine/rwkv7/norm-tiles.ts,
-// shaders/ln_shift_tiles.wgsl), on the subgroup-matrix path emulated on lavapipe: the products that read the norm's
-// mixes first (the r/k/v group, with the first LoRAs in fused decode steps, and the FFN key) lose their tiling pass,
-// and every logit is the same bits as with the pass (the same f32 values converted to f16 by the same builtin).
+// Kernels writing the f16 blocks of the tiled product after them, on the subgroup-matrix path emulated on lavapipe:
+// - the norm + token-shift kernel (engine/rwkv7/norm-tiles.ts, shaders/ln_shift_tiles.wgsl): the products that read
+//   the norm's mixes first (the r/k/v group, with the first LoRAs in fused decode steps, and the FFN key);
+// - an unsplit tiled FFN key (shaders/sgtile_blocks_out.wgsl), for the FFN value.
+// Those products lose their tiling pass, and every logit is the same bits as with the passes (the same f32 values
+// converted to f16).
 
 import * as assert from 'assert';
 import * as path from 'path';
@@ -67,10 +69,30 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
     }
   });
 
-  it('gives the same logits, bit for bit, as the tiling pass: a prefill of three sequences (padded rows) and decode steps', async () => {
+  it('the FFN key stores the value\'s blocks where it runs unsplit: the value\'s tiling pass goes', () => {
+    const rt = runtime();
+    const labels = (on: boolean, T: number, J: number) => {
+      rt.ffnBlocks = on;
+      return rt.dispatchLabels(T, J, J).filter((l) => /:(fk|fv)(:|$)/.test(l));
+    };
+    try {
+      // v7-tiny's products are too short to split: three sequences at once (72 tokens, padded to 128) are tiled.
+      const T = 3 * tokens.length;
+      const off = labels(false, T, 3);
+      const on = labels(true, T, 3);
+      assert.ok(off.some((l) => l.endsWith(':fv:tile')), `off: ${off}`);
+      assert.ok(!on.some((l) => l.endsWith(':fv:tile')), `on: ${on}`);
+      assert.ok(on.some((l) => /^mm_sgtile\d+x\d+x\d+x\d+(k\d)?b:fk$/.test(l)), `on: ${on}`);
+    } finally {
+      rt.ffnBlocks = true;
+    }
+  });
+
+  it('gives the same logits, bit for bit, as the tiling passes: a prefill of three sequences (padded rows) and decode steps', async () => {
     const rt = runtime();
     const logits = async (on: boolean) => {
       rt.normTiles = on;
+      rt.ffnBlocks = on;
       for (let s = 0; s < 4; s++) be.resetState(s);
       const prefill = await be.run([0, 1, 2].map((slot) => ({ slot, tokens, output: 'all' as const })));
       const steps = await be.run([0, 1, 2, 3].map((slot) => ({ slot, tokens: [tokens[slot]], output: 'last' as const })));
@@ -82,6 +104,7 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
       assert.deepStrictEqual(on, off);
     } finally {
       rt.normTiles = true;
+      rt.ffnBlocks = true;
     }
   });
 });

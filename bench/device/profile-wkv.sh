@@ -15,6 +15,11 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 W=/tmp/profile-wkv-work; rm -rf "$W"; mkdir -p "$W"
 pack() { tar czf "$OUT/profile-wkv.tgz" -C "$W" .; }
 nvidia-smi -L | head -1
+# With GOLDEN=1 (carry .carry/shared too), the golden check first, with PROFILE_ENV's settings.
+if [[ ${GOLDEN:-0} == 1 ]]; then
+  env ${PROFILE_ENV:-} RWKV_SHARED=.carry/shared timeout 120 $R node dist/bench/golden-check.js v7-tiny > $W/golden.log 2>&1; echo "golden (${PROFILE_ENV:-defaults}) rc $?"; pack
+  grep -v 'artificially' $W/golden.log | grep -E '"v7-tiny.(f32|f16|f16-sgtile|f16-tiled|int8).seq|draws|kernel path' | head -8
+fi
 CLOCKS=$W/wkv-clocks.csv timeout 240 $C $R node dist/bench/run.js --sections wkv --wkv-shapes "${WKV_SHAPES:-1.5B,0.1B}" \
   --wkv-cases "${WKV_CASES:-prefill T=128,prefill T=512}" --out $W/wkv.json > $W/wkv.log 2>&1; echo "wkv rc $?"; pack
 grep -E 'µs/token' $W/wkv.log | head -40

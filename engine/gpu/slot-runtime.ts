@@ -245,7 +245,7 @@ export abstract class SlotRuntime implements InferenceBackend {
     const fusedSave = T === J;
     const split = lnShiftSplit(T, this.C);
     const k = this.kernel(`lnShift${ffn},${M},${fusedSave},${split}`, () =>
-      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave, SPLIT: split }), [
+      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', 'ln_shift_no_tiles', 'ln_shift'], { ...this.consts, WG: 256, M, FFN: ffn, SAVE: fusedSave, SPLIT: split }), [
         'uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw',
       ]),
     );

@@ -43,9 +43,10 @@ export type MatmulVariant =
   /**
    * Subgroup matrices loaded straight from storage (mm_sgtile), the activations tiled first (mm_sgtile_x): sgm × sgn
    * subgroups of mt × nt result tiles; 16·nt·sgn outputs (at most SEGMENT_ALIGN) × 16·mt·sgm tokens (at most
-   * TILE_TOKENS) a workgroup; ku steps of 16 inputs loaded together (TILED_KU when absent).
+   * TILE_TOKENS) a workgroup; ku steps of 16 inputs loaded together (TILED_KU when absent). blocksOut (unsplit only):
+   * its results go out as the next product's f16 blocks (binding 7, sgtile_blocks_out.wgsl) instead of f32 rows.
    */
-  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; ku?: 1 | 2 | 4; split?: number };
+  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; ku?: 1 | 2 | 4; split?: number; blocksOut?: boolean };
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
@@ -521,7 +522,8 @@ function layoutFree(
   if (v.kind === 'gemm' && v.tile === 16 && split > 1) throw new Error('split K runs on the 64-token tiles only');
   // A split product also binds its partial sums (binding 5); the tiled product always does (it writes whole tiles
   // there even unsplit), and binds its tiled inputs too (binding 6).
-  const bindings: BindingKind[] = v.kind === 'sgtile' ? TILED_PRODUCT_BINDINGS : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
+  if (v.kind === 'sgtile' && v.blocksOut && split > 1) throw new Error('a split tiled product stores through its reduction pass, not as f16 blocks');
+  const bindings: BindingKind[] = v.kind === 'sgtile' ? [...TILED_PRODUCT_BINDINGS, ...(v.blocksOut ? (['rw'] as const) : [])] : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
   const kParts = split > 1 ? ['split_layout', 'mm_split'] : ['mm_whole'];
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
@@ -554,10 +556,10 @@ function layoutFree(
     case 'sgtile': {
       const ku = v.ku ?? TILED_KU;
       return {
-        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}`,
+        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}${v.blocksOut ? 'b' : ''}`,
         // Split: through the partial sums (mm_split.wgsl) and the reduction pass; unsplit, it stores its own results.
-        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split) },
+        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...(v.blocksOut ? ['sgtile_blocks_out'] : []), 'mm_sgtile'],
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split, v.blocksOut) },
         bindings,
       };
     }

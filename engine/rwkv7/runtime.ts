@@ -28,7 +28,7 @@ import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from './tiled-input
 import { normRows, normTileWrites, type NormTiles } from './norm-tiles';
 import {
   chooseMatmul, describeKernels, groupUniform, matmulDispatch, matmulShader, splitKFromEnv, stagedFromEnv, stagedWithin, type StagedTiles, tiledFromEnv, type TiledChoice, tileInputDispatch, tileInputShader, reducesAfter, usesStagedInt8, usesSubgroupMatrix, MAX_SPLIT, SPLIT_SGMAT_VEC_ROWS, splitReduceDispatch, splitReduceShader,
-  weightPrelude, type SegmentIO, maxTileTokens, tileTokensOf, WIDE_TILE,
+  weightPrelude, type SegmentIO, maxTileTokens, tileTokensOf, WIDE_TILE, splitOf, tiledInputHalves,
 } from './matmul';
 import { DEEP_EMBED_ROW } from '../model-spec';
 import { quantLayersNote } from '../precision';
@@ -205,6 +205,11 @@ export class Rwkv7Runtime implements InferenceBackend {
    */
   normTiles = process.env.RWKV_NORM_TILES !== 'off';
   /**
+   * An unsplit tiled FFN key stores its results as the FFN value's f16 blocks (shaders/sgtile_blocks_out.wgsl), and the
+   * value runs without its tiling pass. On unless RWKV_FFN_BLOCKS=off (A/B runs, tests).
+   */
+  ffnBlocks = process.env.RWKV_FFN_BLOCKS !== 'off';
+  /**
    * Steps of 8 inputs of the fused decode kernel's second LoRA stages whose loads it issues before summing
    * (shaders/rwkv7_tmix_decode.wgsl LU; the same sums in the same order whatever the value).
    */
@@ -327,6 +332,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('splitParts', Math.max(4, this.splitScratchFloats));
     // The tiled products' inputs as f16 (two a float), shared by every group: products run one after another.
     f('tiledInputs', Math.max(4, Math.ceil(this.tiledInputHalves / 2)));
+    // The FFN value's f16 blocks as the FFN key writes them (productBlocksFor): the key reads tiledInputs meanwhile.
+    f('ffnBlocks', this.tiledInputHalves > 0 ? Math.ceil(tiledInputHalves([this.F], TMAX, maxTileTokens(this.tiled!)) / 2) : 4);
     if (this.weights.deepEmbed) {
       // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
       const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
@@ -542,8 +549,23 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   /**
+   * Whether the FFN key of a layer (fk over `rows` rows) stores the FFN value's f16 blocks (ffnBlocks): both tiled, the
+   * key unsplit (it stores its own results; split, its reduction pass would) with token tiles as tall as the value's
+   * padded rows, one matrix each, and nothing between them reading the key's f32 rows (RWKV-7a's gate does).
+   */
+  private ffnBlocksFor(key: string, L: ModelWeights['layers'][number], fkIO: SegmentIO[], fvIO: SegmentIO[], rows: number): boolean {
+    if (!this.ffnBlocks || this.weights.deepEmbed || this.tiled === null) return false;
+    const fk = this.productChoice(`${key}:fk`, L.ffnK, fkIO, rows, false).variant;
+    const fv = this.productChoice(`${key}:fv`, L.ffnV, fvIO, rows, false).variant;
+    if (fk.kind !== 'sgtile' || fv.kind !== 'sgtile' || splitOf(fk) !== 1) return false;
+    if (L.ffnK.segs.length !== 1 || L.ffnV.segs.length !== 1 || L.ffnV.segs[0].k !== L.ffnK.segs[0].n || fkIO[0].accum) return false;
+    return 16 * fk.mt * fk.sgm === tileTokensOf(fk) && tileTokensOf(fk) === tileTokensOf(fv);
+  }
+
+  /**
    * y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows. `preTiled`: a tiled product's f16
-   * blocks were written by the norm kernel before it (normTiles), so its tiling pass is left out.
+   * blocks were written before it, by the norm kernel (normTiles) or, in `blocks.from`, by the product before it, so
+   * its tiling pass is left out. `blocks.out`: the product stores its results there as the next product's f16 blocks.
    */
   private matmul(
     pass: Recorder,
@@ -554,15 +576,21 @@ export class Rwkv7Runtime implements InferenceBackend {
     rows: number,
     io: SegmentIO[],
     useR = false,
-    preTiled: NormTiles | null = null,
+    preTiled: NormTiles | { tileTokens: number } | null = null,
+    blocks: { from?: GPUBuffer; out?: GPUBuffer } = {},
   ) {
-    const { config, u, ks, variant } = this.productChoice(key, g, io, rows, useR);
+    const { config, u, ks, variant: chosen } = this.productChoice(key, g, io, rows, useR);
+    if (blocks.out && (chosen.kind !== 'sgtile' || splitOf(chosen) !== 1)) throw new Error(`product ${key}: only an unsplit tiled product stores f16 blocks`);
+    const variant = blocks.out && chosen.kind === 'sgtile' ? { ...chosen, blocksOut: true } : chosen;
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
     const reduce = reducesAfter(variant);
     const tiledProduct = variant.kind === 'sgtile';
     // Tiled products declare the partial sums (binding 5) whether or not they are split.
-    const resources = [this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce || tiledProduct ? [this.buf.splitParts] : []), ...(tiledProduct ? [this.buf.tiledInputs] : [])];
+    const resources = [
+      this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce || tiledProduct ? [this.buf.splitParts] : []), ...(tiledProduct ? [blocks.from ?? this.buf.tiledInputs] : []),
+      ...(blocks.out ? [blocks.out] : []),
+    ];
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     if (preTiled && (!tiledProduct || preTiled.tileTokens !== tileTokensOf(variant)))
       throw new Error(`product ${key}: its norm wrote f16 blocks of ${preTiled.tileTokens} tokens for a ${shader.key} product`);
@@ -572,19 +600,20 @@ export class Rwkv7Runtime implements InferenceBackend {
       const t = tileInputShader(tokens);
       const tk = this.kernel(t.key, () => makeKernel(this.device, t.parts, t.constants, t.bindings));
       pass.setPipeline(tk.pipeline);
-      pass.setBindGroup(0, this.group(`${t.key}:${key}`, tk, resources));
+      // Its bindings are the product's but the output blocks (binding 7) of a product storing f16 blocks.
+      pass.setBindGroup(0, this.group(`${t.key}:${key}`, tk, blocks.out ? resources.slice(0, -1) : resources));
       pass.label(`${label}:tile`);
       pass.dispatchWorkgroups(...tileInputDispatch(ks, rows, tokens));
     }
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${shader.key}:${key}`, k, resources));
+    pass.setBindGroup(0, this.group(`${shader.key}:${key}${blocks.from ? ':from' : ''}`, k, resources));
     pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
     if (!reduce) return;
     const rs = splitReduceShader(variant, config, rows);
     const r = this.kernel(rs.key, () => makeKernel(this.device, rs.parts, rs.constants, rs.bindings));
     pass.setPipeline(r.pipeline);
-    pass.setBindGroup(0, this.group(`${rs.key}:${key}`, r, resources));
+    pass.setBindGroup(0, this.group(`${rs.key}:${key}${blocks.from ? ":from" : ""}`, r, resources));
     pass.label(`${label}:reduce`);
     pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
   }
@@ -608,7 +637,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.ffnBlocks},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -864,9 +893,12 @@ export class Rwkv7Runtime implements InferenceBackend {
 
       if (dea) deaAttend(key, l);
       const fkIO: SegmentIO[] = [{ xOff: 0, yOff: 0, act: 3 }];
+      const fvIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
       const ffnTiles = this.normTilesFor(`${key}:fk`, L.ffnK, fkIO, T, 1);
+      // The FFN key's results straight into the value's f16 blocks, where both are tiled (ffnBlocksFor).
+      const ffnBlocks = this.ffnBlocksFor(key, L, fkIO, fvIO, T);
       normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix, ffnTiles);
-      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, fkIO, false, ffnTiles);
+      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, fkIO, false, ffnTiles, ffnBlocks ? { out: buf.ffnBlocks } : {});
       if (de) {
         const g = gate();
         const se = { buffer: buf.se, offset: seAt(l) * 4, size: this.deepEmbedRegion * 4 };
@@ -874,7 +906,10 @@ export class Rwkv7Runtime implements InferenceBackend {
         pass.setBindGroup(0, this.group(`${key}:gate`, g, [buf.batch, de.layers[l].table, buf.ids, buf.xn, se, de.layers[l].gate, buf.ffk]));
         pass.dispatchWorkgroups(T);
       }
-      this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
+      if (ffnBlocks) {
+        const fv = this.productChoice(`${key}:fv`, L.ffnV, fvIO, T, false).variant;
+        this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, fvIO, false, { tileTokens: tileTokensOf(fv as Extract<typeof fv, { kind: 'sgtile' }>) }, { from: buf.ffnBlocks });
+      } else this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, fvIO);
       if (submitsAfter(l) && l + 1 < weights.layers.length) pass.submit();
     });
 

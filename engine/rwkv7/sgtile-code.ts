@@ -15,14 +15,14 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
  * neighbouring outputs of a token at a time; tokens from `t0`, outputs from `o0`, both past the bounds skipped. Every
  * subgroup of the workgroup runs it, so its barriers are uniform. Shared by both kernels' epilogues.
  */
-function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink: string): string {
+function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink: string, bounds = 't < rows && o < s.n'): string {
   return [
     `subgroupMatrixStore<row_major>(&ot, sg * 256u, c_${i}_${j}, 16u);`,
     'workgroupBarrier();',
     'for (var e = lane; e < 256u; e += 32u) {',
     `  let t = ${t0} + ${i * 16}u + e / 16u;`,
     `  let o = ${o0} + ${j * 16}u + e % 16u;`,
-    `  if (t < rows && o < s.n) { ${sink} }`,
+    `  if (${bounds}) { ${sink} }`,
     '}',
     'workgroupBarrier();',
   ].join('\n  ');
@@ -35,7 +35,7 @@ function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink
  * activation, accumulation, bounds): each tile through the subgroup's 1 KB of workgroup memory, its lanes writing 16
  * neighbouring outputs of a token at a time — one dispatch and one pass over the results fewer.
  */
-export function tiledProductCode(mt: number, nt: number, ku: number, split: number): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES' | 'SHARED', string> {
+export function tiledProductCode(mt: number, nt: number, ku: number, split: number, blocksOut = false): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES' | 'SHARED', string> {
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
   // Loads of step u: the left matrices of the subgroup's MT token blocks, the right ones of its NT output blocks.
   const loads = (u: number) => [
@@ -56,7 +56,13 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split: numb
           'let rows = row_count();',
           'let tr0 = t0 + sm * MT * 16u;',
           'let or0 = o0 + sn * NT * 16u;',
-          ...pairs.map(([i, j]) => tileThroughWorkgroup(i, j, 'tr0', 'or0', 'store(s, t, o, ot[sg * 256u + e]);')),
+          // As the next product's f16 blocks (sgtile_blocks_out.wgsl): every token row of the tile, those past the batch
+          // as zeros, since that product reads its blocks up to the padded rows.
+          ...pairs.map(([i, j]) =>
+            blocksOut
+              ? tileThroughWorkgroup(i, j, 'tr0', 'or0', 'store_block(s, t, o, ot[sg * 256u + e], t >= rows);', 'o < s.n')
+              : tileThroughWorkgroup(i, j, 'tr0', 'or0', 'store(s, t, o, ot[sg * 256u + e]);'),
+          ),
         ].join('\n  '),
     SHARED: split > 1 ? '' : 'var<workgroup> ot: array<f32, 256u * SGS>;',
   };
