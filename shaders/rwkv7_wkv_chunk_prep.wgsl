@@ -37,20 +37,6 @@ fn tm4(o: u32) -> vec4<f32> {
   return tm[o / 4u];
 }
 
-// The first token and token count of chunk c of the batch; a count of 0 past the last chunk.
-fn chunk_span(c: u32) -> vec2<u32> {
-  var first = 0u;
-  for (var j = 0u; j < batch.J; j++) {
-    let job = jobs[j];
-    let count = (job.z + CHUNK - 1u) / CHUNK;
-    if (c < first + count) {
-      let k = c - first;
-      return vec2<u32>(job.y + k * CHUNK, min(CHUNK, job.z - k * CHUNK));
-    }
-    first += count;
-  }
-  return vec2<u32>(0u, 0u);
-}
 
 @compute @workgroup_size(ROWS * L)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {

@@ -10,20 +10,9 @@
 // lane loads its column of the next chunk's M (and its v) while the current chunk is summed, which keeps the
 // loads' latency off the chain. A short chunk's missing tokens have zero rows in M and v = 0 here; their y is
 // not written.
-struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
-@group(0) @binding(0) var<uniform> batch: Batch;
-@group(0) @binding(1) var<uniform> layer: Layer;
-@group(0) @binding(2) var<storage, read> jobs: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> tm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> state: array<f32>;
-@group(0) @binding(5) var<storage, read_write> chunks: array<f32>;
-
-const STATE: u32 = {{STATE}}u;
-const CHUNK: u32 = {{CHUNK}}u;
-const VROWS: u32 = N + CHUNK;
+// Bindings and sizes: wkv_chunk_scan_common.wgsl.
 // Workgroups per head (4 rows each).
 const PARTS: u32 = N / 4u;
-const H: u32 = C / N;
 
 // [s_0 | v_1..v_T] of the workgroup's 4 rows, column by column: the left side of the chunk's product.
 var<workgroup> x: array<vec4<f32>, VROWS>;

@@ -8,22 +8,11 @@
 //   4 rows a workgroup), so the reads fall by QUADS while the serial work a chunk grows to QUADS·(N+T) vec4
 //   multiply-adds, in QUADS independent chains.
 // The code per chunk comes from wkv-chunk.ts chunkScanCode.
-struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
-@group(0) @binding(0) var<uniform> batch: Batch;
-@group(0) @binding(1) var<uniform> layer: Layer;
-@group(0) @binding(2) var<storage, read> jobs: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> tm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> state: array<f32>;
-@group(0) @binding(5) var<storage, read_write> chunks: array<f32>;
-
-const STATE: u32 = {{STATE}}u;
-const CHUNK: u32 = {{CHUNK}}u;
-const VROWS: u32 = N + CHUNK;
+// Bindings and sizes: wkv_chunk_scan_common.wgsl.
 const QUADS: u32 = {{QUADS}}u;
 // State rows a workgroup, and workgroups per head.
 const ROWS: u32 = 4u * QUADS;
 const PARTS: u32 = N / ROWS;
-const H: u32 = C / N;
 
 // [s_0 | v_1..v_T] of the workgroup's rows, column by column, quad q of column m at x[m * QUADS + q]: the left side
 // of the chunk's product.

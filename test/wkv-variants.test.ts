@@ -122,7 +122,7 @@ describe('WKV kernel variants: the chunked ones', () => {
       [true, ['uniform', 'uniform', 'read', 'rw', 'rw', 'rw']],
     ]);
     assert.deepEqual(passes.map((p) => p.parts.at(-1)), ['rwkv7_wkv_chunk_prep', 'rwkv7_wkv_chunk_scan']);
-    assert.deepEqual(wkvPasses(parseWkvVariant('chunk16-subgroup'), c)[0].parts, ['head_common', 'wkv_rowsum_subgroup', 'rwkv7_wkv_chunk_prep']);
+    assert.deepEqual(wkvPasses(parseWkvVariant('chunk16-subgroup'), c)[0].parts, ['head_common', 'wkv_rowsum_subgroup', 'wkv_chunk_span', 'rwkv7_wkv_chunk_prep']);
     // prep: 80 virtual rows of 8 lanes in workgroups of 8 rows per head, and the chunks of 40 tokens in 3 jobs;
     // scan: 4 rows a workgroup, one per job.
     assert.deepEqual(passes.map((p) => p.dispatch(4, 3, 40)), [[4 * 10, wkvMaxChunks(16, 40, 3)], [64, 3]]);

@@ -162,7 +162,7 @@ export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bi
   const prepRows = invocations / lanes;
   // The lane variants also take the scan as straight-line code (the others keep the scan they were measured with).
   const scan: WkvPass = {
-    parts: ['head_common', reduce === 'lane' ? 'rwkv7_wkv_chunk_scan_flat' : 'rwkv7_wkv_chunk_scan'],
+    parts: ['head_common', 'wkv_chunk_scan_common', reduce === 'lane' ? 'rwkv7_wkv_chunk_scan_flat' : 'rwkv7_wkv_chunk_scan'],
     constants: { ...c, CHUNK: T, ...(reduce === 'lane' ? { QUADS: FLAT_SCAN_QUADS, ...chunkScanCode(N + T, FLAT_SCAN_QUADS, flatScan) } : {}) },
     bindings,
     scratch: true,
@@ -170,7 +170,7 @@ export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bi
   };
   if (reduce === 'lane') {
     const prep: WkvPass = {
-      parts: ['head_common', 'rwkv7_wkv_chunk_prep_lane'],
+      parts: ['head_common', 'wkv_chunk_span', 'rwkv7_wkv_chunk_prep_lane'],
       constants: { ...c, CHUNK: T, ...chunkLaneCode(N) },
       bindings,
       scratch: true,
@@ -180,7 +180,7 @@ export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bi
   }
   return [
     {
-      parts: ['head_common', reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'rwkv7_wkv_chunk_prep'],
+      parts: ['head_common', reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'wkv_chunk_span', 'rwkv7_wkv_chunk_prep'],
       constants: { ...c, CHUNK: T, L: lanes, ROWS: prepRows },
       bindings,
       scratch: true,
