@@ -1,13 +1,6 @@
 // The WKV-7 state update, sequential over each job's tokens. One workgroup per (head, job); lane i owns row i
 // (value index) of the head's N x N state: s = s*diag(w) - (s kk)(kk*a)^T + v k^T, y = s r.
-struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
-@group(0) @binding(0) var<uniform> batch: Batch;
-@group(0) @binding(1) var<uniform> layer: Layer;
-@group(0) @binding(2) var<storage, read> jobs: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> tm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> state: array<f32>;
-
-const STATE: u32 = {{STATE}}u;
+// Bindings: wkv_bindings.wgsl.
 var<workgroup> sr: array<f32, N>;
 var<workgroup> sw: array<f32, N>;
 var<workgroup> sk: array<f32, N>;

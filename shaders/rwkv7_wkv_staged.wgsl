@@ -3,14 +3,7 @@
 // step. Here the head's state passes through workgroup memory (N x (N + 1) floats): lane i moves column i
 // of each row (neighbouring lanes, neighbouring floats), and rows are padded to N + 1 floats so lane i reading
 // its row back (floats i*(N+1) + j) hits a different bank than its neighbours.
-struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
-@group(0) @binding(0) var<uniform> batch: Batch;
-@group(0) @binding(1) var<uniform> layer: Layer;
-@group(0) @binding(2) var<storage, read> jobs: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> tm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> state: array<f32>;
-
-const STATE: u32 = {{STATE}}u;
+// Bindings: wkv_bindings.wgsl.
 const PAD: u32 = N + 1u;
 var<workgroup> tile: array<f32, N * PAD>;
 var<workgroup> sr: array<f32, N>;

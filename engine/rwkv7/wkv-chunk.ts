@@ -162,7 +162,7 @@ export function chunkPasses(T: number, reduce: ChunkPrepSum, c: WkvConstants, bi
   const prepRows = invocations / lanes;
   // The lane variants also take the scan as straight-line code (the others keep the scan they were measured with).
   const scan: WkvPass = {
-    parts: ['head_common', 'wkv_chunk_scan_common', reduce === 'lane' ? 'rwkv7_wkv_chunk_scan_flat' : 'rwkv7_wkv_chunk_scan'],
+    parts: ['head_common', 'wkv_bindings', 'wkv_chunk_scan_common', reduce === 'lane' ? 'rwkv7_wkv_chunk_scan_flat' : 'rwkv7_wkv_chunk_scan'],
     constants: { ...c, CHUNK: T, ...(reduce === 'lane' ? { QUADS: FLAT_SCAN_QUADS, ...chunkScanCode(N + T, FLAT_SCAN_QUADS, flatScan) } : {}) },
     bindings,
     scratch: true,

@@ -295,8 +295,8 @@ export function wkvPasses(v: WkvVariant, c: WkvConstants, flatScan = true): WkvP
 
 /** The kernel of a one-pass variant (wkvPasses' part for every variant but 'chunk'). */
 function wkvShader(v: OnePassWkv, c: WkvConstants): { parts: string[]; constants: Record<string, number> } {
-  if (v.kind === 'row') return { parts: ['head_common', 'rwkv7_wkv'], constants: { ...c } };
-  if (v.kind === 'row-staged') return { parts: ['head_common', 'rwkv7_wkv_staged'], constants: { ...c } };
+  if (v.kind === 'row') return { parts: ['head_common', 'wkv_bindings', 'rwkv7_wkv'], constants: { ...c } };
+  if (v.kind === 'row-staged') return { parts: ['head_common', 'wkv_bindings', 'rwkv7_wkv_staged'], constants: { ...c } };
   return {
     parts: ['head_common', v.reduce === 'subgroup' ? 'wkv_rowsum_subgroup' : 'wkv_rowsum_shared', 'rwkv7_wkv_split'],
     constants: { ...c, L: v.lanes, ROWS: v.rows },
