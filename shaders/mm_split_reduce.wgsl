@@ -25,11 +25,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
       for (var c = 0u; c < VR; c++) { acc[dt * VR + c] += part[p + c]; }
     }
   }
+  // put() and out_rows(): f32 rows over the batch (reduce_store_rows.wgsl), or the next product's f16 blocks over its
+  // padded rows (reduce_store_blocks.wgsl).
+  let last = out_rows();
   for (var dt = 0u; dt < RT; dt++) {
     let t = t0 + dt;
-    if (t >= rows) { break; }
+    if (t >= last) { break; }
     for (var c = 0u; c < VR; c++) {
-      if (o0 + c < s.n) { store(s, t, o0 + c, acc[dt * VR + c]); }
+      if (o0 + c < s.n) { put(s, t, o0 + c, acc[dt * VR + c], rows); }
     }
   }
 }

@@ -1,7 +1,8 @@
 // Kernels writing the f16 blocks of the tiled product after them, on the subgroup-matrix path emulated on lavapipe:
 // - the norm + token-shift kernel (engine/rwkv7/norm-tiles.ts, shaders/ln_shift_tiles.wgsl): the products that read
 //   the norm's mixes first (the r/k/v group, with the first LoRAs in fused decode steps, and the FFN key);
-// - an unsplit tiled FFN key (shaders/sgtile_blocks_out.wgsl), for the FFN value.
+// - a tiled product whose results the next reads whole (shaders/sgtile_blocks_out.wgsl: the FFN key for the value, the
+//   first LoRA stages for the second), unsplit in its own epilogue, split in its reduction pass.
 // Those products lose their tiling pass, and every logit is the same bits as with the passes (the same f32 values
 // converted to f16).
 
@@ -10,6 +11,7 @@ import * as path from 'path';
 import { createBackend, type Backend } from '../engine/backend';
 import { acquireGpu, releaseGpu, type GpuContext } from '../engine/gpu/device';
 import type { Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { randomRwkv7Checkpoint } from '../engine/random-model';
 import { normRows, normTileWrites } from '../engine/rwkv7/norm-tiles';
 import { readSafetensors } from '../engine/loader/safetensors';
 import { toI32 } from '../engine/loader/dtype';
@@ -69,10 +71,10 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
     }
   });
 
-  it('the FFN key stores the value\'s blocks where it runs unsplit: the value\'s tiling pass goes', () => {
+  it('the FFN key and the first LoRA stages store the next product\'s blocks: its tiling pass goes', () => {
     const rt = runtime();
     const labels = (on: boolean, T: number, J: number) => {
-      rt.ffnBlocks = on;
+      rt.productBlocks = on;
       return rt.dispatchLabels(T, J, J).filter((l) => /:(fk|fv)(:|$)/.test(l));
     };
     try {
@@ -83,8 +85,10 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
       assert.ok(off.some((l) => l.endsWith(':fv:tile')), `off: ${off}`);
       assert.ok(!on.some((l) => l.endsWith(':fv:tile')), `on: ${on}`);
       assert.ok(on.some((l) => /^mm_sgtile\d+x\d+x\d+x\d+(k\d)?b:fk$/.test(l)), `on: ${on}`);
+      const all = rt.dispatchLabels(T, 3, 3);
+      assert.ok(all.some((l) => l.endsWith(':lora2')) && !all.some((l) => l.endsWith(':lora2:tile')), `on: ${all}`);
     } finally {
-      rt.ffnBlocks = true;
+      rt.productBlocks = true;
     }
   });
 
@@ -92,7 +96,7 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
     const rt = runtime();
     const logits = async (on: boolean) => {
       rt.normTiles = on;
-      rt.ffnBlocks = on;
+      rt.productBlocks = on;
       for (let s = 0; s < 4; s++) be.resetState(s);
       const prefill = await be.run([0, 1, 2].map((slot) => ({ slot, tokens, output: 'all' as const })));
       const steps = await be.run([0, 1, 2, 3].map((slot) => ({ slot, tokens: [tokens[slot]], output: 'last' as const })));
@@ -104,7 +108,30 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
       assert.deepStrictEqual(on, off);
     } finally {
       rt.normTiles = true;
-      rt.ffnBlocks = true;
+      rt.productBlocks = true;
+    }
+  });
+
+  it('split products store the blocks in their reduction pass, rows padded: the same logits bit for bit', async () => {
+    // C = 512: at 72 rows the FFN key and the first LoRA stages split K in two, so their reduction passes write the
+    // next product's blocks (and zeros for rows 72–127).
+    const model = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 512, headSize: 64, vocabSize: 64, seed: 7 });
+    const split = await createBackend({ model, slots: 3, precision: 'f16', gpu, maxTokens: 128 });
+    try {
+      const rt = split as unknown as Rwkv7Runtime;
+      const labels = rt.dispatchLabels(72, 3, 3);
+      for (const p of ['fk', 'lora1']) assert.ok(labels.some((l) => new RegExp(`s2:${p}:reduce$`).test(l)), `${p} split: ${labels}`);
+      assert.ok(!labels.some((l) => /:(fv|lora2):tile$/.test(l)), `${labels}`);
+      const seq = Array.from({ length: 24 }, (_, i) => (i * 7) % 64);
+      const logits = async (on: boolean) => {
+        rt.productBlocks = on;
+        for (let s = 0; s < 3; s++) split.resetState(s);
+        return (await split.run([0, 1, 2].map((slot) => ({ slot, tokens: seq, output: 'all' as const })))).map((o) => Array.from(o!));
+      };
+      const off = await logits(false);
+      assert.deepStrictEqual(await logits(true), off);
+    } finally {
+      split.dispose();
     }
   });
 });

@@ -170,8 +170,18 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(chooseMatmul(512, H200, { k: 8192, virtualRows: 8192, scratchFloats: 512 * 8192, tileable: true }), { ...DEFAULT_TILED.large, split: 1 });
     assert.strictEqual(chooseMatmul(512, H200, { k: 2048, virtualRows: 8192, scratchFloats: 512 * 8192 - 1, tileable: true }).kind, 'sgstage');
     const r = splitReduceShader({ ...t, split: 1 }, H200, 64);
-    assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce']);
+    assert.deepStrictEqual(r.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'reduce_store_rows', 'mm_split_reduce']);
     assert.strictEqual(r.bindings.length, 7);
+    // Storing the next product's f16 blocks instead: binding 7, and the padded rows covered (65 tokens → 128).
+    const b = splitReduceShader({ ...t, blocksOut: true }, H200, 65);
+    assert.deepStrictEqual(b.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'sgtile_blocks_out', 'reduce_store_blocks', 'mm_split_reduce']);
+    assert.deepStrictEqual([b.bindings.length, b.bindings[7]], [8, 'rw']);
+    assert.match(b.key, /:blocks$/);
+    assert.deepStrictEqual(splitReduceDispatch(100, 65, 64), [2, 128]);
+    assert.deepStrictEqual(splitReduceDispatch(100, 65), [2, 65]);
+    // A split product storing blocks leaves them to its reduction pass: the product itself is the plain split one.
+    assert.deepStrictEqual(matmulShader({ ...t, blocksOut: true }, H200), matmulShader(t, H200));
+    assert.match(matmulShader({ ...t, split: 1, blocksOut: true }, H200).key, /b$/);
   });
 
   it('groups that cannot be tiled, int8 groups and RWKV_MATMUL_TILED=off keep the staged tiles', () => {

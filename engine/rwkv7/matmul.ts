@@ -522,8 +522,9 @@ function layoutFree(
   if (v.kind === 'gemm' && v.tile === 16 && split > 1) throw new Error('split K runs on the 64-token tiles only');
   // A split product also binds its partial sums (binding 5); the tiled product always does (it writes whole tiles
   // there even unsplit), and binds its tiled inputs too (binding 6).
-  if (v.kind === 'sgtile' && v.blocksOut && split > 1) throw new Error('a split tiled product stores through its reduction pass, not as f16 blocks');
-  const bindings: BindingKind[] = v.kind === 'sgtile' ? [...TILED_PRODUCT_BINDINGS, ...(v.blocksOut ? (['rw'] as const) : [])] : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
+  // A split product's partial sums go to its reduction pass, which stores the blocks (splitReduceShader).
+  const blocksOut = v.kind === 'sgtile' && v.blocksOut === true && split === 1;
+  const bindings: BindingKind[] = v.kind === 'sgtile' ? [...TILED_PRODUCT_BINDINGS, ...(blocksOut ? (['rw'] as const) : [])] : split > 1 ? [...PRODUCT_BINDINGS, 'rw'] : PRODUCT_BINDINGS;
   const kParts = split > 1 ? ['split_layout', 'mm_split'] : ['mm_whole'];
   const splitName = split > 1 ? `s${split}` : '';
   switch (v.kind) {
@@ -556,10 +557,10 @@ function layoutFree(
     case 'sgtile': {
       const ku = v.ku ?? TILED_KU;
       return {
-        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}${v.blocksOut ? 'b' : ''}`,
+        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}${blocksOut ? 'b' : ''}`,
         // Split: through the partial sums (mm_split.wgsl) and the reduction pass; unsplit, it stores its own results.
-        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...(v.blocksOut ? ['sgtile_blocks_out'] : []), 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split, v.blocksOut) },
+        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...(blocksOut ? ['sgtile_blocks_out'] : []), 'mm_sgtile'],
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split, blocksOut) },
         bindings,
       };
     }
@@ -594,11 +595,14 @@ export function splitReduceShader(
   const shape = vr > 1 || rt > 1 ? `x${vr}t${rt}` : '';
   if (v.kind === 'sgtile') {
     const tokens = tileTokensOf(v);
-    const key = `mm_split_reduce${split}${shape}:tiled${tokens === TILE_TOKENS ? '' : tokens}`;
-    return { key, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', 'mm_split_reduce'], constants: { ...constants, TILE_TOKENS: tokens }, bindings: TILED_PRODUCT_BINDINGS };
+    // With blocksOut the pass stores the next product's f16 blocks (binding 7) instead of f32 rows.
+    const out = v.blocksOut ? ['sgtile_blocks_out', 'reduce_store_blocks'] : ['reduce_store_rows'];
+    const key = `mm_split_reduce${split}${shape}:tiled${tokens === TILE_TOKENS ? '' : tokens}${v.blocksOut ? ':blocks' : ''}`;
+    const bindings: BindingKind[] = v.blocksOut ? [...TILED_PRODUCT_BINDINGS, 'rw'] : TILED_PRODUCT_BINDINGS;
+    return { key, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...out, 'mm_split_reduce'], constants: { ...constants, TILE_TOKENS: tokens }, bindings };
   }
   if (split <= 1) throw new Error('only a split-K product has a reduction pass');
-  return { key: `mm_split_reduce${split}${shape}:${w}`, parts: [w, 'mm_common', 'split_layout', 'mm_split', 'mm_split_reduce'], constants, bindings: [...PRODUCT_BINDINGS, 'rw'] };
+  return { key: `mm_split_reduce${split}${shape}:${w}`, parts: [w, 'mm_common', 'split_layout', 'mm_split', 'reduce_store_rows', 'mm_split_reduce'], constants, bindings: [...PRODUCT_BINDINGS, 'rw'] };
 }
 
 /**
@@ -613,9 +617,11 @@ export function reduceShape(rows: number): { vr: number; rt: number } {
 }
 
 /** Workgroups of the reduction pass of a split product (64 invocations each). */
-export function splitReduceDispatch(virtualRows: number, rows: number): [number, number] {
+export function splitReduceDispatch(virtualRows: number, rows: number, blocksOfTokens = 0): [number, number] {
   const { vr, rt } = reduceShape(rows);
-  return [Math.ceil(virtualRows / (64 * vr)), Math.ceil(rows / rt)];
+  // Storing the next product's blocks, the pass also writes the padded rows (zeros) up to its token tiles.
+  const covered = blocksOfTokens > 0 ? Math.ceil(rows / blocksOfTokens) * blocksOfTokens : rows;
+  return [Math.ceil(virtualRows / (64 * vr)), Math.ceil(covered / rt)];
 }
 
 /**

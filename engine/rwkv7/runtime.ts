@@ -205,10 +205,11 @@ export class Rwkv7Runtime implements InferenceBackend {
    */
   normTiles = process.env.RWKV_NORM_TILES !== 'off';
   /**
-   * An unsplit tiled FFN key stores its results as the FFN value's f16 blocks (shaders/sgtile_blocks_out.wgsl), and the
-   * value runs without its tiling pass. On unless RWKV_FFN_BLOCKS=off (A/B runs, tests).
+   * A tiled product whose results the next tiled product reads whole (FFN key → value, first → second LoRA stages)
+   * stores them as that product's f16 blocks (shaders/sgtile_blocks_out.wgsl: unsplit itself, split in its reduction
+   * pass), and the next runs without its tiling pass. On unless RWKV_PRODUCT_BLOCKS=off (A/B runs, tests).
    */
-  ffnBlocks = process.env.RWKV_FFN_BLOCKS !== 'off';
+  productBlocks = process.env.RWKV_PRODUCT_BLOCKS !== 'off';
   /**
    * Steps of 8 inputs of the fused decode kernel's second LoRA stages whose loads it issues before summing
    * (shaders/rwkv7_tmix_decode.wgsl LU; the same sums in the same order whatever the value).
@@ -332,8 +333,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     f('splitParts', Math.max(4, this.splitScratchFloats));
     // The tiled products' inputs as f16 (two a float), shared by every group: products run one after another.
     f('tiledInputs', Math.max(4, Math.ceil(this.tiledInputHalves / 2)));
-    // The FFN value's f16 blocks as the FFN key writes them (productBlocksFor): the key reads tiledInputs meanwhile.
-    f('ffnBlocks', this.tiledInputHalves > 0 ? Math.ceil(tiledInputHalves([this.F], TMAX, maxTileTokens(this.tiled!)) / 2) : 4);
+    // A product's f16 blocks as the product before it writes them (productBlocksFor), which reads tiledInputs meanwhile:
+    // the same room, as the consumers (FFN value, second LoRA stages) are groups tiledInputs is sized over.
+    f('nextBlocks', Math.max(4, Math.ceil(this.tiledInputHalves / 2)));
     if (this.weights.deepEmbed) {
       // RWKV-7a: each token's e·s_emb_xᵀ for every layer, [layer][TMAX][1024]; the gate binds one layer's range.
       const bytes = this.info.nLayer * this.deepEmbedRegion * 4;
@@ -549,17 +551,20 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   /**
-   * Whether the FFN key of a layer (fk over `rows` rows) stores the FFN value's f16 blocks (ffnBlocks): both tiled, the
-   * key unsplit (it stores its own results; split, its reduction pass would) with token tiles as tall as the value's
-   * padded rows, one matrix each, and nothing between them reading the key's f32 rows (RWKV-7a's gate does).
+   * Whether product `a` (over `rows` rows) stores the f16 blocks of product `b` after it (productBlocks): both tiled
+   * with the same token tiles, b's segment i reading a's segment i whole (k_i = n_i, in multiples of 16), and a's
+   * results not accumulated into anything. Returns b's token tiles, or 0.
    */
-  private ffnBlocksFor(key: string, L: ModelWeights['layers'][number], fkIO: SegmentIO[], fvIO: SegmentIO[], rows: number): boolean {
-    if (!this.ffnBlocks || this.weights.deepEmbed || this.tiled === null) return false;
-    const fk = this.productChoice(`${key}:fk`, L.ffnK, fkIO, rows, false).variant;
-    const fv = this.productChoice(`${key}:fv`, L.ffnV, fvIO, rows, false).variant;
-    if (fk.kind !== 'sgtile' || fv.kind !== 'sgtile' || splitOf(fk) !== 1) return false;
-    if (L.ffnK.segs.length !== 1 || L.ffnV.segs.length !== 1 || L.ffnV.segs[0].k !== L.ffnK.segs[0].n || fkIO[0].accum) return false;
-    return 16 * fk.mt * fk.sgm === tileTokensOf(fk) && tileTokensOf(fk) === tileTokensOf(fv);
+  private productBlocksFor(a: { key: string; g: MatrixGroup; io: SegmentIO[] }, b: { key: string; g: MatrixGroup; io: SegmentIO[] }, rows: number): number {
+    if (!this.productBlocks || this.tiled === null) return 0;
+    const va = this.productChoice(a.key, a.g, a.io, rows, false).variant;
+    const vb = this.productChoice(b.key, b.g, b.io, rows, false).variant;
+    if (va.kind !== 'sgtile' || vb.kind !== 'sgtile' || tileTokensOf(va) !== tileTokensOf(vb)) return 0;
+    // Unsplit, the product's own workgroups write the blocks: their token tiles must reach the padded rows.
+    if (splitOf(va) === 1 && 16 * va.mt * va.sgm !== tileTokensOf(va)) return 0;
+    const segs = a.g.segs;
+    if (segs.length !== b.g.segs.length || a.io.some((s) => s.accum) || segs.some((s, i) => s.n % 16 !== 0 || b.g.segs[i].k !== s.n)) return 0;
+    return tileTokensOf(vb);
   }
 
   /**
@@ -580,17 +585,16 @@ export class Rwkv7Runtime implements InferenceBackend {
     blocks: { from?: GPUBuffer; out?: GPUBuffer } = {},
   ) {
     const { config, u, ks, variant: chosen } = this.productChoice(key, g, io, rows, useR);
-    if (blocks.out && (chosen.kind !== 'sgtile' || splitOf(chosen) !== 1)) throw new Error(`product ${key}: only an unsplit tiled product stores f16 blocks`);
+    if (blocks.out && chosen.kind !== 'sgtile') throw new Error(`product ${key}: only a tiled product stores f16 blocks`);
     const variant = blocks.out && chosen.kind === 'sgtile' ? { ...chosen, blocksOut: true } : chosen;
     const shader = matmulShader(variant, config);
     const k = this.kernel(shader.key, () => makeKernel(this.device, shader.parts, shader.constants, shader.bindings));
     const reduce = reducesAfter(variant);
     const tiledProduct = variant.kind === 'sgtile';
     // Tiled products declare the partial sums (binding 5) whether or not they are split.
-    const resources = [
-      this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce || tiledProduct ? [this.buf.splitParts] : []), ...(tiledProduct ? [blocks.from ?? this.buf.tiledInputs] : []),
-      ...(blocks.out ? [blocks.out] : []),
-    ];
+    // Binding 7, the next product's blocks: the unsplit product's, or the reduction pass's of a split one.
+    const base = [this.buf.batch, g.buffer, x, y, u.buffer, ...(reduce || tiledProduct ? [this.buf.splitParts] : []), ...(tiledProduct ? [blocks.from ?? this.buf.tiledInputs] : [])];
+    const resources = blocks.out && !reduce ? [...base, blocks.out] : base;
     const label = `${shader.key.split(':')[0]}:${key.replace(/^L\d+:/, '')}`;
     if (preTiled && (!tiledProduct || preTiled.tileTokens !== tileTokensOf(variant)))
       throw new Error(`product ${key}: its norm wrote f16 blocks of ${preTiled.tileTokens} tokens for a ${shader.key} product`);
@@ -601,7 +605,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       const tk = this.kernel(t.key, () => makeKernel(this.device, t.parts, t.constants, t.bindings));
       pass.setPipeline(tk.pipeline);
       // Its bindings are the product's but the output blocks (binding 7) of a product storing f16 blocks.
-      pass.setBindGroup(0, this.group(`${t.key}:${key}`, tk, blocks.out ? resources.slice(0, -1) : resources));
+      pass.setBindGroup(0, this.group(`${t.key}:${key}`, tk, base));
       pass.label(`${label}:tile`);
       pass.dispatchWorkgroups(...tileInputDispatch(ks, rows, tokens));
     }
@@ -613,9 +617,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     const rs = splitReduceShader(variant, config, rows);
     const r = this.kernel(rs.key, () => makeKernel(this.device, rs.parts, rs.constants, rs.bindings));
     pass.setPipeline(r.pipeline);
-    pass.setBindGroup(0, this.group(`${rs.key}:${key}${blocks.from ? ":from" : ""}`, r, resources));
+    pass.setBindGroup(0, this.group(`${rs.key}:${key}${blocks.from ? ':from' : ''}`, r, blocks.out ? [...base, blocks.out] : base));
     pass.label(`${label}:reduce`);
-    pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows));
+    pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows, blocks.out && variant.kind === 'sgtile' ? tileTokensOf(variant) : 0));
   }
 
   private get consts() {
@@ -637,7 +641,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.ffnBlocks},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -884,10 +888,12 @@ export class Rwkv7Runtime implements InferenceBackend {
         this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
       } else {
         this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO, false, attTiles);
-        this.matmul(pass, `${key}:lora1`, L.lora1, buf.mix, buf.lora, T,
-          L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })));
-        this.matmul(pass, `${key}:lora2`, L.lora2, buf.lora, buf.tm, T,
-          L.lora2.segs.map((_, i) => ({ xOff: i * LREG, yOff: tmAt(loraOut[i]) })));
+        const lora1 = { key: `${key}:lora1`, g: L.lora1, io: L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })) };
+        const lora2 = { key: `${key}:lora2`, g: L.lora2, io: L.lora2.segs.map((_, i) => ({ xOff: i * LREG, yOff: tmAt(loraOut[i]) })) };
+        // The first stages' results straight into the second's f16 blocks, where both are tiled (productBlocksFor).
+        const lora2Tokens = this.productBlocksFor(lora1, lora2, T);
+        this.matmul(pass, lora1.key, L.lora1, buf.mix, buf.lora, T, lora1.io, false, null, lora2Tokens ? { out: buf.nextBlocks } : {});
+        this.matmul(pass, lora2.key, L.lora2, buf.lora, buf.tm, T, lora2.io, false, lora2Tokens ? { tileTokens: lora2Tokens } : null, lora2Tokens ? { from: buf.nextBlocks } : {});
         unfusedTimeMix(key, l, L);
       }
 
@@ -895,10 +901,11 @@ export class Rwkv7Runtime implements InferenceBackend {
       const fkIO: SegmentIO[] = [{ xOff: 0, yOff: 0, act: 3 }];
       const fvIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
       const ffnTiles = this.normTilesFor(`${key}:fk`, L.ffnK, fkIO, T, 1);
-      // The FFN key's results straight into the value's f16 blocks, where both are tiled (ffnBlocksFor).
-      const ffnBlocks = this.ffnBlocksFor(key, L, fkIO, fvIO, T);
+      // The FFN key's results straight into the value's f16 blocks, where both are tiled (productBlocksFor); not
+      // RWKV-7a's, whose gate rewrites the key's rows in between.
+      const fvTokens = de ? 0 : this.productBlocksFor({ key: `${key}:fk`, g: L.ffnK, io: fkIO }, { key: `${key}:fv`, g: L.ffnV, io: fvIO }, T);
       normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix, ffnTiles);
-      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, fkIO, false, ffnTiles, ffnBlocks ? { out: buf.ffnBlocks } : {});
+      this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, fkIO, false, ffnTiles, fvTokens ? { out: buf.nextBlocks } : {});
       if (de) {
         const g = gate();
         const se = { buffer: buf.se, offset: seAt(l) * 4, size: this.deepEmbedRegion * 4 };
@@ -906,10 +913,7 @@ export class Rwkv7Runtime implements InferenceBackend {
         pass.setBindGroup(0, this.group(`${key}:gate`, g, [buf.batch, de.layers[l].table, buf.ids, buf.xn, se, de.layers[l].gate, buf.ffk]));
         pass.dispatchWorkgroups(T);
       }
-      if (ffnBlocks) {
-        const fv = this.productChoice(`${key}:fv`, L.ffnV, fvIO, T, false).variant;
-        this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, fvIO, false, { tileTokens: tileTokensOf(fv as Extract<typeof fv, { kind: 'sgtile' }>) }, { from: buf.ffnBlocks });
-      } else this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, fvIO);
+      this.matmul(pass, `${key}:fv`, L.ffnV, buf.ffk, buf.x, T, fvIO, false, fvTokens ? { tileTokens: fvTokens } : null, fvTokens ? { from: buf.nextBlocks } : {});
       if (submitsAfter(l) && l + 1 < weights.layers.length) pass.submit();
     });
 
