@@ -134,4 +134,27 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
       split.dispose();
     }
   });
+
+  for (const name of ['v7a-tiny', 'v7b-tiny']) {
+    it(`${name} (deep embeddings${name === 'v7b-tiny' ? ', DEA' : ''}): the same logits bit for bit, its FFN value keeping its pass`, async function () {
+      requireGolden(this, path.join(GOLDEN, `${name}.pth`));
+      const other = await createBackend({ model: path.join(GOLDEN, `${name}.pth`), slots: 3, precision: 'f16', gpu });
+      try {
+        const rt = other as unknown as Rwkv7Runtime;
+        // Its gate rewrites the FFN key's rows before the value reads them: the key cannot write the value's blocks.
+        assert.ok(rt.dispatchLabels(72, 3, 3).some((l) => l.endsWith(':fv:tile')));
+        const seq = Array.from({ length: 24 }, (_, i) => ((i * 13) % 200) + 1);
+        const logits = async (on: boolean) => {
+          rt.normTiles = on;
+          rt.productBlocks = on;
+          for (let s = 0; s < 3; s++) other.resetState(s);
+          return (await other.run([0, 1, 2].map((slot) => ({ slot, tokens: seq, output: 'all' as const })))).map((o) => Array.from(o!));
+        };
+        const off = await logits(false);
+        assert.deepStrictEqual(await logits(true), off);
+      } finally {
+        other.dispose();
+      }
+    });
+  }
 });
