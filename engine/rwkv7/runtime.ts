@@ -200,8 +200,9 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** Workgroups per token of the norm + token-shift kernel forced for every sub-pass (tests, benchmarks), or null: lnShiftSplit's choice. */
   lnSplit: number | null = null;
   /**
-   * The norm + token-shift kernel writes the f16 blocks of the tiled product that reads its mixes next, which then
-   * runs without its tiling pass (shaders/ln_shift_tiles.wgsl). On unless RWKV_NORM_TILES=off (A/B runs, tests).
+   * The norm kernels write the f16 blocks of the tiled product that reads their results next, which then runs without
+   * its tiling pass: the layer norm + token shift for the r/k/v group and the FFN key (shaders/ln_shift_tiles.wgsl),
+   * the time mix's group norm for the output product (post_tiles.wgsl). On unless RWKV_NORM_TILES=off (A/B, tests).
    */
   normTiles = process.env.RWKV_NORM_TILES !== 'off';
   /**
@@ -536,9 +537,10 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   /**
-   * Where the norm kernel before product `key` may write that product's f16 blocks (ln_shift_tiles.wgsl): the mix
-   * each of its segments reads and the product's token tiles, or null where the product is not tiled over `rows`
-   * rows, a segment reads something other than a whole mix, or normTiles is off.
+   * Where the norm kernel before product `key` (the layer norm + token shift, ln_shift_tiles.wgsl, or the time mix's
+   * group norm, post_tiles.wgsl) may write that product's f16 blocks: the mix each of its segments reads (of `mixes`
+   * C-wide regions at xOff = m · TMAX · C) and the product's token tiles, or null where the product is not tiled over
+   * `rows` rows, a segment reads something other than a whole region, or normTiles is off.
    */
   private normTilesFor(key: string, g: MatrixGroup, io: SegmentIO[], rows: number, mixes: number): NormTiles | null {
     if (!this.normTiles) return null;
@@ -818,9 +820,15 @@ export class Rwkv7Runtime implements InferenceBackend {
       workgroups: p.dispatch(H, J, T),
     }));
     const wkvScratch = wkvVariant.kind === 'chunk' ? this.wkvScratch(wkvVariant) : null;
-    const post = this.kernel('post', () =>
-      makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', 'head_common', 'rwkv7_post'], { ...cs, WG: cs.N }), ['uniform', 'read', 'read', 'rw']),
-    );
+    // The time mix's group norm; with `tiles` it also writes the output product's f16 blocks (shaders/post_tiles.wgsl).
+    const post = (tiles: NormTiles | null) =>
+      this.kernel(`post${tiles ? `,tiles@${tiles.tileTokens}` : ''}`, () =>
+        makeKernel(
+          device,
+          ...withWgSum(this.gpu, ['wg_sum', 'head_common', tiles ? 'post_tiles' : 'post_no_tiles', 'rwkv7_post'], { ...cs, WG: cs.N, ...(tiles ? { TILE_TOKENS: tiles.tileTokens } : {}) }),
+          ['uniform', 'read', 'read', 'rw', ...(tiles ? (['rw'] as const) : [])],
+        ),
+      );
     /** Layer norm + token shift into `mix`, and the slots' last normalized tokens saved as shift state. */
     const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer, tiles: NormTiles | null = null) => {
       const k = lnShift(ffn, tiles);
@@ -861,10 +869,14 @@ export class Rwkv7Runtime implements InferenceBackend {
         pass.label(i + 1 < wkvSteps.length ? 'rwkv7_wkv_prep' : 'rwkv7_wkv');
         pass.dispatchWorkgroups(w.workgroups[0], w.workgroups[1]);
       });
-      pass.setPipeline(post.pipeline);
-      pass.setBindGroup(0, this.group(`${key}:post`, post, [buf.batch, buf.tm, L.post, buf.xx]));
-      pass.dispatchWorkgroups(H, T);
-      this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
+      // The output product reads the group norm's results whole: where it is tiled, the norm writes its blocks.
+      const oIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
+      const oTiles = this.normTilesFor(`${key}:o`, L.o, oIO, T, 1);
+      const pk2 = post(oTiles);
+      pass.setPipeline(pk2.pipeline);
+      pass.setBindGroup(0, this.group(`${key}:post${oTiles ? ':tiles' : ''}`, pk2, [buf.batch, buf.tm, L.post, buf.xx, ...(oTiles ? [buf.tiledInputs] : [])]));
+      pass.dispatchWorkgroups(H, normRows(T, oTiles));
+      this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, oIO, false, oTiles);
     };
     const fuseLanes = this.decodeFuseLanes(T, J);
     // A fused decode step's first LoRA outputs go to tm from HID on, where the fused kernel reads them.
