@@ -52,6 +52,8 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
 
   it('leaves out the tiling pass of the products that read the norm\'s mixes, and only theirs', () => {
     const rt = runtime();
+    // `rwkv-flow info` says so.
+    assert.match(be.kernelPath, /f16 blocks written by the norms \(RWKV_NORM_TILES=off: not\) and the products before them \(RWKV_PRODUCT_BLOCKS=off: not\)/);
     const labels = (on: boolean, T: number, J: number) => {
       rt.normTiles = on;
       return rt.dispatchLabels(T, J, J).filter((l) => l.endsWith(':tile')).map((l) => l.replace(/^[^:]*:/, ''));

@@ -495,7 +495,7 @@ export class Rwkv7Runtime implements InferenceBackend {
   /** The kernels this runtime's products and WKV recurrence run, as one line (`rwkv-flow info`, benchmark records). */
   get kernelPath(): string {
     const partly = quantLayersNote(this.weights, this.info.nLayer);
-    return `${describeKernels(this.matmulConfig)}${partly ? `; quantised layers${partly}` : ''}; ${this.wkvPath}`;
+    return `${describeKernels(this.matmulConfig)}${this.blocksAheadNote}${partly ? `; quantised layers${partly}` : ''}; ${this.wkvPath}`;
   }
 
   /** The WKV kernel forced for every batch (tests, benchmarks), or null: chosen per sub-pass (wkv.ts). */
@@ -507,6 +507,13 @@ export class Rwkv7Runtime implements InferenceBackend {
     const why = v && wkvUnsupported(v, this.wkvFacts);
     if (v && why) throw new Error(`WKV kernel ${wkvVariantName(v)} cannot run here: ${why}`);
     this.wkvForced = v;
+  }
+
+  /** Which kernels write the tiled products' f16 blocks ahead of them (normTiles, productBlocks), for kernelPath. */
+  private get blocksAheadNote(): string {
+    if (this.tiled === null) return '';
+    const by = [this.normTiles && 'the norms (RWKV_NORM_TILES=off: not)', this.productBlocks && 'the products before them (RWKV_PRODUCT_BLOCKS=off: not)'].filter(Boolean);
+    return by.length ? `; tiled products' f16 blocks written by ${by.join(' and ')} where they read those results whole` : '';
   }
 
   /** The WKV kernels this runtime runs, as one line. */
