@@ -88,6 +88,11 @@ fn h4(a: ptr<workgroup, array<f32, N>>, c: u32) -> vec4<f32> {
 @compute @workgroup_size(WGS)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid: u32) {
   let h = wid.x;
+  if (wid.y >= batch.J) {
+    // Dispatched only with the output product's blocks (tmix_tiles.wgsl), over their padded rows: zeros there.
+    write_zero_tiles(wid.y, h, lid);
+    return;
+  }
   let job = jobs[wid.y];
   let t = job.y; // the job's one token
   let i = lid / L;
@@ -151,5 +156,7 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let d = y - mean;
   let inv = inverseSqrt(wg_sum(select(0.0, d * d, lead), lid) / f32(N) + EPS);
   let bonus = wg_sum(select(0.0, hr[i] * hk[i] * pq[c], lead), lid) * vi;
-  if (lead) { out[idx] = (d * inv * pq[C + c] + pq[2u * C + c] + bonus) * hl[2u * N + i]; }
+  let v = (d * inv * pq[C + c] + pq[2u * C + c] + bonus) * hl[2u * N + i];
+  if (lead) { out[idx] = v; }
+  write_tiles(t, h, i, lid, v, lead);
 }

@@ -60,9 +60,11 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
     };
     try {
       // Three sequences at once (72 tokens: the base tiles, padded to 128 tokens): the layer norms' r/k/v and FFN key,
-      // and the group norm's output product; a decode step of 64 jobs: the r/k/v group with the first LoRA stages and
-      // the FFN key (its output product reads the fused time mix's results, and keeps its pass).
-      const cases: [number, number, string[]][] = [[3 * tokens.length, 3, ['rkv', 'fk', 'o']], [64, 64, ['rkv+lora1', 'fk']]];
+      // and the group norm's output product; a decode step of 64 jobs: the r/k/v group with the first LoRA stages, the
+      // FFN key, and the fused time mix's output product.
+      // The fused kernel writes the output product's blocks where the device binds a ninth storage buffer a stage.
+      const fusedO = gpu.device.limits.maxStorageBuffersPerShaderStage > 8 ? ['o'] : [];
+      const cases: [number, number, string[]][] = [[3 * tokens.length, 3, ['rkv', 'fk', 'o']], [64, 64, ['rkv+lora1', 'fk', ...fusedO]]];
       for (const [T, J, gone] of cases) {
         const off = labels(false, T, J);
         const on = labels(true, T, J);
@@ -157,6 +159,40 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
         assert.deepStrictEqual(await logits(true), off);
       } finally {
         other.dispose();
+      }
+    });
+  }
+
+  // Fused decode steps: 64 jobs (the tiles' first row count and fusion's last), and 40 jobs with the tiles forced from
+  // one row, so the fused kernel writes the padded rows 40–63 as zeros.
+  for (const [jobs, env] of [[64, {}], [40, { RWKV_MATMUL_TILED: '2x2x2x2@1' }]] as const) {
+    it(`a fused decode step of ${jobs} jobs${jobs < 64 ? ' (tiles forced, rows padded to 64)' : ''}: no tiling pass left, the same logits bit for bit`, async function () {
+      const was = process.env.RWKV_MATMUL_TILED;
+      Object.assign(process.env, env);
+      let wide: Backend;
+      try {
+        wide = await createBackend({ model: path.join(GOLDEN, 'v7-tiny.pth'), slots: jobs, precision: 'f16', gpu });
+      } finally {
+        if (was === undefined) delete process.env.RWKV_MATMUL_TILED;
+        else process.env.RWKV_MATMUL_TILED = was;
+      }
+      try {
+        const rt = wide as unknown as Rwkv7Runtime;
+        const labels = rt.dispatchLabels(jobs, jobs, jobs);
+        assert.ok(labels.includes('rwkv7_tmix_decode') && labels.some((l) => l.startsWith('mm_sgtile') && l.endsWith(':o')), `${labels}`);
+        // Only the head's pass is left (its rows come from the final norm's gather, which does not write blocks).
+        if (gpu.device.limits.maxStorageBuffersPerShaderStage > 8) assert.deepStrictEqual(labels.filter((l) => l.endsWith(':tile')), ['mm_sgtile2x2x2x2:head:tile']);
+        const logits = async (on: boolean) => {
+          rt.normTiles = on;
+          rt.productBlocks = on;
+          for (let s = 0; s < jobs; s++) wide.resetState(s);
+          await wide.run(Array.from({ length: jobs }, (_, slot) => ({ slot, tokens: tokens.slice(0, 1 + (slot % 5)), output: 'none' as const })));
+          return (await wide.run(Array.from({ length: jobs }, (_, slot) => ({ slot, tokens: [tokens[slot % tokens.length]], output: 'last' as const })))).map((o) => Array.from(o!));
+        };
+        const off = await logits(false);
+        assert.deepStrictEqual(await logits(true), off);
+      } finally {
+        wide.dispose();
       }
     });
   }

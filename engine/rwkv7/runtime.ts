@@ -903,8 +903,12 @@ export class Rwkv7Runtime implements InferenceBackend {
           this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO, false, attTiles);
           this.matmul(pass, `${key}:lora1>tm`, L.lora1, buf.mix, buf.tm, T, lora1IO);
         }
-        this.fusedTimeMix(pass, key, l, J, L, fuseLanes, HID, LREG);
-        this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, [{ xOff: 0, yOff: 0, accum: true }]);
+        // The fused kernel writes the output product's blocks too where it is tiled and the device binds a ninth storage
+        // buffer in one stage (WebGPU's default is 8, what the kernel has without them).
+        const oIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
+        const oTiles = this.device.limits.maxStorageBuffersPerShaderStage > 8 ? this.normTilesFor(`${key}:o`, L.o, oIO, T, 1) : null;
+        this.fusedTimeMix(pass, key, l, J, L, fuseLanes, HID, LREG, oTiles);
+        this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, oIO, false, oTiles);
       } else {
         this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO, false, attTiles);
         const lora1 = { key: `${key}:lora1`, g: L.lora1, io: L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })) };
@@ -981,27 +985,29 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   /** shaders/rwkv7_tmix_decode.wgsl over H heads × J jobs: the second LoRA stages, prep, WKV and post at once. */
-  private fusedTimeMix(pass: Recorder, key: string, l: number, J: number, L: ModelWeights['layers'][number], lanes: number, hid: number, lreg: number) {
+  private fusedTimeMix(
+    pass: Recorder, key: string, l: number, J: number, L: ModelWeights['layers'][number], lanes: number, hid: number, lreg: number, tiles: NormTiles | null,
+  ) {
     const { buf } = this;
     const first = l === 0;
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
     const layout = weightLayoutPart(L.lora2.layout);
-    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}`, () =>
-      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', 'rwkv7_tmix_decode'], {
-        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads,
+    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}${tiles ? `,tiles@${tiles.tileTokens}` : ''}`, () =>
+      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', tiles ? 'tmix_tiles' : 'tmix_no_tiles', 'rwkv7_tmix_decode'], {
+        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads, ...(tiles ? { TILE_TOKENS: tiles.tileTokens } : {}),
       }), [
-        'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw',
+        'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw', ...(tiles ? (['rw'] as const) : []),
       ]),
     );
     const u = this.groupUniform(`${key}:lora2>fused`, L.lora2, L.lora2.segs.map((_, i) => ({ xOff: hid + i * lreg, yOff: 0 })), false);
     pass.setPipeline(k.pipeline);
     pass.setBindGroup(
       0,
-      this.group(`${key}:tmixDecode:${lanes}`, k, [
-        buf.batch, L.lora2.buffer, this.layerUniforms[l], u.buffer, buf.jobs, buf.tm, L.prep, L.post, buf.vfirst, buf.state, buf.xx,
+      this.group(`${key}:tmixDecode:${lanes}${tiles ? ':tiles' : ''}`, k, [
+        buf.batch, L.lora2.buffer, this.layerUniforms[l], u.buffer, buf.jobs, buf.tm, L.prep, L.post, buf.vfirst, buf.state, buf.xx, ...(tiles ? [buf.tiledInputs] : []),
       ]),
     );
-    pass.dispatchWorkgroups(this.info.nHead, J);
+    pass.dispatchWorkgroups(this.info.nHead, normRows(J, tiles));
   }
 
   // ---- planning -----------------------------------------------------------------------------------------
