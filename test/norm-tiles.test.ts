@@ -18,6 +18,27 @@ import { toI32 } from '../engine/loader/dtype';
 import { requireGolden } from './golden-required';
 import { GOLDEN } from './paths';
 
+/**
+ * Every logit of `run` (on a backend reset to zero states), first with the blocks written by the kernels before the
+ * products switched off (the tiling passes run), then on: the two must be the same bits. The switches end on.
+ */
+async function sameBitsOffAndOn(be: Backend, slots: number, run: () => Promise<(Float32Array | null)[]>): Promise<void> {
+  const rt = be as unknown as Rwkv7Runtime;
+  const logits = async (on: boolean) => {
+    rt.normTiles = on;
+    rt.productBlocks = on;
+    for (let s = 0; s < slots; s++) be.resetState(s);
+    return (await run()).map((o) => Array.from(o!));
+  };
+  try {
+    const off = await logits(false);
+    assert.deepStrictEqual(await logits(true), off);
+  } finally {
+    rt.normTiles = true;
+    rt.productBlocks = true;
+  }
+}
+
 describe('norm tiles: the code', () => {
   it('writes segment i from its mix; runs over the rows padded to the product\'s token tiles', () => {
     assert.strictEqual(
@@ -98,23 +119,11 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
   });
 
   it('gives the same logits, bit for bit, as the tiling passes: a prefill of three sequences (padded rows) and decode steps', async () => {
-    const rt = runtime();
-    const logits = async (on: boolean) => {
-      rt.normTiles = on;
-      rt.productBlocks = on;
-      for (let s = 0; s < 4; s++) be.resetState(s);
+    await sameBitsOffAndOn(be, 4, async () => {
       const prefill = await be.run([0, 1, 2].map((slot) => ({ slot, tokens, output: 'all' as const })));
       const steps = await be.run([0, 1, 2, 3].map((slot) => ({ slot, tokens: [tokens[slot]], output: 'last' as const })));
-      return [...prefill, ...steps].map((o) => Array.from(o!));
-    };
-    try {
-      const off = await logits(false);
-      const on = await logits(true);
-      assert.deepStrictEqual(on, off);
-    } finally {
-      rt.normTiles = true;
-      rt.productBlocks = true;
-    }
+      return [...prefill, ...steps];
+    });
   });
 
   it('split products store the blocks in their reduction pass, rows padded: the same logits bit for bit', async () => {
@@ -128,13 +137,7 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
       for (const p of ['fk', 'lora1']) assert.ok(labels.some((l) => new RegExp(`s2:${p}:reduce$`).test(l)), `${p} split: ${labels}`);
       assert.ok(!labels.some((l) => /:(fv|lora2):tile$/.test(l)), `${labels}`);
       const seq = Array.from({ length: 24 }, (_, i) => (i * 7) % 64);
-      const logits = async (on: boolean) => {
-        rt.productBlocks = on;
-        for (let s = 0; s < 3; s++) split.resetState(s);
-        return (await split.run([0, 1, 2].map((slot) => ({ slot, tokens: seq, output: 'all' as const })))).map((o) => Array.from(o!));
-      };
-      const off = await logits(false);
-      assert.deepStrictEqual(await logits(true), off);
+      await sameBitsOffAndOn(split, 3, () => split.run([0, 1, 2].map((slot) => ({ slot, tokens: seq, output: 'all' as const }))));
     } finally {
       split.dispose();
     }
@@ -149,14 +152,7 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
         // Its gate rewrites the FFN key's rows before the value reads them: the key cannot write the value's blocks.
         assert.ok(rt.dispatchLabels(72, 3, 3).some((l) => l.endsWith(':fv:tile')));
         const seq = Array.from({ length: 24 }, (_, i) => ((i * 13) % 200) + 1);
-        const logits = async (on: boolean) => {
-          rt.normTiles = on;
-          rt.productBlocks = on;
-          for (let s = 0; s < 3; s++) other.resetState(s);
-          return (await other.run([0, 1, 2].map((slot) => ({ slot, tokens: seq, output: 'all' as const })))).map((o) => Array.from(o!));
-        };
-        const off = await logits(false);
-        assert.deepStrictEqual(await logits(true), off);
+        await sameBitsOffAndOn(other, 3, () => other.run([0, 1, 2].map((slot) => ({ slot, tokens: seq, output: 'all' as const }))));
       } finally {
         other.dispose();
       }
@@ -182,15 +178,10 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
         assert.ok(labels.includes('rwkv7_tmix_decode') && labels.some((l) => l.startsWith('mm_sgtile') && l.endsWith(':o')), `${labels}`);
         // Only the head's pass is left (its rows come from the final norm's gather, which does not write blocks).
         if (gpu.device.limits.maxStorageBuffersPerShaderStage > 8) assert.deepStrictEqual(labels.filter((l) => l.endsWith(':tile')), ['mm_sgtile2x2x2x2:head:tile']);
-        const logits = async (on: boolean) => {
-          rt.normTiles = on;
-          rt.productBlocks = on;
-          for (let s = 0; s < jobs; s++) wide.resetState(s);
+        await sameBitsOffAndOn(wide, jobs, async () => {
           await wide.run(Array.from({ length: jobs }, (_, slot) => ({ slot, tokens: tokens.slice(0, 1 + (slot % 5)), output: 'none' as const })));
-          return (await wide.run(Array.from({ length: jobs }, (_, slot) => ({ slot, tokens: [tokens[slot % tokens.length]], output: 'last' as const })))).map((o) => Array.from(o!));
-        };
-        const off = await logits(false);
-        assert.deepStrictEqual(await logits(true), off);
+          return wide.run(Array.from({ length: jobs }, (_, slot) => ({ slot, tokens: [tokens[slot % tokens.length]], output: 'last' as const })));
+        });
       } finally {
         wide.dispose();
       }
