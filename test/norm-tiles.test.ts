@@ -85,7 +85,7 @@ describe('norm tiles on the subgroup-matrix path (emulated where the device has 
       // FFN key, and the fused time mix's output product.
       // The fused kernel writes the output product's blocks where the device binds a ninth storage buffer a stage.
       const fusedO = gpu.device.limits.maxStorageBuffersPerShaderStage > 8 ? ['o'] : [];
-      const cases: [number, number, string[]][] = [[3 * tokens.length, 3, ['rkv', 'fk', 'o']], [64, 64, ['rkv+lora1', 'fk', ...fusedO]]];
+      const cases: [number, number, string[]][] = [[3 * tokens.length, 3, ['rkv', 'lora1', 'fk', 'o']], [64, 64, ['rkv+lora1', 'fk', ...fusedO]]];
       for (const [T, J, gone] of cases) {
         const off = labels(false, T, J);
         const on = labels(true, T, J);

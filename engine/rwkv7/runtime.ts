@@ -152,6 +152,12 @@ export function tmixLoraLoadsFrom(value: string | undefined): TmixLoraLoads {
   return numberChoice('RWKV_TMIX_LORA_LOADS', value, [1, 2, 4, 8] as const, 4);
 }
 
+/** The bind-group key part of where a tiled product's blocks come from (norm-tiles.ts, sgtile_blocks_out.wgsl). */
+function fromKey(from: BufferRange | undefined): string {
+  if (!from) return '';
+  return 'buffer' in from ? `:from${from.offset}` : ':from';
+}
+
 export class Rwkv7Runtime implements InferenceBackend {
   readonly slots: number;
   /** Benchmarks: while set, every dispatch is timed on its own (engine/gpu/kernel-profiler.ts). */
@@ -560,6 +566,22 @@ export class Rwkv7Runtime implements InferenceBackend {
   }
 
   /**
+   * Where the norm that writes `first`'s blocks can also write those of group `next`, which reads the same mixes: right
+   * after them in tiledInputs, which `next` then binds from that offset (its segments' blocks start at 0 there). Null
+   * where `next` is not tiled alike, the buffer has no room for both, or the offset breaks the device's alignment.
+   */
+  private normTilesAfter(first: NormTiles | null, next: { key: string; g: MatrixGroup; io: SegmentIO[] }, rows: number): { tiles: NormTiles; range: BufferRange } | null {
+    if (!first) return null;
+    const tiles = this.normTilesFor(next.key, next.g, next.io, rows, 6);
+    if (!tiles || tiles.tileTokens !== first.tileTokens) return null;
+    const padded = normRows(rows, first);
+    const offset = first.segMix.length * padded * this.C * 2;
+    const size = tiles.segMix.length * padded * this.C * 2;
+    if (offset + size > this.tiledInputHalves * 2 || offset % this.device.limits.minStorageBufferOffsetAlignment !== 0) return null;
+    return { tiles, range: { buffer: this.buf.tiledInputs, offset, size } };
+  }
+
+  /**
    * Whether product `a` (over `rows` rows) stores the f16 blocks of product `b` after it (productBlocks): both tiled
    * with the same token tiles, b's segment i reading a's segment i whole (k_i = n_i, in multiples of 16), and a's
    * results not accumulated into anything. Returns b's token tiles, or 0.
@@ -591,7 +613,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     io: SegmentIO[],
     useR = false,
     preTiled: NormTiles | { tileTokens: number } | null = null,
-    blocks: { from?: GPUBuffer; out?: GPUBuffer } = {},
+    blocks: { from?: BufferRange; out?: GPUBuffer } = {},
   ) {
     const { config, u, ks, variant: chosen } = this.productChoice(key, g, io, rows, useR);
     if (blocks.out && chosen.kind !== 'sgtile') throw new Error(`product ${key}: only a tiled product stores f16 blocks`);
@@ -619,14 +641,14 @@ export class Rwkv7Runtime implements InferenceBackend {
       pass.dispatchWorkgroups(...tileInputDispatch(ks, rows, tokens));
     }
     pass.setPipeline(k.pipeline);
-    pass.setBindGroup(0, this.group(`${shader.key}:${key}${blocks.from ? ':from' : ''}`, k, resources));
+    pass.setBindGroup(0, this.group(`${shader.key}:${key}${fromKey(blocks.from)}`, k, resources));
     pass.label(label);
     pass.dispatchWorkgroups(...matmulDispatch(variant, u.virtualRows, rows));
     if (!reduce) return;
     const rs = splitReduceShader(variant, config, rows);
     const r = this.kernel(rs.key, () => makeKernel(this.device, rs.parts, rs.constants, rs.bindings));
     pass.setPipeline(r.pipeline);
-    pass.setBindGroup(0, this.group(`${rs.key}:${key}${blocks.from ? ':from' : ''}`, r, blocks.out ? [...base, blocks.out] : base));
+    pass.setBindGroup(0, this.group(`${rs.key}:${key}${fromKey(blocks.from)}`, r, blocks.out ? [...base, blocks.out] : base));
     pass.label(`${label}:reduce`);
     pass.dispatchWorkgroups(...splitReduceDispatch(u.virtualRows, rows, blocks.out && variant.kind === 'sgtile' ? tileTokensOf(variant) : 0));
   }
@@ -896,7 +918,11 @@ export class Rwkv7Runtime implements InferenceBackend {
       const lora1IO = L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: HID + i * LREG, act: loraAct[i] }));
       const attFirst = fuseLanes && L.rkvLora1 ? { key: `${key}:rkv+lora1`, g: L.rkvLora1, io: [...rkvIO, ...lora1IO] } : { key: `${key}:rkv`, g: L.rkv, io: rkvIO };
       const attTiles = this.normTilesFor(attFirst.key, attFirst.g, attFirst.io, T, 6);
-      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix, attTiles);
+      // Unfused, the first LoRA stages are a group of their own reading the same mixes: the norm writes their blocks
+      // too, after the r/k/v group's in the same buffer, and they bind that buffer from there (normTilesAfter).
+      const lora1 = { key: `${key}:lora1`, g: L.lora1, io: L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })) };
+      const lora1Tiles = fuseLanes ? null : this.normTilesAfter(attTiles, lora1, T);
+      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix, lora1Tiles ? { ...attTiles!, segMix: [...attTiles!.segMix, ...lora1Tiles.tiles.segMix] } : attTiles);
       if (fuseLanes) {
         if (L.rkvLora1) this.matmul(pass, attFirst.key, L.rkvLora1, buf.mix, buf.tm, T, attFirst.io, false, attTiles);
         else {
@@ -911,11 +937,13 @@ export class Rwkv7Runtime implements InferenceBackend {
         this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, oIO, false, oTiles);
       } else {
         this.matmul(pass, `${key}:rkv`, L.rkv, buf.mix, buf.tm, T, rkvIO, false, attTiles);
-        const lora1 = { key: `${key}:lora1`, g: L.lora1, io: L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })) };
         const lora2 = { key: `${key}:lora2`, g: L.lora2, io: L.lora2.segs.map((_, i) => ({ xOff: i * LREG, yOff: tmAt(loraOut[i]) })) };
         // The first stages' results straight into the second's f16 blocks, where both are tiled (productBlocksFor).
         const lora2Tokens = this.productBlocksFor(lora1, lora2, T);
-        this.matmul(pass, lora1.key, L.lora1, buf.mix, buf.lora, T, lora1.io, false, null, lora2Tokens ? { out: buf.nextBlocks } : {});
+        this.matmul(pass, lora1.key, L.lora1, buf.mix, buf.lora, T, lora1.io, false, lora1Tiles?.tiles ?? null, {
+          ...(lora1Tiles ? { from: lora1Tiles.range } : {}),
+          ...(lora2Tokens ? { out: buf.nextBlocks } : {}),
+        });
         this.matmul(pass, lora2.key, L.lora2, buf.lora, buf.tm, T, lora2.io, false, lora2Tokens ? { tileTokens: lora2Tokens } : null, lora2Tokens ? { from: buf.nextBlocks } : {});
         unfusedTimeMix(key, l, L);
       }
