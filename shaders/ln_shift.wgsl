@@ -61,7 +61,8 @@ fn column(t: u32, c: u32, cur: vec2<f32>, prv: vec2<f32>, prow: u32, first: bool
   var mixes = array<f32, M>();
   for (var m = 0u; m < M; m++) {
     mixes[m] = xv + d * mixw[m * C + c];
-    y[(m * TMAX + t) * C + c] = mixes[m];
+    // Not where every product that reads the mixes takes the blocks instead (ln_shift_tiles.wgsl WRITE_ROWS).
+    if (WRITE_ROWS) { y[(m * TMAX + t) * C + c] = mixes[m]; }
   }
   return mixes;
 }

@@ -7,6 +7,8 @@
 // engine/rwkv7/norm-tiles.ts normTileWrites).
 @group(0) @binding(9) var<storage, read_write> xt: array<u32>;
 const TILE_TOKENS: u32 = {{TILE_TOKENS}}u;
+// The f32 mixes too, where a product that does not take the blocks reads them.
+const WRITE_ROWS: bool = {{WRITE_ROWS}};
 
 /** Rows the norm kernel runs: the batch's tokens padded to the product's token tiles. */
 fn tile_rows() -> u32 {

@@ -824,9 +824,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     // A step where every job has one token stores the shift state inside the norm kernel (ln_shift.wgsl, SAVE).
     const fusedSave = T === J;
     const lnSplit = this.lnSplit ?? lnShiftSplit(T, C);
-    const lnShift = (ffn: boolean, tiles: NormTiles | null) =>
-      this.kernel(`lnShift${ffn},${fusedSave},${lnSplit}${tiles ? `,tiles${tiles.segMix.join('.')}@${tiles.tileTokens}` : ''}`, () => {
-        const more: Record<string, ShaderConstant> = tiles ? { TILE_TOKENS: tiles.tileTokens, TILE_WRITES: normTileWrites(tiles.segMix) } : {};
+    // keepRows: the f32 mixes too, for a product that does not take the blocks.
+    const lnShift = (ffn: boolean, tiles: NormTiles | null, keepRows: boolean) =>
+      this.kernel(`lnShift${ffn},${fusedSave},${lnSplit}${tiles ? `,tiles${tiles.segMix.join('.')}@${tiles.tileTokens}${keepRows ? '' : ',blocks only'}` : ''}`, () => {
+        const more: Record<string, ShaderConstant> = tiles ? { TILE_TOKENS: tiles.tileTokens, TILE_WRITES: normTileWrites(tiles.segMix), WRITE_ROWS: keepRows } : {};
         return makeKernel(
           device,
           ...withWgSum(this.gpu, ['wg_sum', tiles ? 'ln_shift_tiles' : 'ln_shift_no_tiles', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit, ...more }),
@@ -859,8 +860,8 @@ export class Rwkv7Runtime implements InferenceBackend {
         ),
       );
     /** Layer norm + token shift into `mix`, and the slots' last normalized tokens saved as shift state. */
-    const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer, tiles: NormTiles | null = null) => {
-      const k = lnShift(ffn, tiles);
+    const normShift = (key: string, ffn: boolean, l: number, ln: GPUBuffer, mixW: GPUBuffer, tiles: NormTiles | null = null, keepRows = true) => {
+      const k = lnShift(ffn, tiles, keepRows || !tiles);
       pass.setPipeline(k.pipeline);
       pass.setBindGroup(
         0,
@@ -922,7 +923,10 @@ export class Rwkv7Runtime implements InferenceBackend {
       // too, after the r/k/v group's in the same buffer, and they bind that buffer from there (normTilesAfter).
       const lora1 = { key: `${key}:lora1`, g: L.lora1, io: L.lora1.segs.map((_, i) => ({ xOff: mixAt(loraIn[i]), yOff: i * LREG, act: loraAct[i] })) };
       const lora1Tiles = fuseLanes ? null : this.normTilesAfter(attTiles, lora1, T);
-      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix, lora1Tiles ? { ...attTiles!, segMix: [...attTiles!.segMix, ...lora1Tiles.tiles.segMix] } : attTiles);
+      // The f32 mixes only where a product reads them: fused, the first LoRA stages apart from the r/k/v group; unfused,
+      // those stages without blocks of their own.
+      const attRowsRead = fuseLanes ? !L.rkvLora1 : !lora1Tiles;
+      normShift(`${key}:ln1`, false, l, L.ln1, L.attMix, lora1Tiles ? { ...attTiles!, segMix: [...attTiles!.segMix, ...lora1Tiles.tiles.segMix] } : attTiles, attRowsRead);
       if (fuseLanes) {
         if (L.rkvLora1) this.matmul(pass, attFirst.key, L.rkvLora1, buf.mix, buf.tm, T, attFirst.io, false, attTiles);
         else {
@@ -955,7 +959,7 @@ export class Rwkv7Runtime implements InferenceBackend {
       // The FFN key's results straight into the value's f16 blocks, where both are tiled (productBlocksFor); not
       // RWKV-7a's, whose gate rewrites the key's rows in between.
       const fvTokens = de ? 0 : this.productBlocksFor({ key: `${key}:fk`, g: L.ffnK, io: fkIO }, { key: `${key}:fv`, g: L.ffnV, io: fvIO }, T);
-      normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix, ffnTiles);
+      normShift(`${key}:ln2`, true, l, L.ln2, L.ffnMix, ffnTiles, false);
       this.matmul(pass, `${key}:fk`, L.ffnK, buf.mix, buf.ffk, T, fkIO, false, ffnTiles, fvTokens ? { out: buf.nextBlocks } : {});
       if (de) {
         const g = gate();
