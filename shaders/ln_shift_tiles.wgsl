@@ -19,7 +19,7 @@ fn tile_rows() -> u32 {
 fn write_tiles(t: u32, c: u32, a: array<f32, M>, b: array<f32, M>) {
   let prows = tile_rows();
   // Half index within a segment; c even, so the pair is one 32-bit word.
-  let w = (((t / 16u) * (C / 16u) + c / 16u) * 256u + (t % 16u) * 16u + c % 16u) / 2u;
+  let w = block_half(t, c, C) / 2u;
   let seg = prows * C / 2u;
   {{TILE_WRITES}}
 }

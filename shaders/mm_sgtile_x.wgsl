@@ -22,7 +22,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nwg:
         a = x[xi];
         b = x[xi + 1u];
       }
-      let h = base + ((t / 16u) * (s.k / 16u) + k / 16u) * 256u + (t % 16u) * 16u + k % 16u;
+      let h = base + block_half(t, k, s.k);
       xt[h / 8u] = vec4<u32>(pack2x16float(a.xy), pack2x16float(a.zw), pack2x16float(b.xy), pack2x16float(b.zw));
       return;
     }

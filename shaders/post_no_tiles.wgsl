@@ -1,6 +1,2 @@
 // rwkv7_post.wgsl without the output product's f16 blocks (post_tiles.wgsl).
-fn tile_rows() -> u32 {
-  return batch.T;
-}
-
 fn write_tiles(t: u32, c: u32, i: u32, v: f32) {}

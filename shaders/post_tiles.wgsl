@@ -3,18 +3,13 @@
 // the head's values meet in workgroup memory and the even lanes write the pairs. Dispatched over the padded rows,
 // the rows past the batch writing zeros.
 @group(0) @binding(4) var<storage, read_write> xt: array<u32>;
-const TILE_TOKENS: u32 = {{TILE_TOKENS}}u;
 var<workgroup> pair: array<f32, N>;
-
-fn tile_rows() -> u32 {
-  return ((batch.T + TILE_TOKENS - 1u) / TILE_TOKENS) * TILE_TOKENS;
-}
 
 /** Column c (lane i of the head) of token t, value v: into the blocks, two neighbouring columns a word. */
 fn write_tiles(t: u32, c: u32, i: u32, v: f32) {
   pair[i] = v;
   workgroupBarrier();
   if (i % 2u == 0u) {
-    xt[(((t / 16u) * (C / 16u) + c / 16u) * 256u + (t % 16u) * 16u + c % 16u) / 2u] = pack2x16float(vec2<f32>(pair[i], pair[i + 1u]));
+    xt[block_half(t, c, C) / 2u] = pack2x16float(vec2<f32>(pair[i], pair[i + 1u]));
   }
 }

@@ -17,5 +17,5 @@ fn block_base(s: Seg) -> u32 {
 
 /** Output o of token t from its sum v0, or 0 for a token past the batch (`pad`), into the block layout. */
 fn store_block(s: Seg, t: u32, o: u32, v0: f32, pad: bool) {
-  xo[block_base(s) + ((t / 16u) * (s.n / 16u) + o / 16u) * 256u + (t % 16u) * 16u + o % 16u] = f16(select(activated(s, o, v0), 0.0, pad));
+  xo[block_base(s) + block_half(t, o, s.n)] = f16(select(activated(s, o, v0), 0.0, pad));
 }

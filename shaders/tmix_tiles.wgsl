@@ -3,13 +3,12 @@
 // each channel holds its value: the head's values meet in workgroup memory, then N/2 lanes write the pairs. Dispatched
 // over the padded rows (one token a job in decode, so the rows past the jobs), those writing zeros.
 @group(0) @binding(11) var<storage, read_write> xt: array<u32>;
-const TILE_TOKENS: u32 = {{TILE_TOKENS}}u;
 var<workgroup> hy: array<f32, N>;
 
 /** Word of the head's columns 2p, 2p + 1 of token t in the blocks. */
 fn tile_word(t: u32, h: u32, p: u32) -> u32 {
   let c = h * N + 2u * p;
-  return (((t / 16u) * (C / 16u) + c / 16u) * 256u + (t % 16u) * 16u + c % 16u) / 2u;
+  return block_half(t, c, C) / 2u;
 }
 
 /** A padded row: zeros in the head's columns. */

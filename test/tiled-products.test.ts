@@ -174,7 +174,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.strictEqual(r.bindings.length, 7);
     // Storing the next product's f16 blocks instead: binding 7, and the padded rows covered (65 tokens → 128).
     const b = splitReduceShader({ ...t, blocksOut: true }, H200, 65);
-    assert.deepStrictEqual(b.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'sgtile_blocks_out', 'reduce_store_blocks', 'mm_split_reduce']);
+    assert.deepStrictEqual(b.parts, ['weights_f16_matrix', 'mm_common', 'sgtile_layout', 'mm_split', 'block_layout', 'sgtile_blocks_out', 'reduce_store_blocks', 'mm_split_reduce']);
     assert.deepStrictEqual([b.bindings.length, b.bindings[7]], [8, 'rw']);
     assert.match(b.key, /:blocks$/);
     assert.deepStrictEqual(splitReduceDispatch(100, 65, 64), [2, 128]);

@@ -559,7 +559,7 @@ function layoutFree(
       return {
         key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}${blocksOut ? 'b' : ''}`,
         // Split: through the partial sums (mm_split.wgsl) and the reduction pass; unsplit, it stores its own results.
-        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...(blocksOut ? ['sgtile_blocks_out'] : []), 'mm_sgtile'],
+        parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...(blocksOut ? ['block_layout', 'sgtile_blocks_out'] : []), 'mm_sgtile'],
         constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split, blocksOut) },
         bindings,
       };
@@ -570,7 +570,7 @@ function layoutFree(
 /** The input-tiling pass of a tiled product (mm_sgtile_x.wgsl): the product's bindings, so one set serves both. */
 export function tileInputShader(tileTokens = TILE_TOKENS): { key: string; parts: string[]; constants: Record<string, number>; bindings: BindingKind[] } {
   const key = tileTokens === TILE_TOKENS ? 'mm_sgtile_x' : `mm_sgtile_x${tileTokens}`;
-  return { key, parts: ['weights_f16', 'mm_common', 'sgtile_layout', 'mm_sgtile_x'], constants: { TILE_TOKENS: tileTokens }, bindings: TILE_INPUT_BINDINGS };
+  return { key, parts: ['weights_f16', 'mm_common', 'sgtile_layout', 'block_layout', 'mm_sgtile_x'], constants: { TILE_TOKENS: tileTokens }, bindings: TILE_INPUT_BINDINGS };
 }
 
 const PRODUCT_BINDINGS: BindingKind[] = ['uniform', 'read', 'read', 'rw', 'uniform'];
@@ -596,7 +596,7 @@ export function splitReduceShader(
   if (v.kind === 'sgtile') {
     const tokens = tileTokensOf(v);
     // With blocksOut the pass stores the next product's f16 blocks (binding 7) instead of f32 rows.
-    const out = v.blocksOut ? ['sgtile_blocks_out', 'reduce_store_blocks'] : ['reduce_store_rows'];
+    const out = v.blocksOut ? ['block_layout', 'sgtile_blocks_out', 'reduce_store_blocks'] : ['reduce_store_rows'];
     const key = `mm_split_reduce${split}${shape}:tiled${tokens === TILE_TOKENS ? '' : tokens}${v.blocksOut ? ':blocks' : ''}`;
     const bindings: BindingKind[] = v.blocksOut ? [...TILED_PRODUCT_BINDINGS, 'rw'] : TILED_PRODUCT_BINDINGS;
     return { key, parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...out, 'mm_split_reduce'], constants: { ...constants, TILE_TOKENS: tokens }, bindings };

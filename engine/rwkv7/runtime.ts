@@ -537,7 +537,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     return { ...this.matmulConfig, precision: g.format, layout: g.layout };
   }
 
-  /** y_s = act_s(W_s x_s) (+ y_s) for every matrix s of the group, over `rows` rows, in one dispatch. */
+  /** The kernel a group's product takes over `rows` rows, with its configuration, group uniform and input widths. */
   private productChoice(key: string, g: MatrixGroup, io: SegmentIO[], rows: number, useR: boolean) {
     const config = this.matmulConfigOf(g);
     const u = this.groupUniform(key, g, io, useR);
@@ -612,7 +612,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     rows: number,
     io: SegmentIO[],
     useR = false,
-    preTiled: NormTiles | { tileTokens: number } | null = null,
+    preTiled: Pick<NormTiles, 'tileTokens'> | null = null,
     blocks: { from?: BufferRange; out?: GPUBuffer } = {},
   ) {
     const { config, u, ks, variant: chosen } = this.productChoice(key, g, io, rows, useR);
@@ -830,7 +830,7 @@ export class Rwkv7Runtime implements InferenceBackend {
         const more: Record<string, ShaderConstant> = tiles ? { TILE_TOKENS: tiles.tileTokens, TILE_WRITES: normTileWrites(tiles.segMix), WRITE_ROWS: keepRows } : {};
         return makeKernel(
           device,
-          ...withWgSum(this.gpu, ['wg_sum', tiles ? 'ln_shift_tiles' : 'ln_shift_no_tiles', 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit, ...more }),
+          ...withWgSum(this.gpu, ['wg_sum', ...(tiles ? ['block_layout', 'ln_shift_tiles'] : ['ln_shift_no_tiles']), 'ln_shift'], { ...cs, WG: 256, M: ffn ? 1 : 6, FFN: ffn, SAVE: fusedSave, SPLIT: lnSplit, ...more }),
           ['uniform', 'uniform', 'read', 'read', 'read', 'rw', 'read', 'rw', 'rw', ...(tiles ? (['rw'] as const) : [])],
         );
       });
@@ -852,10 +852,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     const wkvScratch = wkvVariant.kind === 'chunk' ? this.wkvScratch(wkvVariant) : null;
     // The time mix's group norm; with `tiles` it also writes the output product's f16 blocks (shaders/post_tiles.wgsl).
     const post = (tiles: NormTiles | null) =>
-      this.kernel(`post${tiles ? `,tiles@${tiles.tileTokens}` : ''}`, () =>
+      this.kernel(`post${tiles ? ',tiles' : ''}`, () =>
         makeKernel(
           device,
-          ...withWgSum(this.gpu, ['wg_sum', 'head_common', tiles ? 'post_tiles' : 'post_no_tiles', 'rwkv7_post'], { ...cs, WG: cs.N, ...(tiles ? { TILE_TOKENS: tiles.tileTokens } : {}) }),
+          ...withWgSum(this.gpu, ['wg_sum', 'head_common', ...(tiles ? ['block_layout', 'post_tiles'] : ['post_no_tiles']), 'rwkv7_post'], { ...cs, WG: cs.N }),
           ['uniform', 'read', 'read', 'rw', ...(tiles ? (['rw'] as const) : [])],
         ),
       );
@@ -885,6 +885,8 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Submitting every few layers lets the GPU start while the rest is still being encoded.
     const { firstSubmitLayers, layersPerSubmit } = this.submitSchedule;
     const submitsAfter = (l: number) => l + 1 === firstSubmitLayers || (l + 1 > firstSubmitLayers && (l + 1 - firstSubmitLayers) % layersPerSubmit === 0);
+    // The output product adds the time mix's results (xx) into the residual stream.
+    const oIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
     /** prep, the WKV recurrence, post and the output product: the time mix after its LoRAs. */
     const unfusedTimeMix = (key: string, l: number, L: ModelWeights['layers'][number]) => {
       const pk = prep(l === 0);
@@ -900,7 +902,6 @@ export class Rwkv7Runtime implements InferenceBackend {
         pass.dispatchWorkgroups(w.workgroups[0], w.workgroups[1]);
       });
       // The output product reads the group norm's results whole: where it is tiled, the norm writes its blocks.
-      const oIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
       const oTiles = this.normTilesFor(`${key}:o`, L.o, oIO, T, 1);
       const pk2 = post(oTiles);
       pass.setPipeline(pk2.pipeline);
@@ -935,7 +936,6 @@ export class Rwkv7Runtime implements InferenceBackend {
         }
         // The fused kernel writes the output product's blocks too where it is tiled and the device binds a ninth storage
         // buffer in one stage (WebGPU's default is 8, what the kernel has without them).
-        const oIO: SegmentIO[] = [{ xOff: 0, yOff: 0, accum: true }];
         const oTiles = this.device.limits.maxStorageBuffersPerShaderStage > 8 ? this.normTilesFor(`${key}:o`, L.o, oIO, T, 1) : null;
         this.fusedTimeMix(pass, key, l, J, L, fuseLanes, HID, LREG, oTiles);
         this.matmul(pass, `${key}:o`, L.o, buf.xx, buf.x, T, oIO, false, oTiles);
@@ -1024,9 +1024,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     const first = l === 0;
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
     const layout = weightLayoutPart(L.lora2.layout);
-    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}${tiles ? `,tiles@${tiles.tileTokens}` : ''}`, () =>
-      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', tiles ? 'tmix_tiles' : 'tmix_no_tiles', 'rwkv7_tmix_decode'], {
-        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads, ...(tiles ? { TILE_TOKENS: tiles.tileTokens } : {}),
+    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}${tiles ? ',tiles' : ''}`, () =>
+      makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', ...(tiles ? ['block_layout', 'tmix_tiles'] : ['tmix_no_tiles']), 'rwkv7_tmix_decode'], {
+        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads,
       }), [
         'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw', ...(tiles ? (['rw'] as const) : []),
       ]),
