@@ -1,15 +1,9 @@
 // The RWKV-5/6 WKV state update, sequential over each job's tokens. One workgroup per (head, job); lane i owns
 // row i (value index) of the head's N x N state, kept [value, key] like RWKV-7's:
 // y_i = sum_j r_j (u_j k_j v_i + S_ij), then S_ij = S_ij w_j + k_j v_i, with w = exp(-exp(time_decay (+ lora))).
-struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
-@group(0) @binding(0) var<uniform> batch: Batch;
-@group(0) @binding(1) var<uniform> layer: Layer;
-@group(0) @binding(2) var<storage, read> jobs: array<vec4<u32>>;
-@group(0) @binding(3) var<storage, read_write> tm: array<f32>;
-@group(0) @binding(4) var<storage, read_write> state: array<f32>;
+// Bindings 0–4: wkv_bindings.wgsl.
 @group(0) @binding(5) var<storage, read> p: array<f32>;   // [time_decay, time_faaaa] x C
 
-const STATE: u32 = {{STATE}}u;
 /** RWKV-6: the decay has a data-dependent part (tm region W_); RWKV-5: static. */
 const DYNAMIC: bool = {{DYNAMIC}};
 var<workgroup> sr: array<f32, N>;

@@ -1,5 +1,5 @@
-// The five bindings every RWKV-7 WKV kernel has (engine/rwkv7/wkv.ts WKV_BINDINGS: one bind group serves every
-// variant), as the kernels that read the time mix and the state as plain floats declare them.
+// The five bindings every WKV kernel of RWKV-5/6/7 starts with (for RWKV-7, engine/rwkv7/wkv.ts WKV_BINDINGS: one bind
+// group serves every variant), as the kernels that read the time mix and the state as plain floats declare them.
 struct Layer { att_shift: u32, att_kv: u32, ffn_shift: u32, index: u32 }
 @group(0) @binding(0) var<uniform> batch: Batch;
 @group(0) @binding(1) var<uniform> layer: Layer;

@@ -46,7 +46,7 @@ export class Rwkv6Runtime extends SlotRuntime {
       makeKernel(device, [...common, 'rwkv6_mix'], cs, ['uniform', 'read', 'read', 'read', 'rw']),
     );
     const wkv = this.kernel('v6wkv', () =>
-      makeKernel(device, [...common, 'rwkv6_wkv'], cs, ['uniform', 'uniform', 'read', 'rw', 'rw', 'read']),
+      makeKernel(device, [...common, 'wkv_bindings', 'rwkv6_wkv'], cs, ['uniform', 'uniform', 'read', 'rw', 'rw', 'read']),
     );
     const post = this.kernel('v6post', () =>
       makeKernel(device, ...withWgSum(this.gpu, ['wg_sum', ...common, 'rwkv6_post'], { ...cs, WG: cs.N }), ['uniform', 'read', 'read', 'rw']),
