@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { REPO_ROOT } from './paths';
 
-function runCiEntry(npmOutput: string, npmStatus: number): { status: number | null; lastLine: string } {
+function runCiEntry(npmOutput: string, npmStatus: number): { status: number | null; lastLine: string; stdout: string } {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'rwkv-ci-entry-'));
   try {
     fs.mkdirSync(path.join(dir, '.ci'));
@@ -23,7 +23,7 @@ function runCiEntry(npmOutput: string, npmStatus: number): { status: number | nu
       encoding: 'utf8',
     });
     const lines = r.stdout.trim().split('\n');
-    return { status: r.status, lastLine: lines[lines.length - 1] };
+    return { status: r.status, lastLine: lines[lines.length - 1], stdout: r.stdout };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -40,5 +40,19 @@ describe('.ci/run (CI entry point)', () => {
     const r = runCiEntry('  10 passing (3s)\n  1 failing\n', 1);
     assert.strictEqual(r.lastLine, '10 passed, 1 failed, 0 skipped');
     assert.strictEqual(r.status, 1);
+  });
+
+  it('repeats what failed just before the summary line, after everything else the stages printed', () => {
+    const failure = '  1) a suite\n       a test:\n     AssertionError: expected 1 to equal 2\n      at Context.<anonymous> (dist/test/x.js:1:1)\n';
+    // The next stage starts with lines that are not indented (the host stage's own output), then its tests.
+    const later = `== hosts stage\n> npm run build\n${Array.from({ length: 300 }, (_, i) => `    ✔ a later stage's test ${i}`).join('\n')}`;
+    const r = runCiEntry(`  10 passing (3s)\n  1 failing\n\n${failure}\n${later}\n  300 passing (1s)\n`, 1);
+    // Everything after the second stage's last test line.
+    const tail = r.stdout.slice(r.stdout.lastIndexOf('300 passing'));
+    assert.ok(tail.includes('AssertionError: expected 1 to equal 2'), `the last lines do not say what failed:\n${tail}`);
+    assert.ok(!tail.includes("a later stage's test") && !tail.includes('at Context'), `the repeat takes more than the failures:\n${tail}`);
+    assert.strictEqual(r.lastLine, '310 passed, 1 failed, 0 skipped');
+    // Nothing repeated when nothing failed.
+    assert.ok(!runCiEntry('  12 passing (3s)\n', 0).stdout.includes('what failed'));
   });
 });
