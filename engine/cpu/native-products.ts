@@ -14,12 +14,19 @@ interface NativeAddon {
     memory: Uint8Array, w: number, n: number, k: number, kind: number, scratch: number,
     y: number, ys: number, T: number, act: number, accum: number, p0: number, p1: number,
   ): void;
+  /** f16 panels against f32 inputs (products.c `HalfProducts`); fused 1 needs `fma`. */
+  halfProducts(
+    memory: Uint8Array, w: number, n: number, k: number, x: number, xs: number,
+    y: number, ys: number, T: number, act: number, accum: number, p0: number, p1: number, fused: number,
+  ): void;
+  /** Whether this CPU has fused multiply-add (FMA3). */
+  readonly fma: boolean;
 }
 
 /** Where the build puts the addon for this platform (only linux-x64 is built). */
 export const NATIVE_PRODUCTS_FILE = path.join(__dirname, 'native', `products-${process.platform}-${process.arch}.node`);
 
-/** Which implementation runs the integer products: the native AVX2 tiles or WebAssembly alone. */
+/** Which implementation runs the f16 and integer products: the native AVX2 tiles or WebAssembly alone. */
 export type ProductsPath = 'native-avx2' | 'wasm';
 
 let loaded: { addon: NativeAddon | null; why: string } | null = null;
@@ -44,7 +51,7 @@ export function nativeAddon(): { addon: NativeAddon | null; why: string } {
   return (loaded = { addon: null, why });
 }
 
-/** The path this process's CPU kernels take for integer products. */
+/** The path this process's CPU kernels take for f16 and integer products. */
 export function productsPath(): ProductsPath {
   return nativeAddon().addon ? 'native-avx2' : 'wasm';
 }
@@ -53,15 +60,25 @@ export function productsPath(): ProductsPath {
 const MIN_NATIVE_TOKENS = 2;
 
 /**
- * The kernels with `matmul` sent to the addon where it covers the call: int8 or i16 panels, at least
- * MIN_NATIVE_TOKENS tokens, no activation or relu squared (tanh and sigmoid stay on WebAssembly's own exp).
- * The inputs are quantized by the WebAssembly kernels (quantizeProductInputs), the same bytes as their own path.
+ * The kernels with `matmul` sent to the addon where it covers the call: int8 or i16 panels from
+ * MIN_NATIVE_TOKENS tokens, f16 panels from one token (widening them is what bounds WebAssembly's decode), no
+ * activation or relu squared (tanh and sigmoid stay on WebAssembly's own exp). Integer inputs are quantized by
+ * the WebAssembly kernels (quantizeProductInputs), the same bytes as their own path; f16 sums fuse their
+ * multiply-adds exactly where the WebAssembly build does (fusedMultiplyAdd), so either path gives the same bits.
  */
 export function withNativeProducts(kernels: CpuKernels, memory: WebAssembly.Memory, addon: NativeAddon | null = nativeAddon().addon): CpuKernels {
   if (!addon) return kernels;
   let view = new Uint8Array(memory.buffer);
   const wasmMatmul = kernels.matmul;
+  const fused = kernels.fusedMultiplyAdd();
+  // Plain SIMD's separate product and sum need only AVX2; the relaxed build's fused ones need FMA too.
+  const half = fused === 0 || addon.fma;
   const matmul: CpuKernels['matmul'] = (w, n, k, kind, x, xs, y, ys, T, act, accum, p0, p1, scratch) => {
+    if (kind === 0 && half && (act === 0 || act === 3)) {
+      if (view.byteLength !== memory.buffer.byteLength) view = new Uint8Array(memory.buffer);
+      addon.halfProducts(view, w, n, k, x, xs, y, ys, T, act, accum, p0, p1, fused);
+      return;
+    }
     if ((kind !== 2 && kind !== 3) || T < MIN_NATIVE_TOKENS || (act !== 0 && act !== 3)) {
       wasmMatmul(w, n, k, kind, x, xs, y, ys, T, act, accum, p0, p1, scratch);
       return;

@@ -13,6 +13,8 @@ export interface CpuKernels {
     x: number, xs: number, y: number, ys: number, T: number,
     act: number, accum: number, p0: number, p1: number, scratch: number,
   ): void;
+  /** 1 in the relaxed-SIMD build, whose multiply-adds fuse; 0 in the plain one. */
+  fusedMultiplyAdd(): number;
   layerNormRows(x: number, rows: number, R: number, C: number, w: number, b: number, out: number): void;
   lnShift(x: number, T: number, C: number, ln: number, xn: number, prevAddr: number, mix: number, M: number, out: number, region: number): void;
   lnShiftTokens(

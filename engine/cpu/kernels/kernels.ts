@@ -44,6 +44,11 @@ const F16_SCALE: f32 = 5.192296858534828e33; // 2^112
   return f32x4.add(acc, f32x4.mul(a, b));
 }
 
+/** 1 where madd fuses (the relaxed-SIMD build), 0 in the plain one: the native f16 products sum the same way. */
+export function fusedMultiplyAdd(): i32 {
+  return ASC_FEATURE_RELAXED_SIMD ? 1 : 0;
+}
+
 // exp over four lanes: exp(x) = 2^n e^r with n = round(x / ln 2) and |r| <= ln 2 / 2, e^r by Cephes' degree-7
 // polynomial (within 2 ulp of the true value over the clamped range), 2^n put into the exponent bits. The
 // per-token RWKV-7 work calls exp four times per channel (three sigmoids and the decay); one scalar exp per
