@@ -34,6 +34,27 @@ describe('CPU native products (AVX2)', function () {
     assert.equal(productsPath(), 'native-avx2');
   });
 
+  it('the backend names the native products it runs: integer (f16 as i16, int8), f16 with RWKV_CPU_F16_AS=f16', async function () {
+    if (!nativeAddon().addon) this.skip();
+    const ck = randomRwkv7Checkpoint({ nLayer: 1, nEmbd: 64, vocabSize: 100, seed: 3 });
+    const saved = process.env.RWKV_CPU_F16_AS;
+    const names: string[] = [];
+    try {
+      for (const [as, precision] of [['i16', 'f16'], ['f16', 'f16'], ['f16', 'int8']] as const) {
+        process.env.RWKV_CPU_F16_AS = as;
+        const be = await createBackend({ model: ck, slots: 1, device: 'cpu', threads: 1, precision });
+        names.push(be.adapterName);
+        be.dispose();
+      }
+    } finally {
+      if (saved === undefined) delete process.env.RWKV_CPU_F16_AS;
+      else process.env.RWKV_CPU_F16_AS = saved;
+    }
+    assert.match(names[0], /native AVX2 integer products/);
+    assert.match(names[1], /native AVX2 f16 products/);
+    assert.match(names[2], /native AVX2 integer and f16 products/);
+  });
+
   describe('same bits as the WebAssembly kernels', function () {
     before(function () {
       if (!nativeAddon().addon) this.skip();

@@ -6,6 +6,7 @@ import type { Backend, BackendOptions } from '../backend';
 import { CpuRuntime, type CpuPlanner } from './cpu-runtime';
 import { cpuRefusal, quantLayersNote } from '../precision';
 import { productsPath } from './native-products';
+import { f16StorageFromEnv } from './cpu-weight-writer';
 
 export function cpuBackend(planner: CpuPlanner) {
   return async (ck: Checkpoint, info: ModelInfo, opts: BackendOptions, reason: string): Promise<Backend> => {
@@ -18,8 +19,11 @@ export function cpuBackend(planner: CpuPlanner) {
       planner,
     );
     const wasm = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
-    // f16 and int8 weights are integer panels (i16, int8): their products over many tokens run natively where the addon loaded.
-    const kernels = productsPath() === 'native-avx2' && precision !== 'f32' ? `${wasm}, native AVX2 integer products` : wasm;
+    // f16 and int8 weights are integer panels (i16, int8), whose products over many tokens run natively where the
+    // addon loaded; with RWKV_CPU_F16_AS=f16 the f16 ones are f16 panels, native from one token.
+    const halves = f16StorageFromEnv() === 'f16';
+    const native = precision === 'int8' && halves ? 'integer and f16' : halves ? 'f16' : 'integer';
+    const kernels = productsPath() === 'native-avx2' && precision !== 'f32' ? `${wasm}, native AVX2 ${native} products` : wasm;
     const partly = quantLayersNote({ precision, quantLayers: opts.quantLayers ?? 0 }, info.nLayer);
     const adapterName = `CPU: ${kernels}, ${runtime.threads} thread${runtime.threads === 1 ? '' : 's'}, ${precision} weights${partly} (${reason})`;
     // vecMaxRows / gemmTile tune the GPU kernels only; present so both backends have one shape.
