@@ -56,16 +56,12 @@ export function productsPath(): ProductsPath {
   return nativeAddon().addon ? 'native-avx2' : 'wasm';
 }
 
-/**
- * Fewest tokens for which an int8 call goes native. One token reads each weight once and is bound by memory; the
- * native i16 and f16 one-token tiles prefetch their weight streams and draw more bandwidth than WebAssembly
- * (one Zen 3 core, the 65,536 × 320 head: i16 17.7 against 13.7 GB/s); int8's were not measured so.
- */
-const MIN_NATIVE_INT8_TOKENS = 2;
 
 /**
- * The kernels with `matmul` sent to the addon where it covers the call: int8 panels from MIN_NATIVE_INT8_TOKENS
- * tokens, i16 and f16 panels from one (f16: widening is what bounds WebAssembly's decode), no
+ * The kernels with `matmul` sent to the addon where it covers the call: int8, i16 and f16 panels from one token (one
+ * token reads each weight once and is bound by memory: the native one-token tiles prefetch their weight streams and
+ * draw more than WebAssembly, one Zen 3 core on a 65,536 × 320 head: i16 17.7 against 13.7 GB/s, int8 18.6 against
+ * 17.4; f16: widening is what bounds WebAssembly's decode), no
  * activation or relu squared (tanh and sigmoid stay on WebAssembly's own exp). Integer inputs are quantized by
  * the WebAssembly kernels (quantizeProductInputs), the same bytes as their own path; f16 sums fuse their
  * multiply-adds exactly where the WebAssembly build does (fusedMultiplyAdd), so either path gives the same bits.
@@ -83,7 +79,7 @@ export function withNativeProducts(kernels: CpuKernels, memory: WebAssembly.Memo
       addon.halfProducts(view, w, n, k, x, xs, y, ys, T, act, accum, p0, p1, fused);
       return;
     }
-    if ((kind !== 2 && kind !== 3) || (kind === 2 && T < MIN_NATIVE_INT8_TOKENS) || (act !== 0 && act !== 3)) {
+    if ((kind !== 2 && kind !== 3) || (act !== 0 && act !== 3)) {
       wasmMatmul(w, n, k, kind, x, xs, y, ys, T, act, accum, p0, p1, scratch);
       return;
     }
