@@ -207,7 +207,9 @@ export function wkvCandidates(d: WkvDevice): WkvVariant[] {
 // Jobs of WKV_CHUNK_TOKENS or more ('long') take chunk32-subgroup first: in the engine on the H200 (1.5B, bench
 // engine section, processes split / chunk / split, 2026-12-04 eleventh session) a 512-token prefill ran at 21,052 /
 // 24,100 / 21,002 tok/s, while 128-token chunks lost (10,144 / 9,221 / 9,624); alone (bench/wkv.ts, 512 tokens)
-// 172 µs a layer against split8x8-shared's 192. The other chunk variants are in no order: slower alone. A CPU driver
+// 172 µs a layer against split8x8-shared's 192. The other chunk variants are in no order: slower alone (the -lane ones
+// too, eighteenth session: 1.5B at 512 tokens 301 µs a layer against chunk32-subgroup's 175, and so at every length
+// and shape timed). A CPU driver
 // keeps the first kernel (the chunked one does ~1.25× its arithmetic, which a CPU pays in full).
 const PREFERENCE: Record<'gpu' | 'cpu', Record<WkvTier, string[]>> = {
   gpu: {
