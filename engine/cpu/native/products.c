@@ -59,13 +59,8 @@ typedef struct {
 
 INLINE AVX2 __m256i bcast32(const uint8_t *p) { return _mm256_set1_epi32(*(const int32_t *)p); }
 
-/**
- * Stores the 8 rows from `row` of token t: v (sums as f32) times the token's scale, times the rows' scales sc,
- * activated (0 none, 3 relu squared), into y (+ y when accum); fewer past the matrix's last row.
- */
-INLINE AVX2 void store8(const Call *c, int t, int row, __m256 v, const float *sc) {
-  v = _mm256_mul_ps(v, _mm256_set1_ps(c->ts[t]));
-  v = _mm256_mul_ps(v, _mm256_loadu_ps(sc));
+/** The 8 rows from `row` of token t, scaled: activated (0 none, 3 relu squared), into y (+ y when accum); fewer past the matrix's last row. */
+INLINE AVX2 void activateStore8(const Call *c, int t, int row, __m256 v) {
   if (c->act == 3) {
     // max(0, v) keeps a NaN (as WebAssembly's f32x4.max); a -0 stays -0 where f32x4.max gives +0: squared, both +0.
     const __m256 r = _mm256_max_ps(_mm256_setzero_ps(), v);
@@ -81,6 +76,12 @@ INLINE AVX2 void store8(const Call *c, int t, int row, __m256 v, const float *sc
   float lanes[8] __attribute__((aligned(32)));
   _mm256_store_ps(lanes, v);
   for (int r = 0; r < valid; r++) y[r] = c->accum ? lanes[r] + y[r] : lanes[r];
+}
+
+/** The 8 rows from `row` of token t: v (sums as f32) times the token's scale, times the rows' scales sc, then stored. */
+INLINE AVX2 void store8(const Call *c, int t, int row, __m256 v, const float *sc) {
+  v = _mm256_mul_ps(v, _mm256_set1_ps(c->ts[t]));
+  activateStore8(c, t, row, _mm256_mul_ps(v, _mm256_loadu_ps(sc)));
 }
 
 // ---- int8: per input pair j a panel holds 16 bytes, [q[row][2j], q[row][2j+1]] for rows 0..7, then the 8 row
@@ -188,23 +189,9 @@ INLINE HALF_FMA __m256 halfMadd(__m256 w, __m256 s, __m256 acc, const int fused)
   return fused ? _mm256_fmadd_ps(w, s, acc) : _mm256_add_ps(acc, _mm256_mul_ps(w, s));
 }
 
-/** The 8 finished sums of token t from `row`: times 2^112, activated, into y (+ y when accum) as store8. */
+/** The 8 finished sums of token t from `row`: times 2^112, then stored as store8 stores. */
 INLINE HALF_FMA void halfStore8(const Call *c, int t, int row, __m256 v) {
-  v = _mm256_mul_ps(v, _mm256_set1_ps(0x1p112f));
-  if (c->act == 3) {
-    const __m256 r = _mm256_max_ps(_mm256_setzero_ps(), v);
-    v = _mm256_mul_ps(r, r);
-  }
-  float *y = c->y + (size_t)t * c->yStride + row;
-  const int valid = c->n - row;
-  if (valid >= 8) {
-    if (c->accum) v = _mm256_add_ps(v, _mm256_loadu_ps(y));
-    _mm256_storeu_ps(y, v);
-    return;
-  }
-  float lanes[8] __attribute__((aligned(32)));
-  _mm256_store_ps(lanes, v);
-  for (int r = 0; r < valid; r++) y[r] = c->accum ? lanes[r] + y[r] : lanes[r];
+  activateStore8(c, t, row, _mm256_mul_ps(v, _mm256_set1_ps(0x1p112f)));
 }
 
 /** NP panels (1, 2 or 4) from panel p against NT tokens from token t (NP × NT <= 12 sums in registers). */
@@ -353,24 +340,40 @@ static int integer(napi_env env, napi_value v, double *out) {
 }
 
 /**
+ * A call's memory (the Uint8Array in its first argument) and the `count` - 1 integers after it, into a. Returns 0
+ * after throwing errors[0] (wrong count), errors[1] (no Uint8Array) or errors[2] (not an integer in [0, 2^32)).
+ */
+static int callArgs(napi_env env, napi_callback_info info, size_t count, const char *const errors[3], uint8_t **base, size_t *length, double *a) {
+  size_t argc = count;
+  napi_value argv[16];
+  if (count > 16 || napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != count) return fail(env, errors[0]), 0;
+  napi_typedarray_type type;
+  void *data;
+  napi_value buffer;
+  size_t offset;
+  if (napi_get_typedarray_info(env, argv[0], &type, length, &data, &buffer, &offset) != napi_ok || type != napi_uint8_array)
+    return fail(env, errors[1]), 0;
+  for (size_t i = 1; i < count; i++)
+    if (!integer(env, argv[i], &a[i - 1])) return fail(env, errors[2]), 0;
+  *base = (uint8_t *)data;
+  return 1;
+}
+
+/**
  * products(memory: Uint8Array over the kernels' memory, w, n, k, kind, scratch, y, ys, T, act, accum, p0, p1):
  * y[t][row] = act(sum_i W[row][i] x[t][i]) (+ y) for the panels [p0, p1) and T tokens, from the inputs that
  * quantizeProductInputs(kind, k, x, xs, T, scratch) left in scratch. Every range is checked against the memory.
  */
 static napi_value Products(napi_env env, napi_callback_info info) {
-  size_t argc = ARGS;
-  napi_value argv[ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != ARGS) return fail(env, "products: expected 13 arguments");
-  napi_typedarray_type type;
+  static const char *const errors[3] = {
+    "products: expected 13 arguments",
+    "products: the first argument must be a Uint8Array over the kernels' memory",
+    "products: every argument after the memory must be an integer in [0, 2^32)",
+  };
+  uint8_t *base;
   size_t length;
-  void *data;
-  napi_value buffer;
-  size_t offset;
-  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, &buffer, &offset) != napi_ok || type != napi_uint8_array)
-    return fail(env, "products: the first argument must be a Uint8Array over the kernels' memory");
   double a[ARGS - 1];
-  for (int i = 1; i < ARGS; i++)
-    if (!integer(env, argv[i], &a[i - 1])) return fail(env, "products: every argument after the memory must be an integer in [0, 2^32)");
+  if (!callArgs(env, info, ARGS, errors, &base, &length, a)) return NULL;
   const double w = a[0], n = a[1], k = a[2], kind = a[3], scratch = a[4], y = a[5], ys = a[6], T = a[7], act = a[8], accum = a[9],
                p0 = a[10], p1 = a[11];
   if (kind != 2 && kind != 3) return fail(env, "products: kind must be 2 (int8) or 3 (i16)");
@@ -387,7 +390,6 @@ static napi_value Products(napi_env env, napi_callback_info info) {
   if (w + p1 * panelBytes > end || scratch + T * qRow + T * 4 > end || y + ((T - 1) * ys + lastRow) * 4 > end)
     return fail(env, "products: a range lies outside the memory");
   if (((uint64_t)scratch & 3) || ((uint64_t)y & 3) || ((uint64_t)w & 3)) return fail(env, "products: addresses must be 4-byte aligned");
-  uint8_t *base = (uint8_t *)data;
   const Call c = {
     .w = base + (size_t)w,
     .panelBytes = (size_t)panelBytes,
@@ -418,20 +420,15 @@ static int hasFma(void) {
  * multiply-adds (the relaxed-SIMD kernels), 0 with a product and a sum (plain SIMD). Every range is checked.
  */
 static napi_value HalfProducts(napi_env env, napi_callback_info info) {
-  size_t argc = HALF_ARGS;
-  napi_value argv[HALF_ARGS];
-  if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != napi_ok || argc != HALF_ARGS)
-    return fail(env, "halfProducts: expected 14 arguments");
-  napi_typedarray_type type;
+  static const char *const errors[3] = {
+    "halfProducts: expected 14 arguments",
+    "halfProducts: the first argument must be a Uint8Array over the kernels' memory",
+    "halfProducts: every argument after the memory must be an integer in [0, 2^32)",
+  };
+  uint8_t *base;
   size_t length;
-  void *data;
-  napi_value buffer;
-  size_t offset;
-  if (napi_get_typedarray_info(env, argv[0], &type, &length, &data, &buffer, &offset) != napi_ok || type != napi_uint8_array)
-    return fail(env, "halfProducts: the first argument must be a Uint8Array over the kernels' memory");
   double a[HALF_ARGS - 1];
-  for (int i = 1; i < HALF_ARGS; i++)
-    if (!integer(env, argv[i], &a[i - 1])) return fail(env, "halfProducts: every argument after the memory must be an integer in [0, 2^32)");
+  if (!callArgs(env, info, HALF_ARGS, errors, &base, &length, a)) return NULL;
   const double w = a[0], n = a[1], k = a[2], x = a[3], xs = a[4], y = a[5], ys = a[6], T = a[7], act = a[8], accum = a[9],
                p0 = a[10], p1 = a[11], fused = a[12];
   if (act != 0 && act != 3) return fail(env, "halfProducts: act must be 0 (none) or 3 (relu squared)");
@@ -447,7 +444,6 @@ static napi_value HalfProducts(napi_env env, napi_callback_info info) {
   if (w + p1 * panelBytes > end || x + ((T - 1) * xs + k) * 4 > end || y + ((T - 1) * ys + lastRow) * 4 > end)
     return fail(env, "halfProducts: a range lies outside the memory");
   if (((uint64_t)x & 3) || ((uint64_t)y & 3) || ((uint64_t)w & 3)) return fail(env, "halfProducts: addresses must be 4-byte aligned");
-  uint8_t *base = (uint8_t *)data;
   const Call c = {
     .w = base + (size_t)w,
     .panelBytes = (size_t)panelBytes,
