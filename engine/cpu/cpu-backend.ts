@@ -19,8 +19,8 @@ export function cpuBackend(planner: CpuPlanner) {
       planner,
     );
     const wasm = runtime.kernelVariant === 'relaxed-simd' ? 'WebAssembly SIMD kernels with fused multiply-add' : 'WebAssembly SIMD kernels';
-    // f16 and int8 weights are integer panels (i16, int8), whose products over many tokens run natively where the
-    // addon loaded; with RWKV_CPU_F16_AS=f16 the f16 ones are f16 panels, native from one token.
+    // f16 and int8 weights are integer panels (i16, int8), whose products run natively where the addon loaded;
+    // with RWKV_CPU_F16_AS=f16 the f16 ones are f16 panels, native too.
     const halves = f16StorageFromEnv() === 'f16';
     const native = precision === 'int8' && halves ? 'integer and f16' : halves ? 'f16' : 'integer';
     const kernels = productsPath() === 'native-avx2' && precision !== 'f32' ? `${wasm}, native AVX2 ${native} products` : wasm;

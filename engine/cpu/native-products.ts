@@ -56,13 +56,12 @@ export function productsPath(): ProductsPath {
   return nativeAddon().addon ? 'native-avx2' : 'wasm';
 }
 
-
 /**
- * The kernels with `matmul` sent to the addon where it covers the call: int8, i16 and f16 panels from one token (one
- * token reads each weight once and is bound by memory: the native one-token tiles prefetch their weight streams and
- * draw more than WebAssembly, one Zen 3 core on a 65,536 × 320 head: i16 17.7 against 13.7 GB/s, int8 18.6 against
- * 17.4; f16: widening is what bounds WebAssembly's decode), no
- * activation or relu squared (tanh and sigmoid stay on WebAssembly's own exp). Integer inputs are quantized by
+ * The kernels with `matmul` sent to the addon where it covers the call: int8, i16 and f16 panels, from one token,
+ * with no activation or relu squared (tanh and sigmoid stay on WebAssembly's own exp). One token reads each weight
+ * once and is bound by memory: the native one-token tiles prefetch their weight streams and draw more than
+ * WebAssembly (one Zen 3 core, a 65,536 × 320 head: i16 17.7 against 13.7 GB/s, int8 18.6 against 17.4); f16
+ * widening is what bounds WebAssembly's decode. Integer inputs are quantized by
  * the WebAssembly kernels (quantizeProductInputs), the same bytes as their own path; f16 sums fuse their
  * multiply-adds exactly where the WebAssembly build does (fusedMultiplyAdd), so either path gives the same bits.
  */
@@ -74,17 +73,17 @@ export function withNativeProducts(kernels: CpuKernels, memory: WebAssembly.Memo
   // Plain SIMD's separate product and sum need only AVX2; the relaxed build's fused ones need FMA too.
   const half = fused === 0 || addon.fma;
   const matmul: CpuKernels['matmul'] = (w, n, k, kind, x, xs, y, ys, T, act, accum, p0, p1, scratch) => {
-    if (kind === 0 && half && (act === 0 || act === 3)) {
-      if (view.byteLength !== memory.buffer.byteLength) view = new Uint8Array(memory.buffer);
-      addon.halfProducts(view, w, n, k, x, xs, y, ys, T, act, accum, p0, p1, fused);
-      return;
-    }
-    if ((kind !== 2 && kind !== 3) || (act !== 0 && act !== 3)) {
+    const covered = (kind === 0 ? half : kind === 2 || kind === 3) && (act === 0 || act === 3);
+    if (!covered) {
       wasmMatmul(w, n, k, kind, x, xs, y, ys, T, act, accum, p0, p1, scratch);
       return;
     }
     // A grown shared memory keeps its base address; a new view only sees the new length.
     if (view.byteLength !== memory.buffer.byteLength) view = new Uint8Array(memory.buffer);
+    if (kind === 0) {
+      addon.halfProducts(view, w, n, k, x, xs, y, ys, T, act, accum, p0, p1, fused);
+      return;
+    }
     kernels.quantizeProductInputs(kind, k, x, xs, T, scratch);
     addon.products(view, w, n, k, kind, scratch, y, ys, T, act, accum, p0, p1);
   };
