@@ -55,16 +55,11 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32, @built
   // The loops' bodies are generated (engine/rwkv7/sgtile-code.ts): one named variable per matrix, no arrays.
   {{ACCUMULATORS}}
   // KU steps of 16 inputs a trip: every left and right matrix of the trip is loaded before any is multiplied, so a
-  // subgroup's loads are in flight together instead of one round trip to memory per step of 16; then one step at a
-  // time for the rest of the range. Rows past the segment read its neighbour's weights (or are clamped at the
-  // buffer's end): their results are never stored.
-  var k0 = span.x;
-  for (; k0 + 16u * (KU - 1u) < span.y; k0 += 16u * KU) {
-    {{TRIP}}
-  }
-  for (; k0 < span.y; k0 += 16u) {
-    {{STEP}}
-  }
+  // subgroup's loads are in flight together instead of one round trip to memory per step of 16 (pipelined, the next
+  // trip's loads also overlap this trip's multiplies: engine/rwkv7/tiled-pipeline.ts); then one step at a time for
+  // the rest of the range. Rows past the segment read its neighbour's weights (or are clamped at the buffer's end):
+  // their results are never stored.
+  {{K_LOOP}}
   // Split, results go straight to the partial sums as whole 16×16 tiles, and mm_split_reduce.wgsl applies activation,
   // accumulation and bounds; unsplit, they are stored here as it would store them (sgtile-code.ts). (The partial
   // sums' address once went through row_count() while it had a branch: that alone ran the 2048² product at 512

@@ -15,6 +15,7 @@ import {
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
 import { DEFAULT_TILED_KU, tiledUnrollFrom } from '../engine/rwkv7/tiled-unroll';
+import { tiledPipeFrom } from '../engine/rwkv7/tiled-pipeline';
 import { stagedRowsCode, tiledProductCode } from '../engine/rwkv7/sgtile-code';
 import type { MatrixGroup, ModelWeights } from '../engine/rwkv7/weights';
 import { readBuffer, values } from './grouped-product';
@@ -34,7 +35,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '1x2x4x2@128' }), { large: one, medium: one, base: one, minRows: 128, largeRows: 128 });
     const unrolled = tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u4@64' })!;
     assert.deepStrictEqual(unrolled.large, { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 4 });
-    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]@ROWS/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]\[p\]@ROWS/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u3@64' }), /is not 'off' or MTxNTxSGMxSGN/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x4@64' }), /256 outputs a workgroup exceed 128/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x4x2@64' }), /256 tokens a workgroup exceed 128/);
@@ -71,15 +72,21 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
   it('generates the product as straight-line code: one variable per matrix, a trip of KU steps loaded before it multiplies', () => {
     const code = tiledProductCode(4, 2, 4, 2);
     assert.strictEqual(code.ACCUMULATORS.match(/var c_\d_\d: subgroup_matrix_result<f32, 16, 16>;/g)!.length, 8);
-    const trip = code.TRIP.split('\n').map((l) => l.trim());
+    // K_LOOP: the loop of trips, then the loop of single steps.
+    const lines = code.K_LOOP.split('\n').map((l) => l.trim());
+    const tripStart = lines.indexOf('for (; k0 + 48u < span.y; k0 += 64u) {');
+    const stepStart = lines.indexOf('for (; k0 < span.y; k0 += 16u) {');
+    assert.ok(tripStart > 0 && stepStart > tripStart, code.K_LOOP);
+    const trip = lines.slice(tripStart + 1, stepStart - 1);
+    const step = lines.slice(stepStart + 1, -1).join('\n');
     // 4 steps × (4 left + 2 right) loads, then 4 × 8 multiplies, every load before the first multiply.
     assert.strictEqual(trip.filter((l) => l.includes('subgroupMatrixLoad')).length, 24);
     assert.strictEqual(trip.filter((l) => l.includes('subgroupMatrixMultiplyAccumulate')).length, 32);
     const lastLoad = trip.length - 1 - [...trip].reverse().findIndex((l) => l.includes('Load'));
     assert.ok(trip.findIndex((l) => l.includes('Multiply')) > lastLoad);
-    assert.match(code.TRIP, /let a3_2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>\(&xt, xbase \+ 512u \* kblocks \+ \(k0 \/ 16u \+ 3u\) \* 256u, 16u\);/);
-    assert.match(code.TRIP, /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>\(&W, wbase \+ 1u \* wstrip \+ w_tile_k\(s, k0 \+ 48u\), wstride\);/);
-    assert.match(code.STEP, /c_3_1 = subgroupMatrixMultiplyAccumulate\(a0_3, b0_1, c_3_1\);/);
+    assert.match(trip.join('\n'), /let a3_2 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>\(&xt, xbase \+ 512u \* kblocks \+ \(k0 \/ 16u \+ 3u\) \* 256u, 16u\);/);
+    assert.match(trip.join('\n'), /let b3_1 = subgroupMatrixLoad<subgroup_matrix_right<f16, 16, 16>, col_major>\(&W, wbase \+ 1u \* wstrip \+ w_tile_k\(s, k0 \+ 48u\), wstride\);/);
+    assert.match(step, /c_3_1 = subgroupMatrixMultiplyAccumulate\(a0_3, b0_1, c_3_1\);/);
     assert.match(code.STORES, /subgroupMatrixStore<row_major>\(&part, part0 \+ 48u \* pstride \+ 16u, c_3_1, pstride\);/);
     assert.strictEqual(code.SHARED, '');
     // Unsplit: every tile through the subgroup's workgroup memory into store(), as the reduction pass would store it.
@@ -99,6 +106,43 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.doesNotMatch(src, /\{\{/);
     assert.match(src, /const KU: u32 = 4u;/);
     assert.match(s.key, /^mm_sgtile4x4x1x1s2k4/);
+  });
+
+  it('pipelined trips: the next trip loaded into fresh matrices before this trip multiplies, then moved in', () => {
+    const code = tiledProductCode(4, 2, 4, 1, true, true);
+    const lines = code.K_LOOP.split('\n').map((l) => l.trim());
+    // The prologue loads the first trip (4 steps × 6 matrices) at the span's start into vars.
+    const prologue = lines.slice(0, lines.indexOf('var k0 = span.x;'));
+    assert.strictEqual(prologue.length, 24);
+    assert.ok(prologue.every((l) => l.startsWith('var ') && l.includes('span.x')), prologue.join('\n'));
+    const tripStart = lines.indexOf('for (; k0 + 48u < span.y; k0 += 64u) {');
+    const stepStart = lines.indexOf('for (; k0 < span.y; k0 += 16u) {');
+    const trip = lines.slice(tripStart + 1, stepStart - 1);
+    assert.strictEqual(trip[0], 'let kn = k0 + 64u;');
+    const loads = trip.filter((l) => l.includes('subgroupMatrixLoad'));
+    assert.strictEqual(loads.length, 24);
+    assert.ok(loads.every((l) => /^let n[ab]\d_\d = /.test(l) && l.includes('kn')), loads.join('\n'));
+    // Every load of the next trip before the first multiply, every multiply on the current matrices, then the moves.
+    const lastIndex = (f: (l: string) => boolean) => trip.length - 1 - [...trip].reverse().findIndex(f);
+    assert.ok(trip.findIndex((l) => l.includes('Multiply')) > lastIndex((l) => l.includes('Load')));
+    assert.strictEqual(trip.filter((l) => /subgroupMatrixMultiplyAccumulate\(a\d_\d, b\d_\d, c_\d_\d\)/.test(l)).length, 32);
+    const moves = trip.filter((l) => /^[ab]\d_\d = n[ab]\d_\d;$/.test(l));
+    assert.strictEqual(moves.length, 24);
+    assert.ok(trip.findIndex((l) => moves.includes(l)) > lastIndex((l) => l.includes('Multiply')));
+    // The single steps after the trips load their own matrices.
+    assert.match(lines.slice(stepStart).join('\n'), /let a0_3 = subgroupMatrixLoad<subgroup_matrix_left<f16, 16, 16>, row_major>\(&xt, xbase \+ 768u \* kblocks \+ \(k0 \/ 16u \+ 0u\) \* 256u, 16u\);/);
+    // Asked for by the tiling spec's 'p', named in the kernel's key, assembled without placeholders.
+    const choice = tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x1u4p@1' })!;
+    assert.strictEqual(choice.large.pipe, true);
+    const sh = matmulShader({ ...choice.large, split: 2 }, H200);
+    assert.match(sh.key, /^mm_sgtile4x4x1x1s2k4p/);
+    const src = shaderSource(sh.parts, sh.constants);
+    assert.doesNotMatch(src, /\{\{/);
+    assert.match(src, /let nb3_3 = /);
+    assert.strictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x1u4@1' })!.large.pipe, undefined);
+    assert.throws(() => tiledPipeFrom('yes'), /RWKV_MATMUL_TILED_PIPE=yes: give on or off/);
+    assert.strictEqual(tiledPipeFrom(undefined), false);
+    assert.strictEqual(tiledPipeFrom('on'), true);
   });
 
   it('split mm_sgmat: every weight matrix of a stage loaded before its activations are staged, multiplies in the loop order', () => {
@@ -249,7 +293,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     const { ku: _, ...unnamed } = DEFAULT_TILED.base;
     const src = shaderSource(matmulShader(unnamed, H200).parts, matmulShader(unnamed, H200).constants);
     assert.match(src, /const KU: u32 = 1u;/);
-    assert.match(src, /for \(; k0 \+ 16u \* \(KU - 1u\) < span\.y; k0 \+= 16u \* KU\)/);
+    assert.match(src, /for \(; k0 \+ 0u < span\.y; k0 \+= 16u\)/);
     assert.match(src, /for \(; k0 < span\.y; k0 \+= 16u\)/);
   });
 });

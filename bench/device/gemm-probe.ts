@@ -44,6 +44,11 @@ interface Variant {
   /** flat dir: steps of 16 inputs a loop trip. */
   ku?: number;
   /**
+   * flat dir: software-pipelined trips — the next trip's matrices are loaded (into fresh registers) before this
+   * trip's multiplies, so the loads of one trip are in flight while the tensor cores work on the one before.
+   */
+  pipe?: boolean;
+  /**
    * flat dir: weights stored input-block-major (block (ob, kb) at (kb · N/16 + ob) · 256), so at each step the
    * workgroups read neighbouring blocks, one window sweeping the matrix, instead of one stream per strip of 16 rows.
    */
@@ -60,7 +65,7 @@ function name(v: Variant): string {
   if (v.family === 'rd') return `rd-${v.read}-w${v.mt}`;
   const tiles = `${v.mt}x${v.nt}x${v.sgm}x${v.sgn}`;
   const extra = v.family === 'dir' ? (v.pf ? '-pf1' : '') : v.family === 'mma' || v.family === 'eng' ? '' : `-k${v.kc}${v.copy}`;
-  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.split > 1 ? `-s${v.split}` : ''}${v.kmaj ? '-kmaj' : ''}`;
+  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.pipe ? '-pipe' : ''}${v.split > 1 ? `-s${v.split}` : ''}${v.kmaj ? '-kmaj' : ''}`;
 }
 
 const bm = (v: Variant) => 16 * v.mt * v.sgm;
@@ -159,6 +164,7 @@ function flatDirectShader(v: Variant): string {
     ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, ${v.kmaj ? `((kb + ${u}u) * (p.N / 16u) + ob0 + sn * ${v.nt}u + ${j}u) * 256u` : `((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u`}, 16u);`),
   ].join('\n');
   const mma = (u: number) => pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`).join('\n');
+  if (v.pipe) return pipelinedDirectShader(v, ku, step, mma);
   return `${HEADER}
 @compute @workgroup_size(${lanes(v)})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
@@ -170,6 +176,34 @@ ${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 1
   for (var kb = kbs; kb < kbe; kb += ${ku}u) {
 ${range(ku).map(step).join('\n')}
 ${range(ku).map(mma).join('\n')}
+  }
+${flatStore(v)}
+}
+`;
+}
+
+/**
+ * The flat direct kernel with its trips software-pipelined: the matrices of the trip at kb live in `var`s loaded
+ * before the loop; each trip loads the next trip's (kb + ku, clamped to the last trip, whose reload is never used)
+ * into `let`s, multiplies the current ones, then moves the new ones in.
+ */
+function pipelinedDirectShader(v: Variant, ku: number, step: (u: number) => string, mma: (u: number) => string): string {
+  const loadsAt = (kb: string, prefix: string, decl: string) => range(ku).map(step).join('\n').replace(/let ([ab])(\d+)_(\d+) =/g, `${decl} ${prefix}$1$2_$3 =`).replace(/\bkb \+/g, `${kb} +`);
+  const names = range(ku).flatMap((u) => [...range(v.mt).map((i) => `a${u}_${i}`), ...range(v.nt).map((j) => `b${u}_${j}`)]);
+  return `${HEADER}
+@compute @workgroup_size(${lanes(v)})
+fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
+${tileOrigin(v)}
+  let kspan = KB / ${v.split}u;
+  let kbs = wid.z * kspan;
+  let kbe = kbs + kspan;
+${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
+${loadsAt('kbs', '', 'var')}
+  for (var kb = kbs; kb < kbe; kb += ${ku}u) {
+    let nk = min(kb + ${ku}u, kbe - ${ku}u);
+${loadsAt('nk', 'n', 'let')}
+${range(ku).map(mma).join('\n')}
+${names.map((m) => `    ${m} = n${m};`).join('\n')}
   }
 ${flatStore(v)}
 }
@@ -426,6 +460,7 @@ function variants(): Variant[] {
       out.push({ family: 'dir', flat: true, ...t(4, 4, 1, 1), split, ku });
       out.push({ family: 'dir', flat: true, ...t(4, 2, 1, 2), split, ku });
       out.push({ family: 'dir', flat: true, ...t(2, 4, 2, 1), split, ku });
+      for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 4, 1, 1), t(2, 4, 2, 1), t(4, 2, 2, 2), t(2, 2, 4, 4)]) out.push({ family: 'dir', flat: true, ...tiles, split, ku, pipe: true });
       for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 1, 1, 4), t(4, 4, 1, 1)]) out.push({ family: 'dir', flat: true, ...tiles, split, ku, kmaj: true });
       // Workgroup tiles past 64 × 64 (the engine's limit: TILE_TOKENS, SEGMENT_ALIGN). A 64 × 64 tile reads both
       // operands from L2 once per 64 outputs or tokens: 1/32 byte a FLOP, about 4.3 TB/s for the 1.5B FFN key at 512

@@ -29,26 +29,49 @@ function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink
 }
 
 /**
- * Code for mm_sgtile.wgsl's placeholders: {{ACCUMULATORS}}, {{TRIP}} (KU steps of 16 inputs), {{STEP}} (one), {{STORES}}
- * and {{SHARED}} (module-scope declarations the stores need). Split (split > 1), each result tile goes whole to the
+ * Code for mm_sgtile.wgsl's placeholders: {{ACCUMULATORS}}, {{K_LOOP}} (trips of KU steps of 16 inputs, then one step
+ * at a time for the rest of the span; `pipe`: the trips software-pipelined, tiled-pipeline.ts), {{STORES}} and
+ * {{SHARED}} (module-scope declarations the stores need). Split (split > 1), each result tile goes whole to the
  * partial sums for mm_split_reduce.wgsl. Unsplit, the product stores its own results as the reduction would (store():
  * activation, accumulation, bounds): each tile through the subgroup's 1 KB of workgroup memory, its lanes writing 16
  * neighbouring outputs of a token at a time — one dispatch and one pass over the results fewer.
  */
-export function tiledProductCode(mt: number, nt: number, ku: number, split: number, blocksOut = false): Record<'ACCUMULATORS' | 'TRIP' | 'STEP' | 'STORES' | 'SHARED', string> {
+export function tiledProductCode(mt: number, nt: number, ku: number, split: number, blocksOut = false, pipe = false): Record<'ACCUMULATORS' | 'K_LOOP' | 'STORES' | 'SHARED', string> {
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
-  // Loads of step u: the left matrices of the subgroup's MT token blocks, the right ones of its NT output blocks.
-  const loads = (u: number) => [
-    ...range(mt).map((i) => `let a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&xt, xbase + ${i * 256}u * kblocks + (k0 / 16u + ${u}u) * 256u, 16u);`),
-    ...range(nt).map((j) => `let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, wbase + ${j}u * wstrip + w_tile_k(s, k0 + ${16 * u}u), wstride);`),
+  // Loads of step u at input `k` into variables named with `prefix`: the left matrices of the subgroup's MT token
+  // blocks, the right ones of its NT output blocks.
+  const loads = (u: number, k = 'k0', prefix = '', decl = 'let') => [
+    ...range(mt).map((i) => `${decl} ${prefix}a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&xt, xbase + ${i * 256}u * kblocks + (${k} / 16u + ${u}u) * 256u, 16u);`),
+    ...range(nt).map((j) => `${decl} ${prefix}b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, wbase + ${j}u * wstrip + w_tile_k(s, ${k} + ${16 * u}u), wstride);`),
   ];
   const multiplies = (u: number) => pairs.map(([i, j]) => `c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`);
-  // A trip's loads all come before its multiplies, so they are in flight together.
-  const trip = [...range(ku).flatMap(loads), ...range(ku).flatMap(multiplies)];
+  const operands = range(ku).flatMap((u) => [...range(mt).map((i) => `a${u}_${i}`), ...range(nt).map((j) => `b${u}_${j}`)]);
+  // A trip's loads all come before its multiplies, so they are in flight together. Pipelined, the trip starting
+  // at k0 was loaded by the trip before (the first by the prologue) and loads the next one's before multiplying;
+  // the last trip's loads reach past the span (past the buffer at its end, where robust access clamps them) and are
+  // never multiplied.
+  const trips = pipe
+    ? [
+        ...range(ku).flatMap((u) => loads(u, 'span.x', '', 'var')),
+        'var k0 = span.x;',
+        `for (; k0 + ${16 * (ku - 1)}u < span.y; k0 += ${16 * ku}u) {`,
+        `  let kn = k0 + ${16 * ku}u;`,
+        ...range(ku).flatMap((u) => loads(u, 'kn', 'n')).map((l) => `  ${l}`),
+        ...range(ku).flatMap(multiplies).map((l) => `  ${l}`),
+        ...operands.map((m) => `  ${m} = n${m};`),
+        '}',
+      ]
+    : [
+        'var k0 = span.x;',
+        `for (; k0 + ${16 * (ku - 1)}u < span.y; k0 += ${16 * ku}u) {`,
+        ...[...range(ku).flatMap((u) => loads(u)), ...range(ku).flatMap(multiplies)].map((l) => `  ${l}`),
+        '}',
+      ];
+  // Then one step at a time for the rest of the range.
+  const rest = ['for (; k0 < span.y; k0 += 16u) {', ...[...loads(0), ...multiplies(0)].map((l) => `  ${l}`), '}'];
   return {
     ACCUMULATORS: pairs.map(([i, j]) => `var c_${i}_${j}: ${RESULT};`).join('\n  '),
-    TRIP: trip.join('\n    '),
-    STEP: [...loads(0), ...multiplies(0)].join('\n    '),
+    K_LOOP: [...trips, ...rest].join('\n  '),
     STORES: split > 1
       ? pairs.map(([i, j]) => `subgroupMatrixStore<row_major>(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, pstride);`).join('\n  ')
       : [
