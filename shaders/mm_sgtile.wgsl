@@ -17,7 +17,13 @@ const MT: u32 = {{MT}}u;
 const NT: u32 = {{NT}}u;
 const SGM: u32 = {{SGM}}u;
 const SGN: u32 = {{SGN}}u;
+/** Subgroups of one K slice: SGM × SGN, each owning MT×NT result tiles. */
 const SGS: u32 = SGM * SGN;
+/**
+ * K slices a workgroup (engine/rwkv7/tiled-slices.ts): SK groups of SGS subgroups share the workgroup's result tiles,
+ * each summing one slice of its K range; their sums meet in workgroup memory before the stores.
+ */
+const SK: u32 = {{SK}}u;
 /** Steps of 16 inputs whose matrices are loaded together (engine/rwkv7/tiled-unroll.ts). */
 const KU: u32 = {{KU}}u;
 const BM: u32 = 16u * MT * SGM;
@@ -26,7 +32,7 @@ const BN: u32 = 16u * NT * SGN;
 @group(0) @binding(6) var<storage, read> xt: array<f16>;
 {{SHARED}}
 
-@compute @workgroup_size(32u * SGS)
+@compute @workgroup_size(32u * SGS * SK)
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32, @builtin(subgroup_invocation_id) lane: u32) {
   var si = 0u;
   for (var i = 1u; i < grp.count; i++) {
@@ -40,12 +46,14 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32, @built
   // The workgroup's first output row within its segment and first token.
   let o0 = wid.x * BN - s.row0;
   let t0 = wid.y * BM;
-  let sm = sg / SGN;
+  // The subgroup's K slice, and its place among the slice's subgroups.
+  let q = sg / SGS;
+  let sm = (sg % SGS) / SGN;
   let sn = sg % SGN;
   let kblocks = k / 16u;
   let xbase = subgroupBroadcastFirst(tile_base(si) + (t0 / 16u + sm * MT) * kblocks * 256u);
   let wbase = subgroupBroadcastFirst(w_tile_at(s, o0 + sn * NT * 16u, 0u));
-  let span = k_span(k, wid.z, 16u);
+  let span = k_slice(k, wid.z * SK + q, SPLIT * SK, 16u);
   // Where the subgroup's first result tile goes (sgtile_layout.wgsl), computed before the K loop.
   let part0 = subgroupBroadcastFirst(part_index(wid.z, t0 + sm * MT * 16u, wid.x * BN + sn * NT * 16u));
   let pstride = part_stride();

@@ -7,7 +7,12 @@ const SPLIT: u32 = {{SPLIT}}u;
 @group(0) @binding(5) var<storage, read_write> part: array<f32>;
 
 fn k_span(k: u32, z: u32, step: u32) -> vec2<u32> {
-  let chunk = ((k + SPLIT * step - 1u) / (SPLIT * step)) * step;
+  return k_slice(k, z, SPLIT, step);
+}
+
+/** Range z of `parts` equal ranges of K (whole steps; the last ones may be short or empty). */
+fn k_slice(k: u32, z: u32, parts: u32, step: u32) -> vec2<u32> {
+  let chunk = ((k + parts * step - 1u) / (parts * step)) * step;
   let b = min(k, z * chunk);
   return vec2<u32>(b, min(k, b + chunk));
 }

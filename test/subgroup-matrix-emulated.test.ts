@@ -124,6 +124,7 @@ describe('subgroup-matrix path, emulated where the device has none: golden v7-ti
     ['4×4 tiles in one subgroup, 4 steps a trip (prefill FFN)', 'f16', 0, { RWKV_MATMUL_TILED: '4x4x1x1u4@1' }, 5e-3],
     ['4×2 tiles in two subgroups, 4 steps a trip', 'f16', 0, { RWKV_MATMUL_TILED: '4x2x1x2u4@1' }, 5e-3],
     ['4×2 tiles in two subgroups, 2 steps a trip, pipelined', 'f16', 0, { RWKV_MATMUL_TILED: '4x2x1x2u2p@1' }, 5e-3],
+    ['4×2 tiles in two subgroups, 2 slices of K a workgroup', 'f16', 0, { RWKV_MATMUL_TILED: '4x2x1x2u2q2@1' }, 5e-3],
     // Workgroup tiles of 128 tokens × 128 outputs (matmul.ts WIDE_TILE): inputs padded to 128 tokens; groups with
     // segments narrower than whole 128-output tiles (the LoRA ones) take the base tiles.
     ['128 × 128 workgroup tiles (4×4 tiles in 2×2 subgroups)', 'f16', 0, { RWKV_MATMUL_TILED: '4x4x2x2u1@1' }, 5e-3],
@@ -180,6 +181,14 @@ describe('subgroup-matrix path, emulated: tiled products split up to 32 ways', f
         assert.ok(rel < 2e-3, `relative L2 ${rel}`);
       });
     }
+  }
+  // K slices a workgroup (tiled-slices.ts): split or not, the slices' sums meet in workgroup memory.
+  for (const split of [1, 8, MAX_TILED_SPLIT]) {
+    it(`${DEFAULT_TILED.base.mt}×${DEFAULT_TILED.base.nt} tiles in 2 slices of K, ${split} split${split > 1 ? 's' : ''}, weights as blocks`, async () => {
+      const { got, want } = await f16GroupedProduct(gpu, { ...DEFAULT_TILED.base, sk: 2, split }, 70, true, true);
+      const rel = writtenRelL2(got, want);
+      assert.ok(rel < 2e-3, `relative L2 ${rel}`);
+    });
   }
   // Pipelined trips (tiled-pipeline.ts): K spans of 3 steps (no whole trip: the prologue's loads unused), 9 and 34
   // (trips then single steps), 272 (whole trips only), the last trip's loads past the span and the buffer.

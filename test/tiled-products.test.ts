@@ -10,12 +10,13 @@ import { bindGroup, createBuffer, makeKernel } from '../engine/gpu/kernel';
 import { f16BitsToF32, f32ToF16 } from '../engine/loader/dtype';
 import { shaderSource } from '../engine/gpu/shader-source';
 import {
-  chooseMatmul, chooseSplit, DEFAULT_STAGED, MAX_TILED_SPLIT, tiledSplitTargetFrom, DEFAULT_TILED, describeKernels, tiledFor, splitSgmatMtFrom, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
+  chooseMatmul, chooseSplit, tiledSlicesOf, DEFAULT_STAGED, MAX_TILED_SPLIT, tiledSplitTargetFrom, DEFAULT_TILED, describeKernels, tiledFor, splitSgmatMtFrom, groupUniform, matmulShader, reducesAfter, splitReduceDispatch,
   splitReduceShader, splitScratchFloats, tiledFromEnv, tiledInputHalves, tileInputDispatch, tileInputShader, TILE_TOKENS, tileTokensOf, type MatmulConfig,
 } from '../engine/rwkv7/matmul';
 import { matrixGroupsOf, tileableGroup, tiledInputCapacity } from '../engine/rwkv7/tiled-inputs';
 import { DEFAULT_TILED_KU, tiledUnrollFrom } from '../engine/rwkv7/tiled-unroll';
 import { tiledPipeFrom } from '../engine/rwkv7/tiled-pipeline';
+import { tiledSlicesFrom } from '../engine/rwkv7/tiled-slices';
 import { stagedRowsCode, tiledProductCode } from '../engine/rwkv7/sgtile-code';
 import type { MatrixGroup, ModelWeights } from '../engine/rwkv7/weights';
 import { readBuffer, values } from './grouped-product';
@@ -35,7 +36,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '1x2x4x2@128' }), { large: one, medium: one, base: one, minRows: 128, largeRows: 128 });
     const unrolled = tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u4@64' })!;
     assert.deepStrictEqual(unrolled.large, { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 4 });
-    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]\[p\]@ROWS/);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]\[p\]\[qSK\]@ROWS/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u3@64' }), /is not 'off' or MTxNTxSGMxSGN/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x4@64' }), /256 outputs a workgroup exceed 128/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x4x2@64' }), /256 tokens a workgroup exceed 128/);
@@ -95,9 +96,9 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.strictEqual(own.STORES.match(/subgroupMatrixStore<row_major>\(&ot, sg \* 256u, c_\d_\d, 16u\);/g)!.length, 8);
     assert.strictEqual(own.STORES.match(/store\(s, t, o, ot\[sg \* 256u \+ e\]\)/g)!.length, 8);
     assert.match(own.STORES, /let t = tr0 \+ 48u \+ e \/ 16u;\n\s*let o = or0 \+ 16u \+ e % 16u;/);
-    assert.strictEqual(own.SHARED, 'var<workgroup> ot: array<f32, 256u * SGS>;');
+    assert.strictEqual(own.SHARED, 'var<workgroup> ot: array<f32, 256u * SGS * SK>;');
     const unsplit = shaderSource(matmulShader({ ...DEFAULT_TILED.large, split: 1 }, H200).parts, matmulShader({ ...DEFAULT_TILED.large, split: 1 }, H200).constants);
-    assert.match(unsplit, /var<workgroup> ot: array<f32, 256u \* SGS>;/);
+    assert.match(unsplit, /var<workgroup> ot: array<f32, 256u \* SGS \* SK>;/);
     assert.doesNotMatch(unsplit, /subgroupMatrixStore<row_major>\(&part/);
     // No arrays of matrices and no {{placeholders}} left in the assembled shader.
     const s = matmulShader({ ...DEFAULT_TILED.large, split: 2 }, H200);
@@ -193,6 +194,39 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     // A 32-split product's shader is valid; 64 splits are refused.
     assert.match(matmulShader({ ...DEFAULT_TILED.base, split: 32 }, H200).key, /s32/);
     assert.throws(() => matmulShader({ ...DEFAULT_TILED.base, split: 64 }, H200), /K split 64 is outside 1..32/);
+  });
+
+  it('K slices a workgroup: the slices\' tiles summed in slice order by slice 0, splits chosen for the same subgroups', () => {
+    // Unsplit: each tile through workgroup memory, slice 0's subgroups adding slices 1..3 in order, then store().
+    const own = tiledProductCode(4, 2, 4, 1, false, false, 4);
+    assert.strictEqual(own.SHARED, 'var<workgroup> ot: array<f32, 256u * SGS * SK>;');
+    assert.strictEqual(own.STORES.match(/if \(q == 0u\) \{/g)!.length, 8);
+    assert.match(own.STORES, /store\(s, t, o, ot\[sg \* 256u \+ e\] \+ ot\[\(sg \+ 1u \* SGS\) \* 256u \+ e\] \+ ot\[\(sg \+ 2u \* SGS\) \* 256u \+ e\] \+ ot\[\(sg \+ 3u \* SGS\) \* 256u \+ e\]\);/);
+    // Split: the sums go to the partial sums element by element where the matrix store would put them.
+    const split = tiledProductCode(4, 2, 4, 8, false, false, 2);
+    assert.doesNotMatch(split.STORES, /subgroupMatrixStore<row_major>\(&part/);
+    assert.match(split.STORES, /part\[part0 \+ \(48u \+ e \/ 16u\) \* pstride \+ 16u \+ e % 16u\] = ot\[sg \* 256u \+ e\] \+ ot\[\(sg \+ 1u \* SGS\) \* 256u \+ e\];/);
+    // One slice: the code of before (no slice test, the matrix stores into the partial sums).
+    assert.doesNotMatch(tiledProductCode(4, 2, 4, 1).STORES, /q == 0u/);
+    assert.match(tiledProductCode(4, 2, 4, 8).STORES, /subgroupMatrixStore<row_major>\(&part/);
+    // The spec's qSK; a workgroup past 256 invocations refused; the key and constant name it.
+    const choice = tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u2q2@64' })!;
+    assert.strictEqual(choice.base.sk, 2);
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2q4@64' }), /16 subgroups a workgroup exceed 8/);
+    const sh = matmulShader({ ...choice.base, split: 4 }, H200);
+    assert.match(sh.key, /^mm_sgtile2x2x2x2s4k2q2/);
+    const src = shaderSource(sh.parts, sh.constants);
+    assert.match(src, /const SK: u32 = 2u;/);
+    assert.match(src, /let span = k_slice\(k, wid\.z \* SK \+ q, SPLIT \* SK, 16u\);/);
+    assert.doesNotMatch(src, /\{\{/);
+    // Splits for the same subgroups: the 1.5B FFN value at 64 rows, 32 splits in 4 subgroups, 16 with 2 slices.
+    const chosen = (v: typeof choice.base) => chooseSplit(v, { k: 8192, virtualRows: 2048, scratchFloats: ROOM, tileable: true }, 64, tiledSplitTargetFrom(undefined));
+    assert.strictEqual(chosen({ ...DEFAULT_TILED.base }), 32);
+    assert.strictEqual(chosen({ ...DEFAULT_TILED.base, sk: 2 }), 16);
+    assert.strictEqual(tiledSlicesOf({ sgm: 2, sgn: 2, sk: 4 }), 2);
+    assert.strictEqual(tiledSlicesOf({ sgm: 1, sgn: 1, sk: 4 }), 4);
+    assert.strictEqual(tiledSlicesFrom(undefined), 1);
+    assert.throws(() => tiledSlicesFrom('3'), /RWKV_MATMUL_TILED_SK=3: give 1, 2 or 4/);
   });
 
   it('RWKV_MATMUL_SGMAT_MT: token tiles a split mm_sgmat subgroup holds, 1 unless set; other values refused', () => {

@@ -48,6 +48,8 @@ interface Variant {
    * trip's multiplies, so the loads of one trip are in flight while the tensor cores work on the one before.
    */
   pipe?: boolean;
+  /** eng: K slices a workgroup (engine/rwkv7/tiled-slices.ts). */
+  sk?: 1 | 2 | 4;
   /**
    * flat dir: weights stored input-block-major (block (ob, kb) at (kb · N/16 + ob) · 256), so at each step the
    * workgroups read neighbouring blocks, one window sweeping the matrix, instead of one stream per strip of 16 rows.
@@ -65,7 +67,7 @@ function name(v: Variant): string {
   if (v.family === 'rd') return `rd-${v.read}-w${v.mt}`;
   const tiles = `${v.mt}x${v.nt}x${v.sgm}x${v.sgn}`;
   const extra = v.family === 'dir' ? (v.pf ? '-pf1' : '') : v.family === 'mma' || v.family === 'eng' ? '' : `-k${v.kc}${v.copy}`;
-  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.pipe ? '-pipe' : ''}${v.split > 1 ? `-s${v.split}` : ''}${v.kmaj ? '-kmaj' : ''}`;
+  return `${v.family}${v.flat ? 'F' : ''}${tiles}${extra}${v.ku && v.ku > 1 ? `-u${v.ku}` : ''}${v.pipe ? '-pipe' : ''}${v.sk && v.sk > 1 ? `-q${v.sk}` : ''}${v.split > 1 ? `-s${v.split}` : ''}${v.kmaj ? '-kmaj' : ''}`;
 }
 
 const bm = (v: Variant) => 16 * v.mt * v.sgm;
@@ -299,7 +301,7 @@ fn main(@builtin(global_invocation_id) gid: vec3u) {
 /** The engine's tiled product for an 'eng' variant, over weights stored as 16×16 blocks. */
 function engineShader(v: Variant) {
   return matmulShader(
-    { kind: 'sgtile', mt: v.mt as 1 | 2 | 4, nt: v.nt as 1 | 2 | 4, sgm: v.sgm as 1 | 2 | 4, sgn: v.sgn as 1 | 2 | 4, split: v.split, ku: v.ku as 1 | 2 | 4 },
+    { kind: 'sgtile', mt: v.mt as 1 | 2 | 4, nt: v.nt as 1 | 2 | 4, sgm: v.sgm as 1 | 2 | 4, sgn: v.sgn as 1 | 2 | 4, split: v.split, ku: v.ku as 1 | 2 | 4, pipe: v.pipe ?? false, sk: v.sk ?? 1 },
     { kernelPath: 'subgroup-matrix', precision: 'f16', subgroup32: true, layout: 'blocks' },
   );
 }
@@ -447,7 +449,15 @@ function variants(): Variant[] {
     // Split only: unsplit, the engine's product stores its results through store() into y, not into the probe's Y.
     for (const ku of split > 1 ? [1, 2, 4] : []) {
       for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 1, 1, 4), t(4, 4, 1, 1)]) out.push({ family: 'eng', flat: true, ...tiles, split, ku });
+      // The engine's kernel with pipelined trips, and with 2 or 4 slices of K a workgroup (fewer splits for as many
+      // subgroups: compare eng…-s4 with eng…-q2-s2 and eng…-q4).
+      for (const tiles of [t(2, 2, 2, 2), t(4, 2, 1, 2), t(4, 4, 1, 1)]) {
+        out.push({ family: 'eng', flat: true, ...tiles, split, ku, pipe: true });
+        for (const sk of [2, 4] as const) if (32 * tiles.sgm * tiles.sgn * sk <= 256) out.push({ family: 'eng', flat: true, ...tiles, split, ku, sk });
+      }
     }
+    // Sliced K alone, unsplit (split 1 stores through store(), not the probe's Y: only a sliced product with split
+    // > 1 writes the partial sums the check reads).
     for (const pf of [false, true]) {
       out.push({ family: 'dir', ...t(2, 2, 2, 2), split, pf });
       out.push({ family: 'dir', ...t(4, 1, 1, 4), split, pf });

@@ -25,6 +25,7 @@ import { VEC_LANES, type VecLanes } from './vec-lanes';
 import { VEC_LOADS, type VecLoads } from './vec-loads';
 import { TILED_KU } from './tiled-unroll';
 import { TILED_PIPE } from './tiled-pipeline';
+import { MAX_TILED_INVOCATIONS, TILED_SK } from './tiled-slices';
 import { stagedRowsCode, tiledProductCode } from './sgtile-code';
 import type { ShaderConstant } from '../gpu/shader-source';
 import { inBlocks, weightLayoutPart, type BlockOrder, type WeightLayout } from './weight-blocks';
@@ -45,10 +46,11 @@ export type MatmulVariant =
    * Subgroup matrices loaded straight from storage (mm_sgtile), the activations tiled first (mm_sgtile_x): sgm × sgn
    * subgroups of mt × nt result tiles; 16·nt·sgn outputs (at most SEGMENT_ALIGN) × 16·mt·sgm tokens (at most
    * TILE_TOKENS) a workgroup; ku steps of 16 inputs loaded together (TILED_KU when absent), pipe: trips software-
-   * pipelined (TILED_PIPE when absent, tiled-pipeline.ts). blocksOut (unsplit only):
-   * its results go out as the next product's f16 blocks (binding 7, sgtile_blocks_out.wgsl) instead of f32 rows.
+   * pipelined (TILED_PIPE when absent, tiled-pipeline.ts); sk slices of K in a workgroup (tiledSlicesOf,
+   * tiled-slices.ts). blocksOut (unsplit only): its results go out as the next product's f16 blocks (binding 7,
+   * sgtile_blocks_out.wgsl) instead of f32 rows.
    */
-  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; ku?: 1 | 2 | 4; pipe?: boolean; split?: number; blocksOut?: boolean };
+  | { kind: 'sgtile'; mt: 1 | 2 | 4; nt: 1 | 2 | 4; sgm: 1 | 2 | 4; sgn: 1 | 2 | 4; ku?: 1 | 2 | 4; pipe?: boolean; sk?: 1 | 2 | 4; split?: number; blocksOut?: boolean };
 
 /** Most K splits a product takes (mm_split.wgsl); their partial sums are SPLIT × tokens × outputs floats. */
 export const MAX_SPLIT = 8;
@@ -176,6 +178,16 @@ function tileOutputs(v: Pick<Extract<MatmulVariant, { kind: 'sgtile' }>, 'nt' | 
   return 16 * v.nt * v.sgn;
 }
 
+/**
+ * K slices a workgroup of `v` runs: its own sk, else TILED_SK, lowered until the workgroup has at most
+ * MAX_TILED_INVOCATIONS invocations.
+ */
+export function tiledSlicesOf(v: Pick<Extract<MatmulVariant, { kind: 'sgtile' }>, 'sgm' | 'sgn' | 'sk'>): 1 | 2 | 4 {
+  let sk = v.sk ?? TILED_SK;
+  while (sk > 1 && 32 * v.sgm * v.sgn * sk > MAX_TILED_INVOCATIONS) sk = (sk / 2) as 1 | 2;
+  return sk;
+}
+
 /** The most tokens any tiling of `c` pads to. */
 export function maxTileTokens(c: TiledChoice): number {
   return Math.max(...[c.large, c.medium, c.base].map(tileTokensOf));
@@ -243,19 +255,22 @@ function tilesFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>
 
 /**
  * Tiled products from RWKV_MATMUL_TILED: unset for DEFAULT_TILED, 'off' for none (the staged tiles), or
- * 'MTxNTxSGMxSGN[uKU][p]@ROWS' for one tiling of every product from ROWS rows (p: pipelined trips).
+ * 'MTxNTxSGMxSGN[uKU][p][qSK]@ROWS' for one tiling of every product from ROWS rows (p: pipelined trips, qSK: SK
+ * slices of K a workgroup).
  */
 export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice | null {
   const spec = env.RWKV_MATMUL_TILED;
   if (spec === undefined || spec === '') return DEFAULT_TILED;
   if (spec === 'off') return null;
-  const m = /^([124])x([124])x([124])x([124])(?:u([124]))?(p)?@(\d+)$/.exec(spec);
-  if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU][p]@ROWS (each 1, 2 or 4; p: pipelined trips)`);
+  const m = /^([124])x([124])x([124])x([124])(?:u([124]))?(p)?(?:q([124]))?@(\d+)$/.exec(spec);
+  if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU][p][qSK]@ROWS (each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)`);
   const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
   if (16 * nt * sgn > WIDE_TILE) throw new Error(`RWKV_MATMUL_TILED: ${16 * nt * sgn} outputs a workgroup exceed ${WIDE_TILE}`);
   if (16 * mt * sgm > WIDE_TILE) throw new Error(`RWKV_MATMUL_TILED: ${16 * mt * sgm} tokens a workgroup exceed ${WIDE_TILE}`);
-  const variant = { kind: 'sgtile' as const, mt, nt, sgm, sgn, ...(m[5] ? { ku: Number(m[5]) as 1 | 2 | 4 } : {}), ...(m[6] ? { pipe: true } : {}) };
-  const minRows = Number(m[7]);
+  const sk = m[7] ? (Number(m[7]) as 1 | 2 | 4) : undefined;
+  if (sk && 32 * sgm * sgn * sk > MAX_TILED_INVOCATIONS) throw new Error(`RWKV_MATMUL_TILED: ${sgm * sgn * sk} subgroups a workgroup exceed ${MAX_TILED_INVOCATIONS / 32}`);
+  const variant = { kind: 'sgtile' as const, mt, nt, sgm, sgn, ...(m[5] ? { ku: Number(m[5]) as 1 | 2 | 4 } : {}), ...(m[6] ? { pipe: true } : {}), ...(sk ? { sk } : {}) };
+  const minRows = Number(m[8]);
   return { large: variant, medium: variant, base: variant, minRows, largeRows: minRows };
 }
 
@@ -451,7 +466,7 @@ const TILED_SPLIT_TARGET = tiledSplitTargetFrom(process.env.RWKV_MATMUL_TILED_SU
  */
 export function chooseSplit(v: MatmulVariant, shape: ProductShape, rows: number, tiledTarget = TILED_SPLIT_TARGET): number {
   const policy: SplitPolicy = v.kind === 'sgstage' ? STAGED_SPLIT_POLICY
-    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget(rows) / (v.sgm * v.sgn), maxSplit: MAX_TILED_SPLIT }
+    : v.kind === 'sgtile' ? { ...TILED_SPLIT_POLICY, workgroups: tiledTarget(rows) / (v.sgm * v.sgn * tiledSlicesOf(v)), maxSplit: MAX_TILED_SPLIT }
     : SPLIT_POLICY;
   const most = policy.maxSplit ?? MAX_SPLIT;
   const [x, y] = matmulDispatch(v, shape.virtualRows, rows);
@@ -559,11 +574,12 @@ function layoutFree(
     case 'sgtile': {
       const ku = v.ku ?? TILED_KU;
       const pipe = v.pipe ?? TILED_PIPE;
+      const sk = tiledSlicesOf(v);
       return {
-        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}${pipe ? 'p' : ''}${blocksOut ? 'b' : ''}`,
+        key: `mm_sgtile${v.mt}x${v.nt}x${v.sgm}x${v.sgn}${splitName}${ku > 1 ? `k${ku}` : ''}${pipe ? 'p' : ''}${sk > 1 ? `q${sk}` : ''}${blocksOut ? 'b' : ''}`,
         // Split: through the partial sums (mm_split.wgsl) and the reduction pass; unsplit, it stores its own results.
         parts: [w, 'mm_common', 'sgtile_layout', 'mm_split', ...(blocksOut ? ['block_layout', 'sgtile_blocks_out'] : []), 'mm_sgtile'],
-        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split, blocksOut, pipe) },
+        constants: { MT: v.mt, NT: v.nt, SGM: v.sgm, SGN: v.sgn, SPLIT: split, KU: ku, SK: sk, TILE_TOKENS: tileTokensOf(v), ...tiledProductCode(v.mt, v.nt, ku, split, blocksOut, pipe, sk) },
         bindings,
       };
     }

@@ -11,19 +11,25 @@ const RESULT = 'subgroup_matrix_result<f32, 16, 16>';
 const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 /**
- * Result tile c_i_j through the subgroup's 256 floats of workgroup memory (`ot`) into `sink`, its 32 lanes taking 16
- * neighbouring outputs of a token at a time; tokens from `t0`, outputs from `o0`, both past the bounds skipped. Every
- * subgroup of the workgroup runs it, so its barriers are uniform. Shared by both kernels' epilogues.
+ * Result tile c_i_j through the subgroup's 256 floats of workgroup memory (`ot`) into `sink` (given the value's
+ * expression), its 32 lanes taking 16 neighbouring outputs of a token at a time; tokens from `t0`, outputs from `o0`,
+ * both past the bounds skipped. Every subgroup of the workgroup runs it, so its barriers are uniform. Shared by both
+ * kernels' epilogues. With K slices (sk > 1, mm_sgtile.wgsl SK) the subgroups of slice 0 add the other slices' tiles
+ * to their own, in slice order, and only they store.
  */
-function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink: string, bounds = 't < rows && o < s.n'): string {
-  return [
-    `subgroupMatrixStore<row_major>(&ot, sg * 256u, c_${i}_${j}, 16u);`,
-    'workgroupBarrier();',
+function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink: (value: string) => string, bounds = 't < rows && o < s.n', sk = 1): string {
+  const value = range(sk).map((q) => (q === 0 ? 'ot[sg * 256u + e]' : `ot[(sg + ${q}u * SGS) * 256u + e]`)).join(' + ');
+  const loop = [
     'for (var e = lane; e < 256u; e += 32u) {',
     `  let t = ${t0} + ${i * 16}u + e / 16u;`,
     `  let o = ${o0} + ${j * 16}u + e % 16u;`,
-    `  if (${bounds}) { ${sink} }`,
+    `  if (${bounds}) { ${sink(value)} }`,
     '}',
+  ];
+  return [
+    `subgroupMatrixStore<row_major>(&ot, sg * 256u, c_${i}_${j}, 16u);`,
+    'workgroupBarrier();',
+    ...(sk > 1 ? ['if (q == 0u) {', ...loop.map((l) => `  ${l}`), '}'] : loop),
     'workgroupBarrier();',
   ].join('\n  ');
 }
@@ -36,7 +42,7 @@ function tileThroughWorkgroup(i: number, j: number, t0: string, o0: string, sink
  * activation, accumulation, bounds): each tile through the subgroup's 1 KB of workgroup memory, its lanes writing 16
  * neighbouring outputs of a token at a time — one dispatch and one pass over the results fewer.
  */
-export function tiledProductCode(mt: number, nt: number, ku: number, split: number, blocksOut = false, pipe = false): Record<'ACCUMULATORS' | 'K_LOOP' | 'STORES' | 'SHARED', string> {
+export function tiledProductCode(mt: number, nt: number, ku: number, split: number, blocksOut = false, pipe = false, sk = 1): Record<'ACCUMULATORS' | 'K_LOOP' | 'STORES' | 'SHARED', string> {
   const pairs = range(mt).flatMap((i) => range(nt).map((j) => [i, j] as const));
   // Loads of step u at input `k` into variables named with `prefix`: the left matrices of the subgroup's MT token
   // blocks, the right ones of its NT output blocks.
@@ -72,7 +78,10 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split: numb
   return {
     ACCUMULATORS: pairs.map(([i, j]) => `var c_${i}_${j}: ${RESULT};`).join('\n  '),
     K_LOOP: [...trips, ...rest].join('\n  '),
-    STORES: split > 1
+    STORES: split > 1 && sk > 1
+      ? // The slices' sum of each tile into the partial sums as the matrix store would place it.
+        pairs.map(([i, j]) => tileThroughWorkgroup(i, j, '0u', '0u', (v) => `part[part0 + (${i * 16}u + e / 16u) * pstride + ${j * 16}u + e % 16u] = ${v};`, 'true', sk)).join('\n  ')
+      : split > 1
       ? pairs.map(([i, j]) => `subgroupMatrixStore<row_major>(&part, part0 + ${i * 16}u * pstride + ${j * 16}u, c_${i}_${j}, pstride);`).join('\n  ')
       : [
           // mm_sgtile has no early return, so every subgroup reaches these stores.
@@ -83,11 +92,11 @@ export function tiledProductCode(mt: number, nt: number, ku: number, split: numb
           // as zeros, since that product reads its blocks up to the padded rows.
           ...pairs.map(([i, j]) =>
             blocksOut
-              ? tileThroughWorkgroup(i, j, 'tr0', 'or0', 'store_block(s, t, o, ot[sg * 256u + e], t >= rows);', 'o < s.n')
-              : tileThroughWorkgroup(i, j, 'tr0', 'or0', 'store(s, t, o, ot[sg * 256u + e]);'),
+              ? tileThroughWorkgroup(i, j, 'tr0', 'or0', (v) => `store_block(s, t, o, ${v}, t >= rows);`, 'o < s.n', sk)
+              : tileThroughWorkgroup(i, j, 'tr0', 'or0', (v) => `store(s, t, o, ${v});`, undefined, sk),
           ),
         ].join('\n  '),
-    SHARED: split > 1 ? '' : 'var<workgroup> ot: array<f32, 256u * SGS>;',
+    SHARED: split > 1 && sk === 1 ? '' : 'var<workgroup> ot: array<f32, 256u * SGS * SK>;',
   };
 }
 
@@ -109,7 +118,7 @@ export function stagedRowsCode(mt: number, nt: number, kc: number): Record<'ACCU
     ...range(nt).flatMap((j) => range(mt).map((i) => `  c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, w${u}_${j}, c_${i}_${j});`)),
     '}',
   ].join('\n    '));
-  const epilogue = pairs.map(([i, j]) => tileThroughWorkgroup(i, j, 't0', 'o0', 'emit(s, t, o, ot[sg * 256u + e], wid.z);'));
+  const epilogue = pairs.map(([i, j]) => tileThroughWorkgroup(i, j, 't0', 'o0', (v) => `emit(s, t, o, ${v}, wid.z);`));
   return {
     ACCUMULATORS: pairs.map(([i, j]) => `var c_${i}_${j}: ${RESULT};`).join('\n  '),
     WLOADS: wloads.join('\n    '),
