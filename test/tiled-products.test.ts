@@ -38,6 +38,11 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(unrolled.large, { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2, ku: 4 });
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2' }), /RWKV_MATMUL_TILED: '2x2x2x2' is not 'off' or MTxNTxSGMxSGN\[uKU\]\[p\]\[qSK\]@ROWS/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '2x2x2x2u3@64' }), /is not 'off' or MTxNTxSGMxSGN/);
+    // The large or medium tiles alone replaced (A/B runs of the prefill products); the rest stays the default.
+    const large = tiledFromEnv({ RWKV_MATMUL_TILED_LARGE: '4x2x1x2u4p' })!;
+    assert.deepStrictEqual(large, { ...DEFAULT_TILED, large: { kind: 'sgtile', mt: 4, nt: 2, sgm: 1, sgn: 2, ku: 4, pipe: true } });
+    assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED_MEDIUM: '2x2x2x2' })!.medium, { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2 });
+    assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED_LARGE: '4x2x1x2@64' }), /RWKV_MATMUL_TILED_LARGE: '4x2x1x2@64' is not MTxNTxSGMxSGN/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x4@64' }), /256 outputs a workgroup exceed 128/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x4x2@64' }), /256 tokens a workgroup exceed 128/);
     // Up to 128 × 128 (matmul.ts WIDE_TILE): 4×4 tiles in 2×2 subgroups.

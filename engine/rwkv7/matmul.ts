@@ -254,23 +254,44 @@ function tilesFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>
 }
 
 /**
+ * One tiling from `spec` ('MTxNTxSGMxSGN[uKU][p][qSK]', each 1, 2 or 4; p: pipelined trips, qSK: SK slices of K a
+ * workgroup), refused naming `name` when malformed or past the workgroup limits.
+ */
+function tilingFrom(name: string, spec: string): Extract<MatmulVariant, { kind: 'sgtile' }> {
+  const m = /^([124])x([124])x([124])x([124])(?:u([124]))?(p)?(?:q([124]))?$/.exec(spec);
+  if (!m) throw new Error(`${name}: '${spec}' is not MTxNTxSGMxSGN[uKU][p][qSK] (each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)`);
+  const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
+  if (16 * nt * sgn > WIDE_TILE) throw new Error(`${name}: ${16 * nt * sgn} outputs a workgroup exceed ${WIDE_TILE}`);
+  if (16 * mt * sgm > WIDE_TILE) throw new Error(`${name}: ${16 * mt * sgm} tokens a workgroup exceed ${WIDE_TILE}`);
+  const sk = m[7] ? (Number(m[7]) as 1 | 2 | 4) : undefined;
+  if (sk && 32 * sgm * sgn * sk > MAX_TILED_INVOCATIONS) throw new Error(`${name}: ${sgm * sgn * sk} subgroups a workgroup exceed ${MAX_TILED_INVOCATIONS / 32}`);
+  return { kind: 'sgtile' as const, mt, nt, sgm, sgn, ...(m[5] ? { ku: Number(m[5]) as 1 | 2 | 4 } : {}), ...(m[6] ? { pipe: true } : {}), ...(sk ? { sk } : {}) };
+}
+
+/**
  * Tiled products from RWKV_MATMUL_TILED: unset for DEFAULT_TILED, 'off' for none (the staged tiles), or
  * 'MTxNTxSGMxSGN[uKU][p][qSK]@ROWS' for one tiling of every product from ROWS rows (p: pipelined trips, qSK: SK
- * slices of K a workgroup).
+ * slices of K a workgroup). Unset, RWKV_MATMUL_TILED_LARGE and RWKV_MATMUL_TILED_MEDIUM ('MTxNTxSGMxSGN[uKU][p][qSK]')
+ * replace only the default's large or medium tiles (the prefill products), for A/B runs.
  */
 export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice | null {
   const spec = env.RWKV_MATMUL_TILED;
-  if (spec === undefined || spec === '') return DEFAULT_TILED;
+  if (spec === undefined || spec === '') {
+    const large = env.RWKV_MATMUL_TILED_LARGE ? tilingFrom('RWKV_MATMUL_TILED_LARGE', env.RWKV_MATMUL_TILED_LARGE) : null;
+    const medium = env.RWKV_MATMUL_TILED_MEDIUM ? tilingFrom('RWKV_MATMUL_TILED_MEDIUM', env.RWKV_MATMUL_TILED_MEDIUM) : null;
+    return large || medium ? { ...DEFAULT_TILED, ...(large ? { large } : {}), ...(medium ? { medium } : {}) } : DEFAULT_TILED;
+  }
   if (spec === 'off') return null;
-  const m = /^([124])x([124])x([124])x([124])(?:u([124]))?(p)?(?:q([124]))?@(\d+)$/.exec(spec);
-  if (!m) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU][p][qSK]@ROWS (each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)`);
-  const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
-  if (16 * nt * sgn > WIDE_TILE) throw new Error(`RWKV_MATMUL_TILED: ${16 * nt * sgn} outputs a workgroup exceed ${WIDE_TILE}`);
-  if (16 * mt * sgm > WIDE_TILE) throw new Error(`RWKV_MATMUL_TILED: ${16 * mt * sgm} tokens a workgroup exceed ${WIDE_TILE}`);
-  const sk = m[7] ? (Number(m[7]) as 1 | 2 | 4) : undefined;
-  if (sk && 32 * sgm * sgn * sk > MAX_TILED_INVOCATIONS) throw new Error(`RWKV_MATMUL_TILED: ${sgm * sgn * sk} subgroups a workgroup exceed ${MAX_TILED_INVOCATIONS / 32}`);
-  const variant = { kind: 'sgtile' as const, mt, nt, sgm, sgn, ...(m[5] ? { ku: Number(m[5]) as 1 | 2 | 4 } : {}), ...(m[6] ? { pipe: true } : {}), ...(sk ? { sk } : {}) };
-  const minRows = Number(m[8]);
+  const m = /^(.*)@(\d+)$/.exec(spec);
+  let variant: Extract<MatmulVariant, { kind: 'sgtile' }>;
+  try {
+    if (!m) throw new Error('no @ROWS');
+    variant = tilingFrom('RWKV_MATMUL_TILED', m[1]);
+  } catch (e) {
+    if (m && /exceed/.test((e as Error).message)) throw e;
+    throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU][p][qSK]@ROWS (each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)`);
+  }
+  const minRows = Number(m[2]);
   return { large: variant, medium: variant, base: variant, minRows, largeRows: minRows };
 }
 
