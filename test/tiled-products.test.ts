@@ -57,10 +57,12 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.deepStrictEqual(product(64, 2048, 2048), { ...base, split: 8 });
     assert.deepStrictEqual(product(64, 8192, 2048), { ...base, split: 32 });
     assert.deepStrictEqual(product(64, 2048, 8192), { ...base, split: 8 });
-    // 512 tokens: the FFN key has 1,024 tiles: 4×4 tiles unsplit; the FFN value's K of 8192 takes them too, in 4
-    // splits; 2048² (256 tiles) takes 4×2 tiles in 2 splits; the r/k/v group (768 tiles) the base tiles unsplit.
+    // 512 tokens: the FFN key has 1,024 tiles: the large tiles (4×2 in two subgroups) unsplit; the FFN value's K of
+    // 8192 takes them too, in 2 splits; 2048² (256 tiles) takes the medium tiles (the same) in 2 splits; the r/k/v
+    // group (768 tiles) the base tiles unsplit.
+    assert.deepStrictEqual(large, { kind: 'sgtile', mt: 4, nt: 2, sgm: 1, sgn: 2, ku: 4 });
     assert.deepStrictEqual(product(512, 2048, 8192), { ...large, split: 1 });
-    assert.deepStrictEqual(product(512, 8192, 2048), { ...large, split: 4 });
+    assert.deepStrictEqual(product(512, 8192, 2048), { ...large, split: 2 });
     assert.deepStrictEqual(product(512, 2048, 2048), { ...medium, split: 2 });
     assert.deepStrictEqual(product(512, 2048, 6144), { ...base, split: 1 });
     // LoRA products: up-projections (K = rank 64, 4 × 2048 outputs) and down-projections (K 2048, 256 outputs).
@@ -111,7 +113,7 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.doesNotMatch(src, /array<subgroup_matrix/);
     assert.doesNotMatch(src, /\{\{/);
     assert.match(src, /const KU: u32 = 4u;/);
-    assert.match(s.key, /^mm_sgtile4x4x1x1s2k4/);
+    assert.match(s.key, /^mm_sgtile4x2x1x2s2k4/);
   });
 
   it('pipelined trips: the next trip loaded into fresh matrices before this trip multiplies, then moved in', () => {

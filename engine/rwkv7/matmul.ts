@@ -215,7 +215,12 @@ export interface TiledChoice {
  * split mm_sgmat (a 64-token tile would be mostly padding).
  */
 export const DEFAULT_TILED: TiledChoice = {
-  large: { kind: 'sgtile', mt: 4, nt: 4, sgm: 1, sgn: 1, ku: 4 },
+  // 4×2 tiles in two subgroups since the nineteenth session: in the GEMM probe on an H100 (same driver) the engine's
+  // own 4×4 kernel ran the FFN products about twice as slow as the probe's 4×4 kernel (FFN value in 4 splits 192
+  // against 94 µs, FFN key in 2 splits 223 against 111), its 4×2 kernel as fast as the probe's (120 and 117 µs); in
+  // the engine, 1.5B prefill of 512 tokens 23,300 / 23,207 tok/s against 21,280 / 22,378 with 4×4, processes
+  // alternating on one machine (bench/RESULTS.md "Nineteenth session").
+  large: { kind: 'sgtile', mt: 4, nt: 2, sgm: 1, sgn: 2, ku: 4 },
   medium: { kind: 'sgtile', mt: 4, nt: 2, sgm: 1, sgn: 2, ku: 4 },
   // No ku: RWKV_MATMUL_TILED_KU (tiled-unroll.ts, default 1) sets it.
   base: { kind: 'sgtile', mt: 2, nt: 2, sgm: 2, sgn: 2 },
