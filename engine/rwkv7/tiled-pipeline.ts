@@ -3,6 +3,10 @@
 // previous trip's multiplies, so each trip waits a full round trip to L2 with the tensor cores idle. Pipelined, the
 // next trip's matrices are loaded into fresh registers before this trip's multiplies (twice the operand registers).
 // `RWKV_MATMUL_TILED_PIPE=on|off` (default off) chooses it for every tiled product, read once (benchmarks compare).
+// Measured on an H100 (2026-12-05, bench/RESULTS.md "Nineteenth session"), it stays off: in the GEMM probe no
+// pipelined kernel beat the best kernel without it by more than the spread, the engine's 4×4 tiles with 4 steps a trip
+// ran 2–3× slower (their doubled operands spill), and the engine's 1.5B prefill of 512 tokens fell from 22,322 to
+// 15,476 tok/s with every tiling pipelined, from 23,300 to 22,293 with the 4×2 prefill tiles alone.
 
 /** Whether `value` (RWKV_MATMUL_TILED_PIPE) turns pipelining on; unset is off, anything but on/off is refused. */
 export function tiledPipeFrom(value: string | undefined): boolean {
