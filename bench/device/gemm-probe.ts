@@ -167,6 +167,14 @@ function flatDirectShader(v: Variant): string {
   ].join('\n');
   const mma = (u: number) => pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`).join('\n');
   if (v.pipe) return pipelinedDirectShader(v, ku, step, mma);
+  return flatKernel(v, `  for (var kb = kbs; kb < kbe; kb += ${ku}u) {
+${range(ku).map(step).join('\n')}
+${range(ku).map(mma).join('\n')}
+  }`);
+}
+
+/** A flat direct kernel around `loop`: the subgroup's tiles, its K span [kbs, kbe) in blocks, named accumulators, their stores. */
+function flatKernel(v: Variant, loop: string): string {
   return `${HEADER}
 @compute @workgroup_size(${lanes(v)})
 fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
@@ -175,10 +183,7 @@ ${tileOrigin(v)}
   let kbs = wid.z * kspan;
   let kbe = kbs + kspan;
 ${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
-  for (var kb = kbs; kb < kbe; kb += ${ku}u) {
-${range(ku).map(step).join('\n')}
-${range(ku).map(mma).join('\n')}
-  }
+${loop}
 ${flatStore(v)}
 }
 `;
@@ -192,24 +197,13 @@ ${flatStore(v)}
 function pipelinedDirectShader(v: Variant, ku: number, step: (u: number) => string, mma: (u: number) => string): string {
   const loadsAt = (kb: string, prefix: string, decl: string) => range(ku).map(step).join('\n').replace(/let ([ab])(\d+)_(\d+) =/g, `${decl} ${prefix}$1$2_$3 =`).replace(/\bkb \+/g, `${kb} +`);
   const names = range(ku).flatMap((u) => [...range(v.mt).map((i) => `a${u}_${i}`), ...range(v.nt).map((j) => `b${u}_${j}`)]);
-  return `${HEADER}
-@compute @workgroup_size(${lanes(v)})
-fn main(@builtin(workgroup_id) wid: vec3u, @builtin(subgroup_id) sg: u32) {
-${tileOrigin(v)}
-  let kspan = KB / ${v.split}u;
-  let kbs = wid.z * kspan;
-  let kbe = kbs + kspan;
-${pairs(v).map(([i, j]) => `  var c_${i}_${j}: subgroup_matrix_result<f32, 16, 16>;`).join('\n')}
-${loadsAt('kbs', '', 'var')}
+  return flatKernel(v, `${loadsAt('kbs', '', 'var')}
   for (var kb = kbs; kb < kbe; kb += ${ku}u) {
     let nk = min(kb + ${ku}u, kbe - ${ku}u);
 ${loadsAt('nk', 'n', 'let')}
 ${range(ku).map(mma).join('\n')}
 ${names.map((m) => `    ${m} = n${m};`).join('\n')}
-  }
-${flatStore(v)}
-}
-`;
+  }`);
 }
 
 /** The ceiling: the multiplies of a flat kernel on matrices loaded once, no loads in the loop (no check of results). */
