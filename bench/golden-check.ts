@@ -30,8 +30,8 @@ export async function goldenCheck(name = 'v7-tiny'): Promise<Record<string, numb
   // 'sgtile': every product on the tiled subgroup-matrix kernel (mm_sgtile, normally from 64 rows), even single
   // tokens, so the golden sequences (24 tokens) reach it. 'staged': the same on the staged tiles (mm_sgstage).
   // On a subgroup-matrix device f16 products are stored as 16×16 blocks; the '-rows' modes keep the checkpoint's rows.
-  // The default tilings (matmul.ts DEFAULT_TILED: 4×4 tiles in one subgroup and 4×2 in two, 4 steps a trip; 2×2
-  // in 2×2 subgroups, one step).
+  // The tilings: 4×4 tiles in one subgroup (the prefill FFN tiles until the nineteenth session), the default ones
+  // (matmul.ts DEFAULT_TILED: 4×2 in two subgroups, 4 steps a trip; 2×2 in 2×2 subgroups, one step).
   const sgtile = { RWKV_MATMUL_TILED: '4x4x1x1u4@1' };
   const sgtileSmall = { RWKV_MATMUL_TILED: '4x2x1x2u4@1' };
   const sgtileBase = { RWKV_MATMUL_TILED: '2x2x2x2u1@1' };

@@ -230,7 +230,7 @@ export const DEFAULT_TILED: TiledChoice = {
 
 /** Output tiles (64 × 64) from which a product of largeRows rows or more and K ≥ LARGE_MIN_K takes the large tiles. */
 const LARGE_TILES = 1024;
-/** Below this K (the LoRA up-projections: K = rank) a subgroup's 4×4 tiles have too few steps to pay. */
+/** Below this K (the LoRA up-projections: K = rank) the large tiles have too few steps to pay. */
 const LARGE_MIN_K = 1024;
 /** Inputs from which a product of at least LARGE_K_TILES tiles takes the large tiles (the FFN value). */
 const LARGE_K = 4096;
