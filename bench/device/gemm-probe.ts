@@ -161,14 +161,15 @@ function flatStore(v: Variant): string {
 
 function flatDirectShader(v: Variant): string {
   const ku = v.ku ?? 1;
-  const step = (u: number) => [
-    ...range(v.mt).map((i) => `    let a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB + kb + ${u}u) * 256u, 16u);`),
-    ...range(v.nt).map((j) => `    let b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, ${v.kmaj ? `((kb + ${u}u) * (p.N / 16u) + ob0 + sn * ${v.nt}u + ${j}u) * 256u` : `((ob0 + sn * ${v.nt}u + ${j}u) * KB + kb + ${u}u) * 256u`}, 16u);`),
+  // Loads of step u at block `kb` into variables named with `prefix`, declared with `decl`.
+  const step = (u: number, kb = 'kb', prefix = '', decl = 'let') => [
+    ...range(v.mt).map((i) => `    ${decl} ${prefix}a${u}_${i} = subgroupMatrixLoad<${LEFT}, row_major>(&A, ((tb0 + sm * ${v.mt}u + ${i}u) * KB + ${kb} + ${u}u) * 256u, 16u);`),
+    ...range(v.nt).map((j) => `    ${decl} ${prefix}b${u}_${j} = subgroupMatrixLoad<${RIGHT}, col_major>(&W, ${v.kmaj ? `((${kb} + ${u}u) * (p.N / 16u) + ob0 + sn * ${v.nt}u + ${j}u) * 256u` : `((ob0 + sn * ${v.nt}u + ${j}u) * KB + ${kb} + ${u}u) * 256u`}, 16u);`),
   ].join('\n');
   const mma = (u: number) => pairs(v).map(([i, j]) => `    c_${i}_${j} = subgroupMatrixMultiplyAccumulate(a${u}_${i}, b${u}_${j}, c_${i}_${j});`).join('\n');
   if (v.pipe) return pipelinedDirectShader(v, ku, step, mma);
   return flatKernel(v, `  for (var kb = kbs; kb < kbe; kb += ${ku}u) {
-${range(ku).map(step).join('\n')}
+${range(ku).map((u) => step(u)).join('\n')}
 ${range(ku).map(mma).join('\n')}
   }`);
 }
@@ -194,8 +195,8 @@ ${flatStore(v)}
  * before the loop; each trip loads the next trip's (kb + ku, clamped to the last trip, whose reload is never used)
  * into `let`s, multiplies the current ones, then moves the new ones in.
  */
-function pipelinedDirectShader(v: Variant, ku: number, step: (u: number) => string, mma: (u: number) => string): string {
-  const loadsAt = (kb: string, prefix: string, decl: string) => range(ku).map(step).join('\n').replace(/let ([ab])(\d+)_(\d+) =/g, `${decl} ${prefix}$1$2_$3 =`).replace(/\bkb \+/g, `${kb} +`);
+function pipelinedDirectShader(v: Variant, ku: number, step: (u: number, kb: string, prefix: string, decl: string) => string, mma: (u: number) => string): string {
+  const loadsAt = (kb: string, prefix: string, decl: string) => range(ku).map((u) => step(u, kb, prefix, decl)).join('\n');
   const names = range(ku).flatMap((u) => [...range(v.mt).map((i) => `a${u}_${i}`), ...range(v.nt).map((j) => `b${u}_${j}`)]);
   return flatKernel(v, `${loadsAt('kbs', '', 'var')}
   for (var kb = kbs; kb < kbe; kb += ${ku}u) {

@@ -258,13 +258,17 @@ function tilesFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>
   return tiles >= 256 && tiles < 512 && shape.k >= 2048 ? c.medium : c.base;
 }
 
+/** The form of a tiling spec, for the messages that refuse one. */
+const TILING_FORM = 'MTxNTxSGMxSGN[uKU][p][qSK]';
+const TILING_FORM_NOTE = '(each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)';
+
 /**
  * One tiling from `spec` ('MTxNTxSGMxSGN[uKU][p][qSK]', each 1, 2 or 4; p: pipelined trips, qSK: SK slices of K a
- * workgroup), refused naming `name` when malformed or past the workgroup limits.
+ * workgroup), or null when it is not of that form; refused naming `name` when past the workgroup limits.
  */
-function tilingFrom(name: string, spec: string): Extract<MatmulVariant, { kind: 'sgtile' }> {
+function tilingFrom(name: string, spec: string): Extract<MatmulVariant, { kind: 'sgtile' }> | null {
   const m = /^([124])x([124])x([124])x([124])(?:u([124]))?(p)?(?:q([124]))?$/.exec(spec);
-  if (!m) throw new Error(`${name}: '${spec}' is not MTxNTxSGMxSGN[uKU][p][qSK] (each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)`);
+  if (!m) return null;
   const [mt, nt, sgm, sgn] = [1, 2, 3, 4].map((i) => Number(m[i]) as 1 | 2 | 4);
   if (16 * nt * sgn > WIDE_TILE) throw new Error(`${name}: ${16 * nt * sgn} outputs a workgroup exceed ${WIDE_TILE}`);
   if (16 * mt * sgm > WIDE_TILE) throw new Error(`${name}: ${16 * mt * sgm} tokens a workgroup exceed ${WIDE_TILE}`);
@@ -282,20 +286,22 @@ function tilingFrom(name: string, spec: string): Extract<MatmulVariant, { kind: 
 export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice | null {
   const spec = env.RWKV_MATMUL_TILED;
   if (spec === undefined || spec === '') {
-    const large = env.RWKV_MATMUL_TILED_LARGE ? tilingFrom('RWKV_MATMUL_TILED_LARGE', env.RWKV_MATMUL_TILED_LARGE) : null;
-    const medium = env.RWKV_MATMUL_TILED_MEDIUM ? tilingFrom('RWKV_MATMUL_TILED_MEDIUM', env.RWKV_MATMUL_TILED_MEDIUM) : null;
+    // One of the default's prefill tilings replaced, when its variable is set.
+    const replaced = (name: 'RWKV_MATMUL_TILED_LARGE' | 'RWKV_MATMUL_TILED_MEDIUM') => {
+      const value = env[name];
+      if (!value) return null;
+      const tiling = tilingFrom(name, value);
+      if (!tiling) throw new Error(`${name}: '${value}' is not ${TILING_FORM} ${TILING_FORM_NOTE}`);
+      return tiling;
+    };
+    const large = replaced('RWKV_MATMUL_TILED_LARGE');
+    const medium = replaced('RWKV_MATMUL_TILED_MEDIUM');
     return large || medium ? { ...DEFAULT_TILED, ...(large ? { large } : {}), ...(medium ? { medium } : {}) } : DEFAULT_TILED;
   }
   if (spec === 'off') return null;
   const m = /^(.*)@(\d+)$/.exec(spec);
-  let variant: Extract<MatmulVariant, { kind: 'sgtile' }>;
-  try {
-    if (!m) throw new Error('no @ROWS');
-    variant = tilingFrom('RWKV_MATMUL_TILED', m[1]);
-  } catch (e) {
-    if (m && /exceed/.test((e as Error).message)) throw e;
-    throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or MTxNTxSGMxSGN[uKU][p][qSK]@ROWS (each 1, 2 or 4; p: pipelined trips, SK: K slices a workgroup)`);
-  }
+  const variant = m ? tilingFrom('RWKV_MATMUL_TILED', m[1]) : null;
+  if (!m || !variant) throw new Error(`RWKV_MATMUL_TILED: '${spec}' is not 'off' or ${TILING_FORM}@ROWS ${TILING_FORM_NOTE}`);
   const minRows = Number(m[2]);
   return { large: variant, medium: variant, base: variant, minRows, largeRows: minRows };
 }
