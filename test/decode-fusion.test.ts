@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
 import { gpuBackends } from './gpu-backends';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
-import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, tmixLoraSpreadFrom, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { VEC_LOADS } from '../engine/rwkv7/vec-loads';
 import type { Precision } from '../engine/precision';
 
@@ -24,8 +24,9 @@ describe('RWKV-7 fused decode step', function () {
   this.timeout(300000);
   const fixture = gpuBackends();
 
-  async function runtimeFor(opts: { nLayer: number; nEmbd: number; precision: Precision; variant?: 'v7' | 'v7a'; seed?: number; slots?: number }) {
-    const ck = randomRwkv7Checkpoint({ nLayer: opts.nLayer, nEmbd: opts.nEmbd, vocabSize: 300, dtype: 'f32', seed: opts.seed ?? 5, variant: opts.variant });
+  type LoraDims = { w: number; a: number; v: number; g: number };
+  async function runtimeFor(opts: { nLayer: number; nEmbd: number; precision: Precision; variant?: 'v7' | 'v7a'; seed?: number; slots?: number; loraDims?: LoraDims }) {
+    const ck = randomRwkv7Checkpoint({ nLayer: opts.nLayer, nEmbd: opts.nEmbd, vocabSize: 300, dtype: 'f32', seed: opts.seed ?? 5, variant: opts.variant, loraDims: opts.loraDims });
     const be = fixture.open(await createBackend({ model: ck, slots: opts.slots ?? 4, precision: opts.precision, gpu: fixture.gpu, device: 'gpu' }));
     return be as unknown as Rwkv7Runtime & Backend;
   }
@@ -98,6 +99,13 @@ describe('RWKV-7 fused decode step', function () {
     for (const bad of ['-1', '2.5', 'yes', '8 ']) assert.throws(() => fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: bad }), /RWKV_FUSE_DECODE_JOBS/);
   });
 
+  it('RWKV_TMIX_LORA_SPREAD: on unless off; anything else is refused by name', () => {
+    assert.strictEqual(tmixLoraSpreadFrom(undefined), true);
+    assert.strictEqual(tmixLoraSpreadFrom('on'), true);
+    assert.strictEqual(tmixLoraSpreadFrom('off'), false);
+    for (const bad of ['0', 'no', 'ON']) assert.throws(() => tmixLoraSpreadFrom(bad), /RWKV_TMIX_LORA_SPREAD=/);
+  });
+
   it('int8 models (f16 LoRAs beside int8 projections) fuse the time mix but keep rkv and lora1 apart: 8 a layer', async () => {
     const rt = await runtimeFor({ nLayer: 2, nEmbd: 128, precision: 'int8' });
     const layer = perLayer(rt.dispatchLabels(1, 1, 1));
@@ -110,9 +118,12 @@ describe('RWKV-7 fused decode step', function () {
     { precision: 'f16' as const, variant: 'v7' as const },
     { precision: 'int8' as const, variant: 'v7' as const },
     { precision: 'f32' as const, variant: 'v7a' as const },
-  ]) {
-    it(`${c.variant} ${c.precision}: fused decode steps give the separate kernels' logits and states (3 jobs, 4 steps)`, async () => {
-      const rt = await runtimeFor({ nLayer: 3, nEmbd: 128, precision: c.precision, variant: c.variant, seed: 11 });
+    // The 1.5B ranks: a lane's LoRA steps (3 + 3 + 2 + 8 of 8 inputs) cross segments within a trip of 4 loads.
+    { precision: 'f16' as const, variant: 'v7' as const, loraDims: { w: 96, a: 96, v: 64, g: 256 } as LoraDims },
+  ] as { precision: Precision; variant: 'v7' | 'v7a'; loraDims?: LoraDims }[]) {
+    const ranks = c.loraDims ? `, LoRA ranks ${Object.values(c.loraDims).join('/')}` : '';
+    it(`${c.variant} ${c.precision}${ranks}: fused decode steps give the separate kernels' logits and states (3 jobs, 4 steps)`, async () => {
+      const rt = await runtimeFor({ nLayer: 3, nEmbd: 128, precision: c.precision, variant: c.variant, seed: 11, loraDims: c.loraDims });
       const prompts = [[1, 2, 3, 4, 5], [7, 8], [9, 10, 11]];
       const steps = [[12, 13, 14], [15, 16, 17], [18, 19, 20], [21, 22, 23]];
       const run = async (fuse: number) => {
@@ -139,6 +150,18 @@ describe('RWKV-7 fused decode step', function () {
         ahead.states.forEach((st, i) => assert.deepEqual(new Uint32Array(st.buffer, st.byteOffset, st.length), new Uint32Array(fused.states[i].buffer, fused.states[i].byteOffset, fused.states[i].length), `LU 1: state ${i}`));
       } finally {
         rt.tmixLoraLoads = 4;
+      }
+      // Each LoRA output whole on one lane (the form before the lanes shared them): other sums' order, the same values.
+      assert.equal(rt.tmixLoraSpread, true);
+      rt.tmixLoraSpread = false;
+      try {
+        const whole = await run(8);
+        assert.ok(rt.dispatchLabels(3, 3, 3).includes('rwkv7_tmix_decode'));
+        whole.logits.forEach((l, i) => assert.ok(relL2(l, fused.logits[i]) < 2e-5, `lanes apart: logits row ${i}`));
+        whole.states.forEach((st, i) => assert.ok(relL2(st, fused.states[i]) < 2e-5, `lanes apart: state ${i}`));
+        whole.logits.forEach((l, i) => assert.ok(relL2(l, separate.logits[i]) < 2e-5, `lanes apart against separate: logits row ${i}`));
+      } finally {
+        rt.tmixLoraSpread = true;
       }
       fused.logits.forEach((l, i) => {
         const e = relL2(l, separate.logits[i]);

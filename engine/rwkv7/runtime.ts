@@ -152,6 +152,17 @@ export function tmixLoraLoadsFrom(value: string | undefined): TmixLoraLoads {
   return numberChoice('RWKV_TMIX_LORA_LOADS', value, [1, 2, 4, 8] as const, 4);
 }
 
+/**
+ * RWKV_TMIX_LORA_SPREAD=on|off (benchmarks compare); unset: on. On, the fused decode kernel's lanes of a channel share
+ * each of its second LoRA stages' outputs (shaders/rwkv7_tmix_decode.wgsl SPREAD); off, a lane computes whole outputs,
+ * so at 1.5B the gate's lane ran 32 steps of 8 inputs while an even share is 16.
+ */
+export function tmixLoraSpreadFrom(value: string | undefined): boolean {
+  if (value === undefined || value === '' || value === 'on') return true;
+  if (value === 'off') return false;
+  throw new Error(`RWKV_TMIX_LORA_SPREAD=${value}: give on or off`);
+}
+
 /** The bind-group key part of where a tiled product's blocks come from (norm-tiles.ts, sgtile_blocks_out.wgsl). */
 function fromKey(from: BufferRange | undefined): string {
   if (!from) return '';
@@ -222,6 +233,8 @@ export class Rwkv7Runtime implements InferenceBackend {
    * (shaders/rwkv7_tmix_decode.wgsl LU; the same sums in the same order whatever the value).
    */
   tmixLoraLoads: TmixLoraLoads = tmixLoraLoadsFrom(process.env.RWKV_TMIX_LORA_LOADS);
+  /** The fused decode kernel's lanes share each LoRA output (tmixLoraSpreadFrom); tests set it. */
+  tmixLoraSpread: boolean = tmixLoraSpreadFrom(process.env.RWKV_TMIX_LORA_SPREAD);
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -672,7 +685,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.tmixLoraSpread},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -1024,9 +1037,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     const first = l === 0;
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
     const layout = weightLayoutPart(L.lora2.layout);
-    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}${tiles ? ',tiles' : ''}`, () =>
+    const spread = this.tmixLoraSpread;
+    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads},${spread}${tiles ? ',tiles' : ''}`, () =>
       makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', ...(tiles ? ['block_layout', 'tmix_tiles'] : ['tmix_no_tiles']), 'rwkv7_tmix_decode'], {
-        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads,
+        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads, SPREAD: spread,
       }), [
         'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw', ...(tiles ? (['rw'] as const) : []),
       ]),
