@@ -45,6 +45,13 @@ describe('tiled subgroup-matrix products: choice and shader', () => {
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED_LARGE: '4x2x1x2@64' }), /RWKV_MATMUL_TILED_LARGE: '4x2x1x2@64' is not MTxNTxSGMxSGN/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x1x4@64' }), /256 outputs a workgroup exceed 128/);
     assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED: '4x2x4x2@64' }), /256 tokens a workgroup exceed 128/);
+    // From how many output tiles the large tiles start (A/B runs); anything but a whole number is refused by name.
+    const from512 = tiledFromEnv({ RWKV_MATMUL_TILED_LARGE_TILES: '512' })!;
+    assert.deepStrictEqual(from512, { ...DEFAULT_TILED, largeTiles: 512 });
+    assert.deepStrictEqual(chooseMatmul(512, { ...H200, tiled: from512 }, { k: 2048, virtualRows: 6144, scratchFloats: ROOM, tileable: true }).kind, 'sgtile');
+    assert.deepStrictEqual(tiledFor(from512, { k: 2048, virtualRows: 6144 }, 512), DEFAULT_TILED.large);
+    assert.deepStrictEqual(tiledFor(DEFAULT_TILED, { k: 2048, virtualRows: 6144 }, 512), DEFAULT_TILED.base);
+    for (const bad of ['0', '-5', '1e3', 'many']) assert.throws(() => tiledFromEnv({ RWKV_MATMUL_TILED_LARGE_TILES: bad }), /RWKV_MATMUL_TILED_LARGE_TILES: /);
     // Up to 128 × 128 (matmul.ts WIDE_TILE): 4×4 tiles in 2×2 subgroups.
     assert.deepStrictEqual(tiledFromEnv({ RWKV_MATMUL_TILED: '4x4x2x2u4@256' })!.large, { kind: 'sgtile', mt: 4, nt: 4, sgm: 2, sgn: 2, ku: 4 });
   });

@@ -203,6 +203,8 @@ export interface TiledChoice {
   base: Extract<MatmulVariant, { kind: 'sgtile' }>;
   minRows: number;
   largeRows: number;
+  /** Output tiles from which a product of K ≥ LARGE_MIN_K takes the large tiles (unset: LARGE_TILES). */
+  largeTiles?: number;
 }
 
 /**
@@ -228,7 +230,10 @@ export const DEFAULT_TILED: TiledChoice = {
   largeRows: 256,
 };
 
-/** Output tiles (64 × 64) from which a product of largeRows rows or more and K ≥ LARGE_MIN_K takes the large tiles. */
+/**
+ * Output tiles (64 × 64) from which a product of largeRows rows or more and K ≥ LARGE_MIN_K takes the large tiles
+ * (TiledChoice.largeTiles, RWKV_MATMUL_TILED_LARGE_TILES, replaces it).
+ */
 const LARGE_TILES = 1024;
 /** Below this K (the LoRA up-projections: K = rank) the large tiles have too few steps to pay. */
 const LARGE_MIN_K = 1024;
@@ -252,7 +257,7 @@ export function tiledFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtua
 function tilesFor(c: TiledChoice, shape: Pick<ProductShape, 'k' | 'virtualRows'>, rows: number): Extract<MatmulVariant, { kind: 'sgtile' }> {
   if (rows < c.largeRows) return c.base;
   const tiles = Math.ceil(shape.virtualRows / 64) * Math.ceil(rows / 64);
-  if ((tiles >= LARGE_TILES && shape.k >= LARGE_MIN_K) || (shape.k >= LARGE_K && tiles >= LARGE_K_TILES)) return c.large;
+  if ((tiles >= (c.largeTiles ?? LARGE_TILES) && shape.k >= LARGE_MIN_K) || (shape.k >= LARGE_K && tiles >= LARGE_K_TILES)) return c.large;
   // One matrix of 2048² at 512 rows is 256 tiles; the r/k/v group (three matrices, 768 tiles) and the LoRA
   // down-projections (a few hundred outputs) keep the base tiles.
   return tiles >= 256 && tiles < 512 && shape.k >= 2048 ? c.medium : c.base;
@@ -296,7 +301,13 @@ export function tiledFromEnv(env: NodeJS.ProcessEnv = process.env): TiledChoice 
     };
     const large = replaced('RWKV_MATMUL_TILED_LARGE');
     const medium = replaced('RWKV_MATMUL_TILED_MEDIUM');
-    return large || medium ? { ...DEFAULT_TILED, ...(large ? { large } : {}), ...(medium ? { medium } : {}) } : DEFAULT_TILED;
+    // From how many output tiles the large tiles start (A/B runs: 512 gives them the 1.5B r/k/v group's 768).
+    const from = env.RWKV_MATMUL_TILED_LARGE_TILES;
+    if (from !== undefined && from !== '' && !/^[1-9]\d{0,6}$/.test(from)) {
+      throw new Error(`RWKV_MATMUL_TILED_LARGE_TILES: '${from}' is not a whole number of output tiles`);
+    }
+    const largeTiles = from ? { largeTiles: Number(from) } : {};
+    return large || medium || from ? { ...DEFAULT_TILED, ...(large ? { large } : {}), ...(medium ? { medium } : {}), ...largeTiles } : DEFAULT_TILED;
   }
   if (spec === 'off') return null;
   const m = /^(.*)@(\d+)$/.exec(spec);
