@@ -5,7 +5,7 @@ import * as assert from 'assert';
 import { createBackend, type Backend } from '../engine/backend';
 import { gpuBackends } from './gpu-backends';
 import { randomRwkv7Checkpoint } from '../engine/random-model';
-import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, tmixLoraSpreadFrom, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
+import { DECODE_FUSE_JOBS, fuseDecodeJobsFromEnv, tmixLanesFrom, tmixLoraSpreadFrom, type Rwkv7Runtime } from '../engine/rwkv7/runtime';
 import { VEC_LOADS } from '../engine/rwkv7/vec-loads';
 import type { Precision } from '../engine/precision';
 
@@ -99,11 +99,14 @@ describe('RWKV-7 fused decode step', function () {
     for (const bad of ['-1', '2.5', 'yes', '8 ']) assert.throws(() => fuseDecodeJobsFromEnv({ RWKV_FUSE_DECODE_JOBS: bad }), /RWKV_FUSE_DECODE_JOBS/);
   });
 
-  it('RWKV_TMIX_LORA_SPREAD: on unless off; anything else is refused by name', () => {
+  it('RWKV_TMIX_LORA_SPREAD: on unless off; RWKV_TMIX_LANES 1, 2, 4 or 8; anything else is refused by name', () => {
     assert.strictEqual(tmixLoraSpreadFrom(undefined), true);
     assert.strictEqual(tmixLoraSpreadFrom('on'), true);
     assert.strictEqual(tmixLoraSpreadFrom('off'), false);
     for (const bad of ['0', 'no', 'ON']) assert.throws(() => tmixLoraSpreadFrom(bad), /RWKV_TMIX_LORA_SPREAD=/);
+    assert.strictEqual(tmixLanesFrom(undefined), 0);
+    assert.strictEqual(tmixLanesFrom('8'), 8);
+    for (const bad of ['3', '16', 'x']) assert.throws(() => tmixLanesFrom(bad), /RWKV_TMIX_LANES=/);
   });
 
   it('int8 models (f16 LoRAs beside int8 projections) fuse the time mix but keep rkv and lora1 apart: 8 a layer', async () => {
@@ -162,6 +165,17 @@ describe('RWKV-7 fused decode step', function () {
         whole.logits.forEach((l, i) => assert.ok(relL2(l, separate.logits[i]) < 2e-5, `lanes apart against separate: logits row ${i}`));
       } finally {
         rt.tmixLoraSpread = true;
+      }
+      // 8 lanes a state row (512 a workgroup at N = 64), where the device allows them: the same values.
+      if ((rt as unknown as { device: GPUDevice }).device.limits.maxComputeInvocationsPerWorkgroup >= 512 && c.loraDims) {
+        rt.tmixLanes = 8;
+        try {
+          const wide = await run(8);
+          wide.logits.forEach((l, i) => assert.ok(relL2(l, separate.logits[i]) < 2e-5, `8 lanes: logits row ${i}`));
+          wide.states.forEach((st, i) => assert.ok(relL2(st, separate.states[i]) < 2e-5, `8 lanes: state ${i}`));
+        } finally {
+          rt.tmixLanes = 0;
+        }
       }
       fused.logits.forEach((l, i) => {
         const e = relL2(l, separate.logits[i]);

@@ -163,6 +163,15 @@ export function tmixLoraSpreadFrom(value: string | undefined): boolean {
   throw new Error(`RWKV_TMIX_LORA_SPREAD=${value}: give on or off`);
 }
 
+/**
+ * RWKV_TMIX_LANES=1|2|4|8 (benchmarks compare): lanes a state row of the fused decode time mix, where the head fits
+ * (else the default's choice); unset: 4 where they fit (Rwkv7Runtime.decodeFuseLanes). 8 is 512 lanes a workgroup
+ * at N = 64: half the LoRA steps and state columns a lane.
+ */
+export function tmixLanesFrom(value: string | undefined): 0 | 1 | 2 | 4 | 8 {
+  return value ? numberChoice('RWKV_TMIX_LANES', value, [1, 2, 4, 8] as const, 4) : 0;
+}
+
 /** The bind-group key part of where a tiled product's blocks come from (norm-tiles.ts, sgtile_blocks_out.wgsl). */
 function fromKey(from: BufferRange | undefined): string {
   if (!from) return '';
@@ -235,6 +244,8 @@ export class Rwkv7Runtime implements InferenceBackend {
   tmixLoraLoads: TmixLoraLoads = tmixLoraLoadsFrom(process.env.RWKV_TMIX_LORA_LOADS);
   /** The fused decode kernel's lanes share each LoRA output (tmixLoraSpreadFrom); tests set it. */
   tmixLoraSpread: boolean = tmixLoraSpreadFrom(process.env.RWKV_TMIX_LORA_SPREAD);
+  /** Lanes a state row of the fused decode time mix where they fit (tmixLanesFrom; 0: the default's). Tests set it. */
+  tmixLanes: 0 | 1 | 2 | 4 | 8 = tmixLanesFrom(process.env.RWKV_TMIX_LANES);
   private readonly layerStride: number;
   private readonly kernels = new Map<string, Kernel>();
   private readonly buf: Record<string, GPUBuffer> = {};
@@ -685,7 +696,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.tmixLoraSpread},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.tmixLoraSpread},${this.tmixLanes},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -1024,8 +1035,10 @@ export class Rwkv7Runtime implements InferenceBackend {
     if (this.weights.layers.some((L) => L.lora2.format !== 'f16' && L.lora2.format !== 'f32')) return 0;
     const N = this.info.headSize;
     const maxLanes = Math.min(this.device.limits.maxComputeInvocationsPerWorkgroup, this.device.limits.maxComputeWorkgroupSizeX);
+    const fits = (lanes: number) => N % (4 * lanes) === 0 && N * lanes <= maxLanes;
+    if (this.tmixLanes && fits(this.tmixLanes)) return this.tmixLanes;
     // 4 lanes a row, as the decode WKV kernel measured best on the H200; fewer where the head is too large.
-    for (const lanes of [4, 2, 1]) if (N % (4 * lanes) === 0 && N * lanes <= maxLanes) return lanes;
+    for (const lanes of [4, 2, 1]) if (fits(lanes)) return lanes;
     return 0;
   }
 
