@@ -3,10 +3,7 @@
 // recurrence) and post (rwkv7_post.wgsl). Separately those are four dispatches a layer, each mostly launch and
 // barrier at batch 1. The arithmetic is theirs; only the order of the sums differs (float rounding).
 // The workgroup is N rows × L lanes: lane q of row i holds the row's vec4 columns q, q + L, ... (as the split
-// WKV kernel). In the LoRA stage, with SPREAD the L lanes of row i share every LoRA output of channel i, lane q taking
-// the 8-input steps q, q + L, ... of each, all segments' steps in one stream of trips, and the lanes' partial sums
-// are added in workgroup memory; without it lane (i, q) computes LoRA outputs q, q + L, ... of channel i whole, so
-// the lane with the gate's 256 inputs (1.5B) ran twice the steps of an even share while the others waited.
+// WKV kernel), and in the LoRA stage lane (i, q) computes LoRA outputs q, q + L, ... of channel i.
 // Inputs: r, k, v in tm's regions, the first LoRA stages' outputs (activations applied) in tm from float HID on
 // (segment s at x_off of the group uniform, as the separate product reads them). Output: the gated, normalized
 // head output in `out`, the state updated in place, and v_first on layer 0.
@@ -31,10 +28,6 @@ const L: u32 = {{L}}u;
 const FIRST: bool = {{FIRST}};
 // Steps of 8 LoRA inputs whose loads are issued together (Rwkv7Runtime.tmixLoraLoads, RWKV_TMIX_LORA_LOADS).
 const LU: u32 = {{LU}}u;
-// The row's lanes share each LoRA output (Rwkv7Runtime.tmixLoraSpread, RWKV_TMIX_LORA_SPREAD).
-const SPREAD: bool = {{SPREAD}};
-// LoRA segments the kernel takes (w, a, g and v's second stages: hl's regions).
-const SEGS: u32 = 4u;
 const WGS: u32 = N * L;
 // vec4 columns per lane.
 const Q: u32 = N / (4u * L);
@@ -43,9 +36,7 @@ const EPS: f32 = 64e-5;
 // Row sums (row_sum); sums over the whole workgroup are wg_sum's (wg_sum.wgsl or wg_sum_subgroup.wgsl, WG = WGS).
 var<workgroup> rowred: array<f32, WGS>;
 // The head's LoRA outputs (w, a, g, v LoRA; N each) and prepared vectors.
-var<workgroup> hl: array<f32, SEGS * N>;
-// SPREAD: the lanes' partial sums of each LoRA output, [segment][row][lane].
-var<workgroup> lred: array<f32, SEGS * WGS>;
+var<workgroup> hl: array<f32, 4u * N>;
 var<workgroup> hr: array<f32, N>;
 var<workgroup> hw: array<f32, N>;
 var<workgroup> hk: array<f32, N>;
@@ -90,47 +81,6 @@ fn lora_out(s: Seg, t: u32, o: u32) -> f32 {
   return acc;
 }
 
-/** The weights and inputs of one step of 8 LoRA inputs: segment o's inputs k..k+7 for output row `c`, token t. */
-struct LoraStep { m: mat2x4<f32>, x0: vec4<f32>, x1: vec4<f32> }
-
-fn lora_step(s: Seg, t: u32, c: u32, k: u32) -> LoraStep {
-  let xb = s.x_off * 4u + t * s.k + k;
-  return LoraStep(load_w8(w8_at(s, c, k)), vec4<f32>(tm[xb], tm[xb + 1u], tm[xb + 2u], tm[xb + 3u]),
-                  vec4<f32>(tm[xb + 4u], tm[xb + 5u], tm[xb + 6u], tm[xb + 7u]));
-}
-
-/**
- * SPREAD: lane q's share of every LoRA output of channel c, token t: segment o's steps of 8 inputs q, q + L, ...,
- * the segments one after another, LU steps' loads issued together even across a segment's end, each step's sum
- * added to its segment's partial in step order (so the bits do not depend on LU).
- */
-fn lora_shares(t: u32, c: u32, q: u32) -> array<f32, SEGS> {
-  var part = array<f32, SEGS>();
-  var o = 0u;
-  var k = 8u * q;
-  loop {
-    var st: array<LoraStep, LU>;
-    var so: array<u32, LU>;
-    for (var u = 0u; u < LU; u++) {
-      // The next step: past a segment's end, the next segment's first step of this lane.
-      while (o < grp.count && k >= grp.segs[o].k) {
-        o++;
-        k = 8u * q;
-      }
-      so[u] = o;
-      if (o < grp.count) {
-        st[u] = lora_step(grp.segs[o], t, c, k);
-        k += 8u * L;
-      }
-    }
-    for (var u = 0u; u < LU; u++) {
-      if (so[u] < grp.count) { part[so[u]] += dot(st[u].m[0], st[u].x0) + dot(st[u].m[1], st[u].x1); }
-    }
-    if (o >= grp.count) { break; }
-  }
-  return part;
-}
-
 fn h4(a: ptr<workgroup, array<f32, N>>, c: u32) -> vec4<f32> {
   return vec4<f32>((*a)[c], (*a)[c + 1u], (*a)[c + 2u], (*a)[c + 3u]);
 }
@@ -151,20 +101,8 @@ fn main(@builtin(workgroup_id) wid: vec3u, @builtin(local_invocation_index) lid:
   let idx = t * C + c;
   let lead = q == 0u; // the lane that owns channel i in prep and post
 
-  if (SPREAD) {
-    // Second LoRA stages: the row's lanes share each output of channel c, their partials added lane by lane.
-    let part = lora_shares(t, c, q);
-    for (var o = 0u; o < SEGS; o++) { lred[(o * N + i) * L + q] = part[o]; }
-    workgroupBarrier();
-    for (var o = q; o < grp.count; o += L) {
-      var sum = 0.0;
-      for (var p = 0u; p < L; p++) { sum += lred[(o * N + i) * L + p]; }
-      hl[o * N + i] = sum;
-    }
-  } else {
-    // Second LoRA stages: lane (i, q) computes outputs q, q + L, ... (of w, a, g, v) of channel c.
-    for (var o = q; o < grp.count; o += L) { hl[o * N + i] = lora_out(grp.segs[o], t, c); }
-  }
+  // Second LoRA stages: lane (i, q) computes outputs q, q + L, ... (of w, a, g, v) of channel c.
+  for (var o = q; o < grp.count; o += L) { hl[o * N + i] = lora_out(grp.segs[o], t, c); }
   workgroupBarrier();
 
   // prep

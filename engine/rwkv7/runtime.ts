@@ -153,17 +153,6 @@ export function tmixLoraLoadsFrom(value: string | undefined): TmixLoraLoads {
 }
 
 /**
- * RWKV_TMIX_LORA_SPREAD=on|off (benchmarks compare); unset: on. On, the fused decode kernel's lanes of a channel share
- * each of its second LoRA stages' outputs (shaders/rwkv7_tmix_decode.wgsl SPREAD); off, a lane computes whole outputs,
- * so at 1.5B the gate's lane ran 32 steps of 8 inputs while an even share is 16.
- */
-export function tmixLoraSpreadFrom(value: string | undefined): boolean {
-  if (value === undefined || value === '' || value === 'on') return true;
-  if (value === 'off') return false;
-  throw new Error(`RWKV_TMIX_LORA_SPREAD=${value}: give on or off`);
-}
-
-/**
  * RWKV_TMIX_LANES=1|2|4|8 (benchmarks compare): lanes a state row of the fused decode time mix, where the head fits
  * (else the default's choice); unset: 4 where they fit (Rwkv7Runtime.decodeFuseLanes). 8 is 512 lanes a workgroup
  * at N = 64: half the LoRA steps and state columns a lane.
@@ -242,8 +231,6 @@ export class Rwkv7Runtime implements InferenceBackend {
    * (shaders/rwkv7_tmix_decode.wgsl LU; the same sums in the same order whatever the value).
    */
   tmixLoraLoads: TmixLoraLoads = tmixLoraLoadsFrom(process.env.RWKV_TMIX_LORA_LOADS);
-  /** The fused decode kernel's lanes share each LoRA output (tmixLoraSpreadFrom); tests set it. */
-  tmixLoraSpread: boolean = tmixLoraSpreadFrom(process.env.RWKV_TMIX_LORA_SPREAD);
   /** Lanes a state row of the fused decode time mix where they fit (tmixLanesFrom; 0: the default's). Tests set it. */
   tmixLanes: 0 | 1 | 2 | 4 | 8 = tmixLanesFrom(process.env.RWKV_TMIX_LANES);
   private readonly layerStride: number;
@@ -696,7 +683,7 @@ export class Rwkv7Runtime implements InferenceBackend {
     // Decode and prefill want different WKV kernels; the longest job of the sub-pass decides.
     const longest = sp.segments.reduce((m, s) => Math.max(m, s.to - s.from), 0);
     const wkv = this.wkvFor(longest, sp.tokens, sp.segments.length);
-    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.tmixLoraSpread},${this.tmixLanes},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
+    const key = `${sp.tokens},${sp.segments.length},${sp.rows},${this.vecMaxRows},${this.gemmTile},${this.fuseDecodeJobs},${wkvVariantName(wkv)},${this.lnSplit},${this.normTiles},${this.productBlocks},${this.tmixLoraLoads},${this.tmixLanes},${this.submitSchedule.firstSubmitLayers}/${this.submitSchedule.layersPerSubmit}`;
     let ops = this.recorded.get(key);
     if (!ops) {
       ops = this.record(sp.tokens, sp.segments.length, sp.rows, wkv);
@@ -1050,10 +1037,9 @@ export class Rwkv7Runtime implements InferenceBackend {
     const first = l === 0;
     const prelude = weightPrelude({ kind: 'vec', tb: 4 }, this.matmulConfigOf(L.lora2));
     const layout = weightLayoutPart(L.lora2.layout);
-    const spread = this.tmixLoraSpread;
-    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads},${spread}${tiles ? ',tiles' : ''}`, () =>
+    const k = this.kernel(`tmixDecode:${prelude},${layout},${lanes},${first},${this.tmixLoraLoads}${tiles ? ',tiles' : ''}`, () =>
       makeKernel(this.device, ...withWgSum(this.gpu, ['wg_sum', prelude, layout, 'head_common', ...(tiles ? ['block_layout', 'tmix_tiles'] : ['tmix_no_tiles']), 'rwkv7_tmix_decode'], {
-        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads, SPREAD: spread,
+        ...this.consts, L: lanes, FIRST: first, WG: this.info.headSize * lanes, LU: this.tmixLoraLoads,
       }), [
         'uniform', 'read', 'uniform', 'uniform', 'read', 'read', 'read', 'read', 'rw', 'rw', 'rw', ...(tiles ? (['rw'] as const) : []),
       ]),
