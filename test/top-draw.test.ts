@@ -6,7 +6,7 @@
 import * as assert from 'assert';
 import { acquireGpu, gpuBroken, type GpuContext } from '../engine/gpu/device';
 import { createBuffer } from '../engine/gpu/kernel';
-import { type DrawRow, TopDrawer } from '../engine/rwkv7/top-draw';
+import { type DrawLanes, type DrawRow, drawLanesFrom, TopDrawer } from '../engine/rwkv7/top-draw';
 import { JOB_WORDS, TOP_CAPACITY, TOP_SLICE, TopLogitsReducer } from '../engine/rwkv7/top-logits';
 import { resolveSamplerOptions, TokenSampler } from '../engine/samplers';
 import type { RepetitionPenalty } from '../engine/samplers/penalties';
@@ -56,7 +56,7 @@ describe("output 'top': tokens drawn on the GPU (TopDrawer)", function () {
    * Runs `steps` draws of `specs` on the GPU (one encoder, no readback between steps), then the same on the host step
    * by step, and compares the drawn rows, the ids written, and the adjust state left for a next step.
    */
-  async function compare(V: number, specs: Spec[], steps: number, seed: number) {
+  async function compare(V: number, specs: Spec[], steps: number, seed: number, lanes?: DrawLanes) {
     const { device } = gpu;
     const n = specs.length;
     const rnd = seeded(seed);
@@ -84,7 +84,7 @@ describe("output 'top': tokens drawn on the GPU (TopDrawer)", function () {
     const ids = createBuffer(device, 'draw-ids', idsWords * 4, storage());
     device.queue.writeBuffer(ids, 0, new Uint32Array(idsWords).fill(SENTINEL));
     const reducer = new TopLogitsReducer(device, V, n + 1, logits);
-    const drawer = new TopDrawer(device, reducer, ids, n + 1, steps + 2);
+    const drawer = new TopDrawer(device, reducer, ids, n + 1, steps + 2, lanes);
     // Each row's draw as the scheduler makes it: the sampler's bias and its penalties so far (prior draws included).
     const drawRows: DrawRow[] = samplers.map(({ sampler }, i) => {
       const draw = sampler.drawParams(TOP_CAPACITY);
@@ -242,6 +242,29 @@ describe("output 'top': tokens drawn on the GPU (TopDrawer)", function () {
     ];
     const { expected } = await compare(V, specs, 3, 9);
     assert.deepStrictEqual(expected.map((e) => e[1]).slice(0, 2), [65535, 10], 'the biased last row, then (its presence penalty 10) the best peak');
+  });
+
+  it('draws as the host does with every lane count, after hundreds of penalized rows (ai00\'s default sampler)', async () => {
+    const V = TOP_SLICE + 77;
+    // 300 distinct rows drawn before: 300 penalty pairs a row, more than the lanes of a workgroup take in one pass.
+    const prior = Array.from({ length: 300 }, (_, j) => (j * 37 + 11) % V);
+    const specs: Spec[] = [
+      { label: 'ai00 default, 300 penalized', sampler: { temperature: 1, topK: 128, topP: 0.5, presencePenalty: 0.3, frequencyPenalty: 0.3 }, prior, logits: peaked(V, 31, { spread: 0.05 }) },
+      { label: 'greedy, 300 penalized, one of them on top', sampler: { temperature: 0, presencePenalty: 0.5, frequencyPenalty: 0.5, penaltyDecay: 0.9 }, prior: [10, ...prior], logits: peaked(V, 32, { noise: 0.02 }) },
+      { label: 'T 0.7, top_k 256, top_p 1, 300 penalized', sampler: { temperature: 0.7, topK: 256, topP: 1, presencePenalty: 0.2, frequencyPenalty: 0.1 }, prior, logits: peaked(V, 33, { peaks: 60, spread: 0.02 }) },
+    ];
+    const runs: number[][][] = [];
+    for (const lanes of [1, 64, 256] as const) runs.push((await compare(V, specs, 5, 17, lanes)).expected);
+    // compare() checked each run against the host; the host is the same for all, so the lane counts agree too.
+    assert.deepStrictEqual(runs[1], runs[0]);
+    assert.deepStrictEqual(runs[2], runs[0]);
+  });
+
+  it('RWKV_DRAW_LANES: 1, 32, 64, 128 or 256, unset 64; anything else is refused by name', () => {
+    assert.strictEqual(drawLanesFrom(undefined), 64);
+    assert.strictEqual(drawLanesFrom('1'), 1);
+    assert.strictEqual(drawLanesFrom('256'), 256);
+    for (const bad of ['0', '48', 'all']) assert.throws(() => drawLanesFrom(bad), /RWKV_DRAW_LANES=/);
   });
 
   it('refuses what it cannot draw, with messages that say why', () => {

@@ -2,6 +2,7 @@
 // logit bias and presence / frequency penalties kept on the GPU between steps: several decode steps run back to back,
 // each step's drawn rows written into the forward's token ids, without a readback between them.
 
+import { numberChoice } from '../env-choice';
 import { bindGroup, createBuffer, type Kernel, makeKernel } from '../gpu/kernel';
 import type { DrawParams } from '../types';
 import { JOB_WORDS, NO_MASK, TOP_CAPACITY, type TopLogitsReducer } from './top-logits';
@@ -21,7 +22,14 @@ export const MAX_RESERVE = 1024;
 const PARAM = 8;
 /** u32 words of a PairState (bias, penalty, penalized). */
 const PAIR_WORDS = 3;
-const WG = 64;
+
+/** Lanes a row of the draw kernel takes (shaders/top_draw.wgsl LANES); 1 is the form where one lane did all of it. */
+export type DrawLanes = 1 | 32 | 64 | 128 | 256;
+
+/** RWKV_DRAW_LANES=1|32|64|128|256 (benchmarks compare); unset: 64. */
+export function drawLanesFrom(value: string | undefined): DrawLanes {
+  return numberChoice('RWKV_DRAW_LANES', value, [1, 32, 64, 128, 256] as const, 64);
+}
 
 export class TopDrawer {
   private readonly kernel: Kernel;
@@ -46,11 +54,12 @@ export class TopDrawer {
     private readonly ids: GPUBuffer,
     readonly maxRows: number,
     readonly maxSteps: number,
+    readonly lanes: DrawLanes = drawLanesFrom(process.env.RWKV_DRAW_LANES),
   ) {
     if (!(Number.isInteger(maxRows) && maxRows >= 1)) throw new RangeError(`TopDrawer: maxRows must be an integer >= 1, got ${maxRows}`);
     if (!(Number.isInteger(maxSteps) && maxSteps >= 1)) throw new RangeError(`TopDrawer: maxSteps must be an integer >= 1, got ${maxSteps}`);
     if (reducer.jobsBuffer.size < maxRows * JOB_WORDS * 4) throw new RangeError(`TopDrawer: the reducer holds fewer than ${maxRows} rows`);
-    this.kernel = makeKernel(device, ['top_job', 'top_draw'], { CAP: TOP_CAPACITY, MAX_ROWS: maxRows }, ['rw', 'rw', 'read', 'rw', 'read', 'rw', 'rw']);
+    this.kernel = makeKernel(device, ['top_job', 'top_draw'], { CAP: TOP_CAPACITY, MAX_ROWS: maxRows, LANES: lanes }, ['rw', 'rw', 'read', 'rw', 'read', 'rw', 'rw']);
     const S = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_DST | GPUBufferUsage.COPY_SRC;
     this.args = createBuffer(device, 'drawArgs', (4 + maxRows * PARAM + maxSteps * maxRows) * 4, S);
     this.state = createBuffer(device, 'drawState', (maxRows + maxSteps * maxRows) * 4, S);
@@ -210,7 +219,7 @@ export class TopDrawer {
     const pass = enc.beginComputePass();
     pass.setPipeline(this.kernel.pipeline);
     pass.setBindGroup(0, this.group);
-    pass.dispatchWorkgroups(Math.ceil(this.n / WG));
+    pass.dispatchWorkgroups(this.n);
     pass.end();
   }
 
