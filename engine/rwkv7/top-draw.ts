@@ -26,7 +26,10 @@ const PAIR_WORDS = 3;
 /** Lanes a row of the draw kernel takes (shaders/top_draw.wgsl LANES); 1 is the form where one lane did all of it. */
 export type DrawLanes = 1 | 32 | 64 | 128 | 256;
 
-/** RWKV_DRAW_LANES=1|32|64|128|256 (benchmarks compare); unset: 64. */
+/**
+ * RWKV_DRAW_LANES=1|32|64|128|256 (benchmarks compare); unset: 64. On an H100, 64 lanes drew 0.1B batches 9–30% faster
+ * than 1 (bench/RESULTS.md, twentieth session).
+ */
 export function drawLanesFrom(value: string | undefined): DrawLanes {
   return numberChoice('RWKV_DRAW_LANES', value, [1, 32, 64, 128, 256] as const, 64);
 }
