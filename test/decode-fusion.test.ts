@@ -152,13 +152,14 @@ describe('RWKV-7 fused decode step', function () {
       }
       // 8 lanes a state row (512 a workgroup at N = 64), where the device allows them: the same values.
       if ((rt as unknown as { device: GPUDevice }).device.limits.maxComputeInvocationsPerWorkgroup >= 512 && c.loraDims) {
+        const lanesBefore = rt.tmixLanes;
         rt.tmixLanes = 8;
         try {
           const wide = await run(8);
           wide.logits.forEach((l, i) => assert.ok(relL2(l, separate.logits[i]) < 2e-5, `8 lanes: logits row ${i}`));
           wide.states.forEach((st, i) => assert.ok(relL2(st, separate.states[i]) < 2e-5, `8 lanes: state ${i}`));
         } finally {
-          rt.tmixLanes = 0;
+          rt.tmixLanes = lanesBefore;
         }
       }
       fused.logits.forEach((l, i) => {

@@ -451,8 +451,6 @@ function variants(): Variant[] {
         for (const sk of [2, 4] as const) if (32 * tiles.sgm * tiles.sgn * sk <= 256) out.push({ family: 'eng', flat: true, ...tiles, split, ku, sk });
       }
     }
-    // Sliced K alone, unsplit (split 1 stores through store(), not the probe's Y: only a sliced product with split
-    // > 1 writes the partial sums the check reads).
     for (const pf of [false, true]) {
       out.push({ family: 'dir', ...t(2, 2, 2, 2), split, pf });
       out.push({ family: 'dir', ...t(4, 1, 1, 4), split, pf });
